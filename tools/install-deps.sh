@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of snsim from Debian 12 packages.
+# Used by the README's set-up commands and by .ci/run; safe to run again.
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends \
+  build-essential cmake pkg-config git ca-certificates \
+  libsimgrid-dev libboost-graph-dev libfmt-dev libyaml-cpp-dev \
+  libbenchmark-dev doctest-dev libcli11-dev nlohmann-json3-dev \
+  python3 python3-matplotlib time
