@@ -153,9 +153,9 @@ FlopsPerSecond parse_flop_rate(std::string_view text) {
 }
 
 namespace {
-/// Formats v/scale with up to 4 significant digits, no trailing zeros.
+/// Formats v/scale with up to 6 significant digits, no trailing zeros.
 std::string scaled(double v, double scale, std::string_view unit) {
-  return fmt::format("{:.4g} {}", v / scale, unit);
+  return fmt::format("{:.6g} {}", v / scale, unit);
 }
 
 std::string decimal(double v, std::string_view unit) {

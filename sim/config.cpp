@@ -1,0 +1,421 @@
+#include "sim/config.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+namespace snsim {
+namespace {
+
+std::string kind_of(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: return "a map";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Scalar: return fmt::format("'{}'", node.Scalar());
+    case YAML::NodeType::Null: return "nothing";
+    default: return "an undefined value";
+  }
+}
+
+/// One step of a key path: a map key or a sequence index.
+struct PathStep {
+  std::string key;
+  std::optional<std::size_t> index;
+};
+
+/// Splits "a.b[2].c" into steps; nullopt if malformed.
+std::optional<std::vector<PathStep>> split_path(std::string_view path) {
+  std::vector<PathStep> steps;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    if (path[i] == '[') {
+      const auto close = path.find(']', i);
+      if (close == std::string_view::npos) return std::nullopt;
+      std::size_t index = 0;
+      auto [end, ec] = std::from_chars(path.data() + i + 1, path.data() + close, index);
+      if (ec != std::errc{} || end != path.data() + close) return std::nullopt;
+      steps.push_back({"", index});
+      i = close + 1;
+      if (i < path.size() && path[i] == '.') ++i;
+      continue;
+    }
+    const auto end = path.find_first_of(".[", i);
+    const auto key = path.substr(i, end == std::string_view::npos ? std::string_view::npos : end - i);
+    if (key.empty()) return std::nullopt;
+    steps.push_back({std::string(key), std::nullopt});
+    if (end == std::string_view::npos) break;
+    i = path[end] == '.' ? end + 1 : end;
+  }
+  if (steps.empty()) return std::nullopt;
+  return steps;
+}
+
+/// Edit distance, for "did you mean" suggestions on unknown keys.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+template <class T>
+T parse_integer(const ConfigNode& node, std::string_view expected) {
+  const std::string text = node.scalar();
+  T value{};
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec == std::errc::result_out_of_range) node.fail(fmt::format("{} is out of range", text));
+  if (ec != std::errc{} || end != text.data() + text.size())
+    node.fail(fmt::format("expected {}, found '{}'", expected, text));
+  return value;
+}
+
+template <class T, class Parse>
+T parse_quantity(const ConfigNode& node, Parse parse) {
+  try {
+    return parse(node.scalar());
+  } catch (const UnitError& e) {
+    node.fail(e.what());
+  }
+}
+
+std::string format_value(const std::string& v) { return v; }
+std::string format_value(bool v) { return v ? "true" : "false"; }
+template <class T>
+std::string format_value(const T& v) {
+  if constexpr (std::is_arithmetic_v<T>)
+    return fmt::format("{}", v);
+  else
+    return to_string(v);
+}
+
+}  // namespace
+
+// ---- ConfigNode -------------------------------------------------------------------------------------------------
+
+ConfigNode::ConfigNode(std::shared_ptr<ConfigDocument> doc, const YAML::Node& node, std::string path)
+    : doc_{std::move(doc)}, node_{std::make_unique<YAML::Node>(node)}, path_{std::move(path)} {}
+ConfigNode::~ConfigNode() = default;
+ConfigNode::ConfigNode(const ConfigNode& other)
+    : doc_{other.doc_}, node_{std::make_unique<YAML::Node>(*other.node_)}, path_{other.path_} {}
+ConfigNode& ConfigNode::operator=(const ConfigNode& other) {
+  if (this != &other) {
+    doc_ = other.doc_;
+    node_ = std::make_unique<YAML::Node>(*other.node_);
+    path_ = other.path_;
+  }
+  return *this;
+}
+
+std::string ConfigNode::child_path(std::string_view key) const {
+  return path_.empty() ? std::string(key) : fmt::format("{}.{}", path_, key);
+}
+
+bool ConfigNode::is_map() const { return node_->IsMap(); }
+bool ConfigNode::is_sequence() const { return node_->IsSequence(); }
+bool ConfigNode::is_scalar() const { return node_->IsScalar(); }
+
+std::string ConfigNode::scalar() const {
+  if (!node_->IsScalar()) fail(fmt::format("expected a single value, found {}", kind_of(*node_)));
+  return node_->Scalar();
+}
+
+SourceLocation ConfigNode::location() const {
+  for (const auto& [path, option] : doc_->overrides_)
+    if (path_ == path || path_.starts_with(path + ".") || path_.starts_with(path + "[")) return {option, 0, 0};
+  const YAML::Mark mark = node_->Mark();
+  if (mark.is_null()) return {doc_->file_, 0, 0};
+  return {doc_->file_, mark.line + 1, mark.column + 1};  // yaml-cpp counts from 0
+}
+
+void ConfigNode::fail(std::string_view message) const { throw_input_error(location(), path_, message); }
+
+void ConfigNode::fail_key(std::string_view key, std::string_view message) const {
+  if (auto c = lookup(key)) c->fail(message);
+  throw_input_error(location(), child_path(key), message);
+}
+
+std::optional<ConfigNode> ConfigNode::lookup(std::string_view key) const {
+  doc_->known_keys_[path_].insert(std::string(key));
+  if (node_->IsNull()) return std::nullopt;  // `topology:` with nothing after it behaves as an empty map
+  if (!node_->IsMap()) fail(fmt::format("expected a map with key '{}', found {}", key, kind_of(*node_)));
+  const YAML::Node& map = *node_;
+  YAML::Node child = map[std::string(key)];
+  if (!child.IsDefined()) return std::nullopt;
+  return ConfigNode(doc_, child, child_path(key));
+}
+
+bool ConfigNode::has(std::string_view key) const { return lookup(key).has_value(); }
+
+ConfigNode ConfigNode::child(std::string_view key) const {
+  auto c = lookup(key);
+  if (!c) throw_input_error(location(), child_path(key), "required key is missing");
+  return *c;
+}
+
+std::optional<ConfigNode> ConfigNode::maybe_child(std::string_view key) const { return lookup(key); }
+
+std::vector<ConfigNode> ConfigNode::elements() const {
+  if (!node_->IsSequence()) fail(fmt::format("expected a list, found {}", kind_of(*node_)));
+  std::vector<ConfigNode> out;
+  for (std::size_t i = 0; i < node_->size(); ++i)
+    out.emplace_back(ConfigNode(doc_, (*node_)[i], fmt::format("{}[{}]", path_, i)));
+  return out;
+}
+
+std::vector<std::string> ConfigNode::keys() const {
+  if (!node_->IsMap()) fail(fmt::format("expected a map, found {}", kind_of(*node_)));
+  std::vector<std::string> out;
+  for (const auto& entry : *node_) out.push_back(entry.first.Scalar());
+  doc_->known_keys_[path_].insert(out.begin(), out.end());
+  return out;
+}
+
+void ConfigNode::record(const std::string& text) const { doc_->effective_.emplace_back(path_, text); }
+
+template <>
+std::string ConfigNode::as<std::string>() const {
+  auto v = scalar();
+  record(v);
+  return v;
+}
+template <>
+bool ConfigNode::as<bool>() const {
+  const auto text = scalar();
+  bool value = false;
+  if (!YAML::convert<bool>::decode(*node_, value)) fail(fmt::format("expected true or false, found '{}'", text));
+  record(format_value(value));
+  return value;
+}
+template <>
+int ConfigNode::as<int>() const {
+  auto v = parse_integer<int>(*this, "an integer");
+  record(format_value(v));
+  return v;
+}
+template <>
+std::int64_t ConfigNode::as<std::int64_t>() const {
+  auto v = parse_integer<std::int64_t>(*this, "an integer");
+  record(format_value(v));
+  return v;
+}
+template <>
+std::uint64_t ConfigNode::as<std::uint64_t>() const {
+  auto v = parse_integer<std::uint64_t>(*this, "a non-negative integer");
+  record(format_value(v));
+  return v;
+}
+template <>
+double ConfigNode::as<double>() const {
+  const std::string text = scalar();
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(value))
+    fail(fmt::format("expected a number, found '{}'", text));
+  record(format_value(value));
+  return value;
+}
+template <>
+Bytes ConfigNode::as<Bytes>() const {
+  auto v = parse_quantity<Bytes>(*this, parse_bytes);
+  record(scalar());
+  return v;
+}
+template <>
+Seconds ConfigNode::as<Seconds>() const {
+  auto v = parse_quantity<Seconds>(*this, parse_seconds);
+  record(scalar());
+  return v;
+}
+template <>
+BytesPerSecond ConfigNode::as<BytesPerSecond>() const {
+  auto v = parse_quantity<BytesPerSecond>(*this, parse_bandwidth);
+  record(scalar());
+  return v;
+}
+template <>
+Flops ConfigNode::as<Flops>() const {
+  auto v = parse_quantity<Flops>(*this, parse_flops);
+  record(scalar());
+  return v;
+}
+template <>
+FlopsPerSecond ConfigNode::as<FlopsPerSecond>() const {
+  auto v = parse_quantity<FlopsPerSecond>(*this, parse_flop_rate);
+  record(scalar());
+  return v;
+}
+
+template <class T>
+T ConfigNode::required(std::string_view key) const {
+  return child(key).as<T>();
+}
+
+template <class T>
+T ConfigNode::optional(std::string_view key, T fallback) const {
+  if (auto c = lookup(key)) return c->as<T>();
+  doc_->effective_.emplace_back(child_path(key), format_value(fallback));
+  return fallback;
+}
+
+template <class T>
+std::optional<T> ConfigNode::maybe(std::string_view key) const {
+  if (auto c = lookup(key)) return c->as<T>();
+  return std::nullopt;
+}
+
+#define SNSIM_CONFIG_INSTANTIATE(T)                                         \
+  template T ConfigNode::required<T>(std::string_view) const;               \
+  template T ConfigNode::optional<T>(std::string_view, T) const;            \
+  template std::optional<T> ConfigNode::maybe<T>(std::string_view) const;
+SNSIM_CONFIG_INSTANTIATE(std::string)
+SNSIM_CONFIG_INSTANTIATE(bool)
+SNSIM_CONFIG_INSTANTIATE(int)
+SNSIM_CONFIG_INSTANTIATE(std::int64_t)
+SNSIM_CONFIG_INSTANTIATE(std::uint64_t)
+SNSIM_CONFIG_INSTANTIATE(double)
+SNSIM_CONFIG_INSTANTIATE(Bytes)
+SNSIM_CONFIG_INSTANTIATE(Seconds)
+SNSIM_CONFIG_INSTANTIATE(BytesPerSecond)
+SNSIM_CONFIG_INSTANTIATE(Flops)
+SNSIM_CONFIG_INSTANTIATE(FlopsPerSecond)
+#undef SNSIM_CONFIG_INSTANTIATE
+
+// ---- ConfigDocument ---------------------------------------------------------------------------------------------
+
+ConfigDocument::ConfigDocument(std::unique_ptr<YAML::Node> root, std::string file)
+    : root_{std::move(root)}, file_{std::move(file)} {}
+ConfigDocument::~ConfigDocument() = default;
+
+std::shared_ptr<ConfigDocument> ConfigDocument::load_string(const std::string& text, std::string file_name) {
+  try {
+    auto root = std::make_unique<YAML::Node>(YAML::Load(text));
+    if (!root->IsMap() && !root->IsNull())
+      throw_input_error({file_name, root->Mark().line + 1, root->Mark().column + 1}, "",
+                        fmt::format("expected a map of settings at the top, found {}", kind_of(*root)));
+    return std::shared_ptr<ConfigDocument>(new ConfigDocument(std::move(root), std::move(file_name)));
+  } catch (const YAML::ParserException& e) {
+    // yaml-cpp names the line but not the file; its message is e.msg.
+    throw_input_error({file_name, e.mark.line + 1, e.mark.column + 1}, "", fmt::format("invalid YAML: {}", e.msg));
+  }
+}
+
+std::shared_ptr<ConfigDocument> ConfigDocument::load_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw_input_error({path, 0, 0}, "", "cannot open the file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return load_string(text.str(), path);
+}
+
+ConfigNode ConfigDocument::root() { return ConfigNode(shared_from_this(), *root_, ""); }
+
+void ConfigDocument::set(std::string_view assignment) {
+  const SourceLocation where{fmt::format("--set {}", assignment), 0, 0};
+  const auto eq = assignment.find('=');
+  const auto steps = eq == std::string_view::npos ? std::nullopt : split_path(assignment.substr(0, eq));
+  if (!steps) throw_input_error({"--set", 0, 0}, "", fmt::format("expected key.path=value, found '{}'", assignment));
+  YAML::Node value;
+  try {
+    value = YAML::Load(std::string(assignment.substr(eq + 1)));
+  } catch (const YAML::ParserException& e) {
+    throw_input_error(where, "", fmt::format("invalid YAML value: {}", e.msg));
+  }
+  YAML::Node current(*root_);  // yaml-cpp nodes are handles: reset() moves the handle, `=` would assign
+  for (std::size_t i = 0; i < steps->size(); ++i) {
+    const auto& step = (*steps)[i];
+    const bool last = i + 1 == steps->size();
+    if (step.index) {
+      if (!current.IsSequence() || *step.index >= current.size())
+        throw_input_error(where, "", fmt::format("there is no element [{}] to set", *step.index));
+      if (last) {
+        current[*step.index] = value;
+        break;
+      }
+      YAML::Node next = current[*step.index];
+      current.reset(next);
+    } else {
+      if (!current.IsMap() && !current.IsNull())
+        throw_input_error(where, "", fmt::format("cannot set key '{}' inside {}", step.key, kind_of(current)));
+      if (last) {
+        current[step.key] = value;
+        break;
+      }
+      YAML::Node next = current[step.key];
+      current.reset(next);
+    }
+  }
+  overrides_.emplace(std::string(assignment.substr(0, eq)), where.file);
+}
+
+void ConfigDocument::reject_unknown_keys() const {
+  struct Walker {
+    const ConfigDocument& doc;
+    void walk(const YAML::Node& node, const std::string& path) const {
+      if (node.IsSequence()) {
+        for (std::size_t i = 0; i < node.size(); ++i) walk(node[i], fmt::format("{}[{}]", path, i));
+        return;
+      }
+      if (!node.IsMap()) return;
+      auto known = doc.known_keys_.find(path);
+      if (known == doc.known_keys_.end()) return;  // a map nobody opened: its parent key was handled
+      std::set<std::string> seen;
+      for (const auto& entry : node) {
+        const std::string key = entry.first.Scalar();
+        const std::string child = path.empty() ? key : fmt::format("{}.{}", path, key);
+        const YAML::Mark mark = entry.first.Mark();
+        const SourceLocation where{doc.file_, mark.line + 1, mark.column + 1};
+        if (!seen.insert(key).second) throw_input_error(where, child, "duplicate key");
+        if (!known->second.contains(key)) {
+          std::string suggestion;
+          std::size_t best = 3;  // suggest only close matches
+          for (const auto& k : known->second)
+            if (auto d = edit_distance(key, k); d < best) {
+              best = d;
+              suggestion = fmt::format(" (did you mean '{}'?)", k);
+            }
+          throw_input_error(where, child,
+                            fmt::format("unknown key{}; known keys: {}", suggestion, fmt::join(known->second, ", ")));
+        }
+        walk(entry.second, child);
+      }
+    }
+  };
+  Walker{*this}.walk(*root_, "");
+}
+
+nlohmann::json ConfigDocument::effective() const {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [path, value] : effective_) {
+    auto steps = split_path(path);
+    if (!steps) continue;
+    nlohmann::json* at = &out;
+    for (const auto& step : *steps) {
+      if (step.index) {
+        if (!at->is_array()) *at = nlohmann::json::array();
+        while (at->size() <= *step.index) at->push_back(nlohmann::json::object());
+        at = &(*at)[*step.index];
+      } else {
+        if (!at->is_object()) *at = nlohmann::json::object();
+        at = &(*at)[step.key];
+      }
+    }
+    *at = value;
+  }
+  return out;
+}
+
+}  // namespace snsim

@@ -1,0 +1,96 @@
+#include "sim/config.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+using namespace snsim;
+using namespace snsim::literals;
+
+namespace {
+std::shared_ptr<ConfigDocument> doc(const std::string& text) { return ConfigDocument::load_string(text, "t.yaml"); }
+}  // namespace
+
+TEST_CASE("config: values are read with units and defaults") {
+  auto d = doc("topology:\n  gpus: 4\n  nvlink_bandwidth: 450GBps\n");
+  auto topo = d->root().child("topology");
+  CHECK(topo.required<int>("gpus") == 4);
+  CHECK(topo.required<BytesPerSecond>("nvlink_bandwidth") == 450_GBps);
+  CHECK(topo.optional<Seconds>("latency", Seconds{1e-6}) == Seconds{1e-6});
+  CHECK_NOTHROW(d->reject_unknown_keys());
+  CHECK(d->effective()["topology"]["latency"] == "1 us");
+  CHECK(d->effective()["topology"]["nvlink_bandwidth"] == "450GBps");
+}
+
+TEST_CASE("config: errors name file, line, column and key path") {
+  SUBCASE("missing unit") {
+    auto d = doc("topology:\n  gpus: 4\n  nvlink_bandwidth: 450\n");
+    CHECK_THROWS_WITH_AS(d->root().child("topology").required<BytesPerSecond>("nvlink_bandwidth"),
+                         "t.yaml:3:21: topology.nvlink_bandwidth: cannot parse '450' as a bandwidth: missing unit "
+                         "(try '450GBps' or '450Gbps')",
+                         InputError);
+  }
+  SUBCASE("missing key points at the parent map") {
+    auto d = doc("topology:\n  gpus: 4\n");
+    CHECK_THROWS_WITH_AS(d->root().child("topology").required<std::string>("type"),
+                         "t.yaml:2:3: topology.type: required key is missing", InputError);
+  }
+  SUBCASE("not an integer") {
+    auto d = doc("gpus: 2.5\n");
+    CHECK_THROWS_WITH_AS(d->root().required<int>("gpus"), "t.yaml:1:7: gpus: expected an integer, found '2.5'",
+                         InputError);
+  }
+  SUBCASE("a map where a value belongs") {
+    auto d = doc("gpus: {a: 1}\n");
+    CHECK_THROWS_WITH_AS(d->root().required<int>("gpus"), "t.yaml:1:7: gpus: expected a single value, found a map",
+                         InputError);
+  }
+  SUBCASE("range") {
+    auto d = doc("gpus: 9\n");
+    auto root = d->root();
+    CHECK_THROWS_WITH_AS(check_between(root, "gpus", root.required<int>("gpus"), 2, 8),
+                         "t.yaml:1:7: gpus: must be between 2 and 8, got 9", InputError);
+  }
+  SUBCASE("malformed YAML names the file") {
+    CHECK_THROWS_WITH_AS(doc("topology: {gpus: 8\nname: x\n"),
+                         "t.yaml:2:5: invalid YAML: end of map flow not found", InputError);
+  }
+}
+
+TEST_CASE("config: unknown keys are errors with a suggestion") {
+  auto d = doc("topology:\n  type: hgx\n  gpu: 8\n");
+  auto topo = d->root().child("topology");
+  (void)topo.required<std::string>("type");
+  (void)topo.optional<int>("gpus", 8);
+  CHECK_THROWS_WITH_AS(d->reject_unknown_keys(),
+                       "t.yaml:3:3: topology.gpu: unknown key (did you mean 'gpus'?); known keys: gpus, type",
+                       InputError);
+}
+
+TEST_CASE("config: duplicate keys are errors") {
+  auto d = doc("seed: 1\nseed: 2\n");
+  (void)d->root().optional<int>("seed", 0);
+  CHECK_THROWS_WITH_AS(d->reject_unknown_keys(), "t.yaml:2:1: seed: duplicate key", InputError);
+}
+
+TEST_CASE("config: --set overrides a value and errors name the option") {
+  auto d = doc("topology:\n  gpus: 4\n");
+  d->set("topology.gpus=9");
+  d->set("seed=7");
+  auto root = d->root();
+  CHECK(root.required<int>("seed") == 7);
+  auto topo = root.child("topology");
+  CHECK_THROWS_WITH_AS(check_between(topo, "gpus", topo.required<int>("gpus"), 2, 8),
+                       "--set topology.gpus=9: topology.gpus: must be between 2 and 8, got 9", InputError);
+  CHECK_THROWS_WITH_AS(d->set("nonsense"), "--set: expected key.path=value, found 'nonsense'", InputError);
+}
+
+TEST_CASE("config: list elements carry their index in the path") {
+  auto d = doc("workloads:\n  - {bytes: 1MiB}\n  - {bytes: 12}\n");
+  auto items = d->root().child("workloads").elements();
+  REQUIRE(items.size() == 2);
+  CHECK(items[0].required<Bytes>("bytes") == 1_MiB);
+  CHECK_THROWS_WITH_AS(items[1].required<Bytes>("bytes"),
+                       "t.yaml:3:13: workloads[1].bytes: cannot parse '12' as a size: missing unit (try '12B' or "
+                       "'12MiB')",
+                       InputError);
+}

@@ -1,0 +1,165 @@
+#include "sim/fabric.hpp"
+
+#include <limits>
+
+#include <boost/graph/breadth_first_search.hpp>
+#include <boost/graph/filtered_graph.hpp>
+#include <boost/graph/push_relabel_max_flow.hpp>
+#include <boost/graph/reverse_graph.hpp>
+#include <boost/graph/visitors.hpp>
+
+namespace snsim {
+
+std::string_view to_string(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::gpu: return "gpu";
+    case DeviceKind::host: return "host";
+    case DeviceKind::nvswitch: return "nvswitch";
+    case DeviceKind::pcie_switch: return "pcie_switch";
+  }
+  return "?";
+}
+
+std::string_view to_string(ChannelKind kind) {
+  switch (kind) {
+    case ChannelKind::nvlink: return "nvlink";
+    case ChannelKind::pcie: return "pcie";
+  }
+  return "?";
+}
+
+namespace {
+bool forwards(DeviceKind kind) { return kind == DeviceKind::nvswitch || kind == DeviceKind::pcie_switch; }
+
+constexpr std::size_t unreached = std::numeric_limits<std::size_t>::max();
+
+/// Keeps the edges that traffic may take when leaving `origin`: out of the origin itself or out of a switch.
+template <class Graph>
+struct LeavesOriginOrSwitch {
+  const Graph* graph = nullptr;
+  DeviceId origin{};
+  template <class Edge>
+  bool operator()(const Edge& e) const {
+    const DeviceId from = boost::source(e, *graph);
+    return from == origin || forwards((*graph)[from].kind);
+  }
+};
+
+/// Hop counts from `origin` along edges of `graph` that only switches (or the origin) forward.
+template <class Graph>
+std::vector<std::size_t> hop_distances(const Graph& graph, DeviceId origin) {
+  std::vector<std::size_t> distance(boost::num_vertices(graph), unreached);
+  distance[origin] = 0;
+  boost::filtered_graph<Graph, LeavesOriginOrSwitch<Graph>> usable(graph, LeavesOriginOrSwitch<Graph>{&graph, origin});
+  boost::breadth_first_search(
+      usable, origin,
+      boost::visitor(boost::make_bfs_visitor(boost::record_distances(distance.data(), boost::on_tree_edge()))));
+  return distance;
+}
+}  // namespace
+
+DeviceId Fabric::add_device(Device device) {
+  const auto kind = device.kind;
+  const DeviceId id = boost::add_vertex(std::move(device), graph_);
+  if (kind == DeviceKind::gpu) gpus_.push_back(id);
+  if (kind == DeviceKind::host && !host_) host_ = id;
+  return id;
+}
+
+ChannelId Fabric::add_channel(DeviceId from, DeviceId to, Channel channel) {
+  return boost::add_edge(from, to, channel, graph_).first;
+}
+
+void Fabric::add_duplex(DeviceId a, DeviceId b, Channel channel) {
+  add_channel(a, b, channel);
+  add_channel(b, a, channel);
+}
+
+std::optional<DeviceId> Fabric::find(std::string_view name) const {
+  for (auto v : boost::make_iterator_range(boost::vertices(graph_)))
+    if (graph_[v].name == name) return v;
+  return std::nullopt;
+}
+
+std::optional<Route> Fabric::route(DeviceId from, DeviceId to) const {
+  if (from == to) return Route{};
+  const auto from_source = hop_distances(graph_, from);
+  // Distances to `to`: hop counts from `to` in the reversed graph, where a reversed edge is usable if its
+  // original source forwards (a switch) or is `from` itself.
+  const auto reversed = boost::make_reverse_graph(graph_);
+  std::vector<std::size_t> to_target(device_count(), unreached);
+  to_target[to] = 0;
+  {
+    auto usable_reverse = [&](const auto& e) {
+      const DeviceId original_source = boost::target(e, reversed);  // reversed edge points at the original source
+      const DeviceId original_target = boost::source(e, reversed);
+      return (original_target == to || forwards(graph_[original_target].kind)) &&
+             (original_source == from || forwards(graph_[original_source].kind));
+    };
+    boost::filtered_graph<decltype(reversed), std::function<bool(decltype(reversed)::edge_descriptor)>> usable(
+        reversed, usable_reverse);
+    boost::breadth_first_search(
+        usable, to,
+        boost::visitor(boost::make_bfs_visitor(boost::record_distances(to_target.data(), boost::on_tree_edge()))));
+  }
+  const std::size_t length = from_source[to];
+  if (length == unreached) return std::nullopt;
+  Route route;
+  route.hops.resize(length);
+  for (auto e : boost::make_iterator_range(boost::edges(graph_))) {
+    const DeviceId u = boost::source(e, graph_), v = boost::target(e, graph_);
+    if (from_source[u] == unreached || to_target[v] == unreached) continue;
+    if (u != from && !forwards(graph_[u].kind)) continue;
+    if (v != to && !forwards(graph_[v].kind)) continue;
+    if (from_source[u] + 1 + to_target[v] == length) route.hops[from_source[u]].channels.push_back(e);
+  }
+  return route;
+}
+
+BytesPerSecond Fabric::egress_bandwidth(DeviceId device) const {
+  BytesPerSecond total{0};
+  for (auto e : boost::make_iterator_range(boost::out_edges(device, graph_))) total = total + graph_[e].bandwidth();
+  return total;
+}
+
+BytesPerSecond Fabric::bisection_bandwidth() const {
+  if (gpus_.size() < 2) return BytesPerSecond{0};
+  using Traits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
+  using FlowGraph = boost::adjacency_list<
+      boost::vecS, boost::vecS, boost::directedS, boost::no_property,
+      boost::property<boost::edge_capacity_t, double,
+                      boost::property<boost::edge_residual_capacity_t, double,
+                                      boost::property<boost::edge_reverse_t, Traits::edge_descriptor>>>>;
+  const std::size_t n = device_count();
+  FlowGraph flow(n + 2);
+  const std::size_t source = n, sink = n + 1;
+  auto capacity = boost::get(boost::edge_capacity, flow);
+  auto reverse = boost::get(boost::edge_reverse, flow);
+  auto connect = [&](std::size_t u, std::size_t v, double c) {
+    auto e = boost::add_edge(u, v, flow).first;
+    auto r = boost::add_edge(v, u, flow).first;
+    capacity[e] = c;
+    capacity[r] = 0;
+    reverse[e] = r;
+    reverse[r] = e;
+  };
+  std::vector<int> half(n, -1);  // 0: sending half, 1: receiving half, -1: not a GPU
+  for (std::size_t i = 0; i < gpus_.size(); ++i) half[gpus_[i]] = i < gpus_.size() / 2 ? 0 : 1;
+  const double unlimited = std::numeric_limits<double>::max() / 4;
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    if (half[gpus_[i]] == 0)
+      connect(source, gpus_[i], unlimited);
+    else
+      connect(gpus_[i], sink, unlimited);
+  }
+  for (auto e : boost::make_iterator_range(boost::edges(graph_))) {
+    const DeviceId u = boost::source(e, graph_), v = boost::target(e, graph_);
+    // Only switches forward; a sending GPU only sends, a receiving GPU only receives.
+    const bool u_ok = forwards(graph_[u].kind) || half[u] == 0;
+    const bool v_ok = forwards(graph_[v].kind) || half[v] == 1;
+    if (u_ok && v_ok) connect(u, v, graph_[e].bandwidth().count());
+  }
+  return BytesPerSecond{boost::push_relabel_max_flow(flow, source, sink)};
+}
+
+}  // namespace snsim

@@ -1,0 +1,109 @@
+// Fabric: what a platform is made of, as plain data (a Boost.Graph of devices and directed channels).
+//
+// Topology builders (topologies/) write a Fabric; `snsim topo` prints it; the platform builder (sim/platform.hpp)
+// turns it into SimGrid zones, hosts and links. Nothing here knows SimGrid, so topologies are tested without it.
+//
+//   gpu0 ==nvlink x5==> nvswitch0 ==nvlink x5==> gpu1        every physical link direction is one Channel
+//        ==nvlink x4==> nvswitch1 ==nvlink x4==>             (split duplex: a cable is two channels)
+//        ...                                                 parallel switch chips are "planes"
+//
+// Routing is ECMP over shortest paths: a route is a list of hops, each hop the set of parallel channels that
+// lie on some shortest path at that depth, and traffic is striped over a hop's channels in proportion to their
+// bandwidth. Only switches forward traffic; GPUs and hosts are endpoints.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/graph/adjacency_list.hpp>
+
+#include "sim/units.hpp"
+
+namespace snsim {
+
+enum class DeviceKind { gpu, host, nvswitch, pcie_switch };
+enum class ChannelKind { nvlink, pcie };
+
+std::string_view to_string(DeviceKind kind);
+std::string_view to_string(ChannelKind kind);
+
+/// What a GPU can do; the compute model reads it. Sources are given where presets are defined (topologies/).
+struct GpuSpec {
+  std::string model;               // "h200"
+  FlopsPerSecond dense_bf16;       // peak dense tensor rate
+  BytesPerSecond hbm_bandwidth;    // peak HBM bandwidth
+  Bytes memory;                    // HBM capacity
+};
+
+struct Device {
+  std::string name;  // unique path name used in errors, logs and reports: "gpu3", "nvswitch0", "host"
+  DeviceKind kind = DeviceKind::gpu;
+  int index = 0;                 // rank for GPUs; plane number for NVSwitch chips
+  std::optional<GpuSpec> gpu;    // set for GPUs
+};
+
+/// One direction of one physical connection, possibly several bonded lanes (NVLinks) wide.
+struct Channel {
+  ChannelKind kind = ChannelKind::nvlink;
+  int lanes = 1;                 // bonded links, e.g. 5 NVLinks from a GPU to one NVSwitch chip
+  BytesPerSecond lane_bandwidth; // line rate per lane, this direction
+  Seconds latency;               // wire and switch traversal of this hop
+
+  BytesPerSecond bandwidth() const { return lane_bandwidth * static_cast<double>(lanes); }
+};
+
+using FabricGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Device, Channel>;
+using DeviceId = FabricGraph::vertex_descriptor;
+using ChannelId = FabricGraph::edge_descriptor;
+
+/// A set of parallel channels that share one hop of a route; traffic is striped over them.
+struct Hop {
+  std::vector<ChannelId> channels;
+};
+
+/// The path between two endpoints: hops in order.
+struct Route {
+  std::vector<Hop> hops;
+};
+
+class Fabric {
+ public:
+  DeviceId add_device(Device device);
+  /// Adds one direction of a connection.
+  ChannelId add_channel(DeviceId from, DeviceId to, Channel channel);
+  /// Adds both directions with the same properties.
+  void add_duplex(DeviceId a, DeviceId b, Channel channel);
+
+  const FabricGraph& graph() const { return graph_; }
+  const Device& device(DeviceId id) const { return graph_[id]; }
+  const Channel& channel(ChannelId id) const { return graph_[id]; }
+  DeviceId source(ChannelId id) const { return boost::source(id, graph_); }
+  DeviceId target(ChannelId id) const { return boost::target(id, graph_); }
+  std::size_t device_count() const { return boost::num_vertices(graph_); }
+  std::size_t channel_count() const { return boost::num_edges(graph_); }
+
+  /// GPUs in rank order.
+  const std::vector<DeviceId>& gpus() const { return gpus_; }
+  /// The host CPU, if the fabric has one.
+  std::optional<DeviceId> host() const { return host_; }
+  std::optional<DeviceId> find(std::string_view name) const;
+
+  /// ECMP route between two endpoints; nullopt if they are not connected.
+  std::optional<Route> route(DeviceId from, DeviceId to) const;
+
+  /// Sum of the bandwidth leaving `device` (one direction).
+  BytesPerSecond egress_bandwidth(DeviceId device) const;
+
+  /// Bisection bandwidth between the two halves of the GPUs (by rank), one direction: the max flow from the first
+  /// half to the second, where every channel carries at most its bandwidth.
+  BytesPerSecond bisection_bandwidth() const;
+
+ private:
+  FabricGraph graph_;
+  std::vector<DeviceId> gpus_;
+  std::optional<DeviceId> host_;
+};
+
+}  // namespace snsim

@@ -1,0 +1,38 @@
+#include "topologies/gpus.hpp"
+
+#include <fmt/ranges.h>
+
+namespace snsim::topologies {
+namespace {
+using namespace snsim::literals;
+
+struct Preset {
+  std::string name;
+  GpuSpec spec;
+};
+
+// Dense BF16 tensor rate and HBM bandwidth are datasheet peaks (NVIDIA H100 and H200 SXM datasheets: 989 TFLOP/s
+// dense BF16; HBM3 3.35 TB/s, HBM3e 4.8 TB/s). H200 memory is what `nvidia-smi` reports on our machines
+// (143,771 MiB, reference/gpu-machine.md); H100 SXM is 80 GiB class (81,559 MiB reported).
+const std::vector<Preset>& presets() {
+  static const std::vector<Preset> table{
+      {"h100", {"h100", FlopsPerSecond{989e12}, BytesPerSecond{3.35e12}, Bytes{81559ull << 20}}},
+      {"h200", {"h200", FlopsPerSecond{989e12}, BytesPerSecond{4.8e12}, Bytes{143771ull << 20}}},
+  };
+  return table;
+}
+}  // namespace
+
+GpuSpec gpu_preset(const ConfigNode& node, const std::string& name) {
+  for (const auto& p : presets())
+    if (p.name == name) return p.spec;
+  node.fail_key("gpu", fmt::format("unknown GPU '{}'; known: {}", name, fmt::join(gpu_preset_names(), ", ")));
+}
+
+std::vector<std::string> gpu_preset_names() {
+  std::vector<std::string> names;
+  for (const auto& p : presets()) names.push_back(p.name);
+  return names;
+}
+
+}  // namespace snsim::topologies

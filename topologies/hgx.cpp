@@ -1,0 +1,77 @@
+#include "topologies/hgx.hpp"
+
+#include <array>
+
+#include "topologies/gpus.hpp"
+
+namespace snsim::topologies {
+namespace {
+using namespace snsim::literals;
+
+// NVLink4: 25 GB/s per link per direction, 18 links per GPU, 450 GB/s per GPU per direction [spec: NVIDIA NVLink
+// page; reference/hardware.md §1.1]. The 5/4/4/5 split of a GPU's links over the 4 NVSwitch3 chips is reported for
+// HGX H100 [unverified from a primary source, hardware.md §1.2]; it matters only when a plane fails.
+constexpr std::array<int, 4> LINKS_PER_PLANE{5, 4, 4, 5};
+constexpr double NVLINK4_LANE_GBPS = 25.0;
+// PCIe Gen5 x16: 32 GT/s x 16 lanes with 128b/130b encoding = 63.0 GB/s per direction [spec: PCI-SIG].
+constexpr double PCIE5_X16_GBPS = 63.0;
+// Wire plus switch traversal per hop. Not measured directly in public sources (hardware.md §2.2 lists only
+// end-to-end numbers that include software); these defaults are recalibrated from our latency traces.
+constexpr double NVLINK_HOP_NS = 350;
+constexpr double PCIE_HOP_NS = 500;
+
+class Hgx final : public Topology {
+ public:
+  GpuSpec gpu;
+  int gpus = 8;
+  BytesPerSecond nvlink_bandwidth;
+  Seconds nvlink_latency;
+  BytesPerSecond pcie_bandwidth;
+  Seconds pcie_latency;
+
+  Fabric build() const override {
+    Fabric fabric;
+    const DeviceId host = fabric.add_device({"host", DeviceKind::host, 0, std::nullopt});
+    std::array<DeviceId, LINKS_PER_PLANE.size()> planes{};
+    for (std::size_t p = 0; p < planes.size(); ++p)
+      planes[p] = fabric.add_device({fmt::format("nvswitch{}", p), DeviceKind::nvswitch, static_cast<int>(p), {}});
+    for (int g = 0; g < gpus; ++g) {
+      const DeviceId id = fabric.add_device({fmt::format("gpu{}", g), DeviceKind::gpu, g, gpu});
+      for (std::size_t p = 0; p < planes.size(); ++p)
+        fabric.add_duplex(id, planes[p], {ChannelKind::nvlink, LINKS_PER_PLANE[p], nvlink_bandwidth, nvlink_latency});
+      fabric.add_duplex(id, host, {ChannelKind::pcie, 1, pcie_bandwidth, pcie_latency});
+    }
+    return fabric;
+  }
+};
+
+std::unique_ptr<Topology> make_hgx(const ConfigNode& node) {
+  auto t = std::make_unique<Hgx>();
+  t->gpu = gpu_preset(node, node.optional<std::string>("gpu", "h200"));
+  t->gpus = node.optional<int>("gpus", 8);
+  check_between(node, "gpus", t->gpus, 2, 8);
+  t->nvlink_bandwidth = node.optional<BytesPerSecond>("nvlink_bandwidth", BytesPerSecond{NVLINK4_LANE_GBPS * 1e9});
+  check_positive(node, "nvlink_bandwidth", t->nvlink_bandwidth);
+  t->nvlink_latency = node.optional<Seconds>("nvlink_latency", Seconds{NVLINK_HOP_NS * 1e-9});
+  t->pcie_bandwidth = node.optional<BytesPerSecond>("pcie_bandwidth", BytesPerSecond{PCIE5_X16_GBPS * 1e9});
+  check_positive(node, "pcie_bandwidth", t->pcie_bandwidth);
+  t->pcie_latency = node.optional<Seconds>("pcie_latency", Seconds{PCIE_HOP_NS * 1e-9});
+  return t;
+}
+}  // namespace
+
+Registry<Topology>::Entry hgx_entry() {
+  return {"hgx",
+          "HGX H100/H200 SXM: 2-8 GPUs, 18 NVLink4 links each over 4 NVSwitch planes (5/4/4/5), PCIe Gen5 to the host",
+          {
+              {"gpu", "h100|h200", "h200", "GPU model (sets compute rate, HBM bandwidth and memory)"},
+              {"gpus", "GPUs", "8", "number of GPUs, 2-8"},
+              {"nvlink_bandwidth", "bytes/s per link per direction", "25GBps", "NVLink4 line rate of one link"},
+              {"nvlink_latency", "time per hop", "350ns", "wire and switch traversal of one hop"},
+              {"pcie_bandwidth", "bytes/s per direction", "63GBps", "PCIe Gen5 x16 to the host"},
+              {"pcie_latency", "time per hop", "500ns", "PCIe traversal of one hop"},
+          },
+          make_hgx};
+}
+
+}  // namespace snsim::topologies

@@ -1,0 +1,13 @@
+#include "topologies/register.hpp"
+
+#include "topologies/hgx.hpp"
+#include "topologies/pcie.hpp"
+
+namespace snsim::topologies {
+
+void register_topologies(Registry<Topology>& registry) {
+  registry.add(hgx_entry());
+  registry.add(pcie_entry());
+}
+
+}  // namespace snsim::topologies
