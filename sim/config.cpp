@@ -168,6 +168,11 @@ ConfigNode ConfigNode::child(std::string_view key) const {
 
 std::optional<ConfigNode> ConfigNode::maybe_child(std::string_view key) const { return lookup(key); }
 
+ConfigNode ConfigNode::section(std::string_view key) const {
+  if (auto c = lookup(key)) return *c;
+  return ConfigNode(doc_, YAML::Node(YAML::NodeType::Null), child_path(key));
+}
+
 std::vector<ConfigNode> ConfigNode::elements() const {
   if (!node_->IsSequence()) fail(fmt::format("expected a list, found {}", kind_of(*node_)));
   std::vector<ConfigNode> out;

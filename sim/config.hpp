@@ -61,6 +61,8 @@ class ConfigNode {
   ConfigNode child(std::string_view key) const;
   /// An optional child.
   std::optional<ConfigNode> maybe_child(std::string_view key) const;
+  /// An optional section: the child map if present, else an empty map at that path (all defaults apply).
+  ConfigNode section(std::string_view key) const;
   /// The elements of a sequence; an error if this node is not a sequence.
   std::vector<ConfigNode> elements() const;
   /// The keys of a map in document order; the keys count as known (free-form maps).

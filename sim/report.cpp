@@ -1,0 +1,115 @@
+#include "sim/report.hpp"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <simgrid/version.h>
+
+namespace snsim {
+
+nlohmann::json Report::to_json() const {
+  nlohmann::json out;
+  out["scenario"] = scenario;
+  out["seed"] = seed;
+  out["outcome"] = outcome;
+  out["simulated_time_s"] = simulated_time.count();
+  out["config"] = config;
+  auto& links_json = out["links"] = nlohmann::json::array();
+  for (const auto& l : links) {
+    const double capacity = l.bandwidth.count() * simulated_time.count();
+    links_json.push_back({{"name", l.name},
+                          {"bandwidth_Bps", l.bandwidth.count()},
+                          {"wire_bytes", l.wire_bytes.count()},
+                          {"payload_bytes", l.payload_bytes.count()},
+                          {"utilization", capacity > 0 ? static_cast<double>(l.wire_bytes.count()) / capacity : 0.0}});
+  }
+  auto& ops_json = out["ops"] = nlohmann::json::array();
+  for (const auto& o : ops)
+    ops_json.push_back({{"rank", o.rank},
+                        {"phase", o.phase},
+                        {"kind", o.kind},
+                        {"label", o.label},
+                        {"bytes", o.bytes.count()},
+                        {"start_s", o.start.count()},
+                        {"end_s", o.end.count()}});
+  auto& tables_json = out["tables"] = nlohmann::json::array();
+  for (const auto& t : tables) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& r : t.rows) {
+      nlohmann::json row;
+      for (std::size_t i = 0; i < t.columns.size() && i < r.size(); ++i) row[t.columns[i]] = r[i];
+      rows.push_back(std::move(row));
+    }
+    tables_json.push_back({{"title", t.title}, {"columns", t.columns}, {"rows", std::move(rows)}});
+  }
+  return out;
+}
+
+namespace {
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string quoted = "\"";
+  for (char c : s) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+}  // namespace
+
+std::string Report::ops_csv() const {
+  std::string out = "rank,phase,kind,label,bytes,start_s,end_s,duration_s\n";
+  for (const auto& o : ops)
+    out += fmt::format("{},{},{},{},{},{:.12g},{:.12g},{:.12g}\n", o.rank, o.phase, o.kind, csv_field(o.label),
+                       o.bytes.count(), o.start.count(), o.end.count(), (o.end - o.start).count());
+  return out;
+}
+
+nlohmann::json RunRecord::to_json() const {
+  return {{"wall_time_s", wall_time_s},
+          {"peak_memory_MiB", peak_memory_mib},
+          {"snsim_version", snsim_version},
+          {"simgrid_version", simgrid_version},
+          {"host", host}};
+}
+
+RunRecord RunRecord::measure(double wall_time_s) {
+  RunRecord r;
+  r.wall_time_s = wall_time_s;
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  r.peak_memory_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+#ifdef SNSIM_VERSION
+  r.snsim_version = SNSIM_VERSION;
+#endif
+  r.simgrid_version = fmt::format("{}.{}.{}", SIMGRID_VERSION_MAJOR, SIMGRID_VERSION_MINOR, SIMGRID_VERSION_PATCH);
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  r.host = name;
+  return r;
+}
+
+std::string format_table(const Table& table) {
+  auto cell = [](const nlohmann::json& v) -> std::string {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
+    if (v.is_number_float()) return fmt::format("{:.2f}", v.get<double>());
+    return v.dump();
+  };
+  std::vector<std::size_t> width(table.columns.size());
+  for (std::size_t i = 0; i < width.size(); ++i) width[i] = table.columns[i].size();
+  for (const auto& row : table.rows)
+    for (std::size_t i = 0; i < width.size() && i < row.size(); ++i) width[i] = std::max(width[i], cell(row[i]).size());
+  std::string out = fmt::format("# {}\n#", table.title);
+  for (std::size_t i = 0; i < width.size(); ++i) out += fmt::format(" {:>{}}", table.columns[i], width[i]);
+  out += "\n";
+  for (const auto& row : table.rows) {
+    out += " ";
+    for (std::size_t i = 0; i < width.size() && i < row.size(); ++i) out += fmt::format(" {:>{}}", cell(row[i]), width[i]);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace snsim

@@ -1,0 +1,66 @@
+// Report: the results of one run, as data (design.md, "Command-line contract").
+//
+// report.json holds only what the scenario and seed determine, so it is byte-identical across runs; wall time,
+// memory and versions go to run.json (RunRecord), which is not part of that promise.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/simulation.hpp"
+#include "sim/units.hpp"
+
+namespace snsim {
+
+/// One op executed by one rank.
+struct OpRecord {
+  int rank = 0;
+  int phase = 0;        // index of the workload in the scenario
+  std::string kind;     // "copy", "collective", "compute", "barrier"
+  std::string label;    // "all_reduce 1 GiB ring/Simple"
+  Bytes bytes;          // payload the op moves (or reads, for compute)
+  Seconds start;
+  Seconds end;
+};
+
+/// A result table, printed like the tool it imitates (nccl-tests, p2pBandwidthLatencyTest) and stored in JSON.
+struct Table {
+  std::string title;
+  std::vector<std::string> columns;           // with units: "time_us", "busbw_GBps"
+  std::vector<std::vector<nlohmann::json>> rows;
+};
+
+struct Report {
+  std::string scenario;       // scenario name
+  std::uint64_t seed = 0;
+  nlohmann::json config;      // the effective configuration, defaults included
+  std::string outcome = "completed";
+  Seconds simulated_time;
+  std::vector<OpRecord> ops;
+  std::vector<LinkUsage> links;
+  std::vector<Table> tables;
+
+  nlohmann::json to_json() const;
+  /// One line per op: rank,phase,kind,label,bytes,start_s,end_s,duration_s.
+  std::string ops_csv() const;
+};
+
+/// What the simulator itself cost: not deterministic, kept apart from the Report.
+struct RunRecord {
+  double wall_time_s = 0;
+  double peak_memory_mib = 0;
+  std::string snsim_version;
+  std::string simgrid_version;
+  std::string host;
+  nlohmann::json to_json() const;
+  /// Fills wall time from `started` and peak memory, versions and host from the process.
+  static RunRecord measure(double wall_time_s);
+};
+
+/// Writes `table` as aligned text, one header line starting with '#'.
+std::string format_table(const Table& table);
+
+}  // namespace snsim

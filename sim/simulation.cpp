@@ -1,0 +1,160 @@
+#include "sim/simulation.hpp"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <simgrid/s4u.hpp>
+#include <xbt/log.h>
+
+XBT_LOG_NEW_DEFAULT_CATEGORY(snsim_simulation, "snsim: platform building and the engine");
+
+namespace sg4 = simgrid::s4u;
+
+namespace snsim {
+namespace {
+
+// Compute rate given to host CPUs; no workload computes on them yet.
+constexpr double HOST_CPU_FLOPS = 1e12;
+
+bool is_endpoint(DeviceKind kind) { return kind == DeviceKind::gpu || kind == DeviceKind::host; }
+
+/// "nvswitch[0-3]" for nvswitch0..nvswitch3, "gpu0" for one device, "a+b" otherwise.
+std::string device_list(const Fabric& fabric, const std::set<DeviceId>& ids) {
+  std::vector<const Device*> devices;
+  for (auto id : ids) devices.push_back(&fabric.device(id));
+  if (devices.size() == 1) return devices.front()->name;
+  const auto kind = devices.front()->kind;
+  const bool same_kind = std::ranges::all_of(devices, [&](const Device* d) { return d->kind == kind; });
+  std::vector<int> indices;
+  for (const auto* d : devices) indices.push_back(d->index);
+  std::ranges::sort(indices);
+  const bool consecutive = indices.back() - indices.front() + 1 == static_cast<int>(indices.size());
+  if (same_kind && consecutive) return fmt::format("{}[{}-{}]", to_string(kind), indices.front(), indices.back());
+  std::vector<std::string> names;
+  for (const auto* d : devices) names.push_back(d->name);
+  return fmt::format("{}", fmt::join(names, "+"));
+}
+
+}  // namespace
+
+std::string Simulation::hop_name(const Fabric& fabric, const Hop& hop) {
+  std::set<DeviceId> from, to;
+  for (auto c : hop.channels) {
+    from.insert(fabric.source(c));
+    to.insert(fabric.target(c));
+  }
+  return fmt::format("{}->{}", device_list(fabric, from), device_list(fabric, to));
+}
+
+Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& engine_args) : fabric_{fabric} {
+  std::vector<std::string> args{"snsim"};
+  args.insert(args.end(), engine_args.begin(), engine_args.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int argc = static_cast<int>(args.size());
+  xbt_log_control_set("xbt_cfg.thres:warning");  // hide "Configuration change" lines
+  engine_ = std::make_unique<sg4::Engine>(&argc, argv.data());
+  // The exact fluid model (reference/simgrid-3.32.md §3): no latency or bandwidth factors, no reverse-path cross
+  // traffic, no TCP window cap. Must be set before any zone exists.
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/crosstraffic:0");
+  sg4::Engine::set_config("network/TCP-gamma:0");
+
+  auto* zone = sg4::create_full_zone("fabric");
+  const auto& graph = fabric.graph();
+  hosts_.assign(fabric.device_count(), nullptr);
+  std::vector<DeviceId> endpoints;
+  for (auto v : boost::make_iterator_range(boost::vertices(graph))) {
+    const Device& d = graph[v];
+    if (!is_endpoint(d.kind)) continue;
+    const double speed = d.gpu ? d.gpu->dense_bf16.count() : HOST_CPU_FLOPS;
+    hosts_[v] = zone->create_host(d.name, speed)->seal();
+    endpoints.push_back(v);
+  }
+
+  // One link per distinct hop (a set of parallel channels), shared by every route that crosses it.
+  std::map<std::vector<ChannelId>, std::size_t> link_of_hop;
+  auto link_for = [&](const Hop& hop) {
+    auto key = hop.channels;
+    std::ranges::sort(key);
+    if (auto it = link_of_hop.find(key); it != link_of_hop.end()) return it->second;
+    BytesPerSecond bandwidth{0};
+    for (auto c : hop.channels) bandwidth = bandwidth + fabric.channel(c).bandwidth();
+    const std::string name = hop_name(fabric, hop);
+    auto* link = zone->create_link(name, bandwidth.count())->set_latency(0)->seal();
+    s4u_links_.push_back(link);
+    links_.push_back({name, bandwidth, Bytes{0}, Bytes{0}});
+    link_of_hop.emplace(std::move(key), links_.size() - 1);
+    return links_.size() - 1;
+  };
+
+  for (auto from : endpoints) {
+    for (auto to : endpoints) {
+      if (from == to) continue;
+      auto r = fabric.route(from, to);
+      if (!r) continue;  // unconnected endpoints: transfers between them are rejected before the run
+      PlatformRoute route{{}, Seconds{0}, BytesPerSecond{std::numeric_limits<double>::infinity()}};
+      std::vector<sg4::LinkInRoute> in_route;
+      for (const auto& hop : r->hops) {
+        const std::size_t index = link_for(hop);
+        route.links.push_back(index);
+        in_route.emplace_back(s4u_links_[index]);
+        Seconds hop_latency{0};
+        for (auto c : hop.channels) hop_latency = std::max(hop_latency, fabric.channel(c).latency);
+        route.latency += hop_latency;
+        route.bottleneck = std::min(route.bottleneck, links_[index].bandwidth);
+      }
+      zone->add_route(hosts_[from]->get_netpoint(), hosts_[to]->get_netpoint(), nullptr, nullptr, in_route, false);
+      routes_.emplace(std::pair{from, to}, std::move(route));
+    }
+  }
+  zone->seal();
+  XBT_VERB("platform: %zu hosts, %zu links, %zu routes", endpoints.size(), links_.size(), routes_.size());
+}
+
+Simulation::~Simulation() = default;
+
+sg4::Host* Simulation::host(DeviceId device) const { return hosts_.at(device); }
+
+const PlatformRoute& Simulation::route(DeviceId from, DeviceId to) const {
+  auto it = routes_.find({from, to});
+  if (it == routes_.end())
+    throw std::logic_error(
+        fmt::format("no route from {} to {}", fabric_.device(from).name, fabric_.device(to).name));
+  return it->second;
+}
+
+void Simulation::spawn(const std::string& name, DeviceId device, std::function<void()> body) {
+  sg4::Actor::create(name, host(device), std::move(body));
+}
+
+Seconds Simulation::run() {
+  engine_->run();
+  return now();
+}
+
+Seconds Simulation::now() { return Seconds{sg4::Engine::get_clock()}; }
+
+void Simulation::transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload, Seconds fixed_cost) {
+  const Seconds delay = route(from, to).latency + fixed_cost;
+  if (delay > Seconds{0}) sg4::this_actor::sleep_for(delay.count());
+  start_transfer(from, to, wire, payload)->wait();
+}
+
+sg4::CommPtr Simulation::start_transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload) {
+  account(from, to, wire, payload);
+  return sg4::Comm::sendto_async(host(from), host(to), wire.count());
+}
+
+void Simulation::account(DeviceId from, DeviceId to, Bytes wire, Bytes payload) {
+  for (auto index : route(from, to).links) {
+    links_[index].wire_bytes += wire;
+    links_[index].payload_bytes += payload;
+  }
+}
+
+}  // namespace snsim

@@ -1,0 +1,91 @@
+// Physics of the engine as configured: each TEST_CASE runs in its own process (one simulation per process).
+#include "sim/simulation.hpp"
+
+#include <doctest/doctest.h>
+#include <simgrid/s4u.hpp>
+
+using namespace snsim;
+using namespace snsim::literals;
+
+namespace {
+/// n GPUs on one switch; every GPU has a `bandwidth` channel each way with `latency` per hop.
+Fabric star(int n, BytesPerSecond bandwidth, Seconds latency) {
+  Fabric f;
+  const auto sw = f.add_device({"nvswitch0", DeviceKind::nvswitch, 0, {}});
+  for (int i = 0; i < n; ++i) {
+    const auto g = f.add_device({fmt::format("gpu{}", i), DeviceKind::gpu, i, GpuSpec{"test", FlopsPerSecond{1e15}, 1_GBps, 1_GiB}});
+    f.add_duplex(g, sw, {ChannelKind::nvlink, 1, bandwidth, latency});
+  }
+  return f;
+}
+double relative_error(double a, double b) { return std::abs(a - b) / std::abs(b); }
+}  // namespace
+
+TEST_CASE("simulation: a lone transfer takes latency + size/bandwidth") {
+  const Fabric f = star(2, 100_GBps, Seconds{0.5e-6});
+  Simulation sim(f);
+  const auto a = f.gpus()[0], b = f.gpus()[1];
+  CHECK(sim.route(a, b).latency.count() == doctest::Approx(1e-6));
+  Seconds end;
+  sim.spawn("sender", a, [&] {
+    sim.transfer(a, b, 1_GiB, 1_GiB, Seconds{2e-6});
+    end = Simulation::now();
+  });
+  sim.run();
+  const double expected = 1e-6 + 2e-6 + static_cast<double>(1_GiB .count()) / 100e9;
+  CHECK(relative_error(end.count(), expected) <= 1e-9);
+}
+
+TEST_CASE("simulation: two flows into one GPU share its link equally") {
+  const Fabric f = star(3, 100_GBps, Seconds{0});
+  Simulation sim(f);
+  const auto g0 = f.gpus()[0], g1 = f.gpus()[1], g2 = f.gpus()[2];
+  Seconds end0, end1;
+  sim.spawn("a", g0, [&] {
+    sim.transfer(g0, g2, 1_GiB, 1_GiB);
+    end0 = Simulation::now();
+  });
+  sim.spawn("b", g1, [&] {
+    sim.transfer(g1, g2, 1_GiB, 1_GiB);
+    end1 = Simulation::now();
+  });
+  sim.run();
+  const double expected = 2.0 * static_cast<double>(1_GiB .count()) / 100e9;  // each gets half the down link
+  CHECK(relative_error(end0.count(), expected) <= 1e-9);
+  CHECK(relative_error(end1.count(), expected) <= 1e-9);
+}
+
+TEST_CASE("simulation: max-min gives the unconstrained flow the leftover bandwidth") {
+  // gpu0->gpu2 and gpu1->gpu2 share gpu2's down link; gpu1's up link also carries gpu1->gpu3.
+  // Max-min: every flow is limited by a shared link at 50 GB/s, so all three run at 50 GB/s... unless one flow
+  // is alone on its links: gpu0->gpu3 would get its full 100 GB/s. Here: three flows, gpu2.down shared by two,
+  // gpu1.up shared by two, gpu3.down carries one -> each of the three gets 50 GB/s.
+  const Fabric f = star(4, 100_GBps, Seconds{0});
+  Simulation sim(f);
+  const auto g = f.gpus();
+  std::array<Seconds, 3> end{};
+  sim.spawn("a", g[0], [&] { sim.transfer(g[0], g[2], 1_GiB, 1_GiB); end[0] = Simulation::now(); });
+  sim.spawn("b", g[1], [&] { sim.transfer(g[1], g[2], 1_GiB, 1_GiB); end[1] = Simulation::now(); });
+  sim.spawn("c", g[1], [&] { sim.transfer(g[1], g[3], Bytes{1_GiB .count() / 2}, Bytes{1_GiB .count() / 2}); end[2] = Simulation::now(); });
+  sim.run();
+  const double gib = static_cast<double>(1_GiB .count());
+  // Phase 1: all three at 50 GB/s until c finishes (0.5 GiB at 50 GB/s); then b has gpu1.up alone but still
+  // shares gpu2.down with a: both stay at 50 GB/s and finish together at 1 GiB / 50 GB/s.
+  CHECK(relative_error(end[2].count(), 0.5 * gib / 50e9) <= 1e-9);
+  CHECK(relative_error(end[0].count(), gib / 50e9) <= 1e-9);
+  CHECK(relative_error(end[1].count(), gib / 50e9) <= 1e-9);
+}
+
+TEST_CASE("simulation: links count every byte that crossed them") {
+  const Fabric f = star(2, 100_GBps, Seconds{0});
+  Simulation sim(f);
+  const auto a = f.gpus()[0], b = f.gpus()[1];
+  sim.spawn("sender", a, [&] { sim.transfer(a, b, Bytes{1200}, Bytes{1000}); });
+  sim.run();
+  REQUIRE(sim.links().size() == 4);  // both directions of both hops
+  for (const auto& l : sim.links()) {
+    const bool on_route = l.name == "gpu0->nvswitch0" || l.name == "nvswitch0->gpu1";
+    CHECK(l.wire_bytes == Bytes{on_route ? 1200u : 0u});
+    CHECK(l.payload_bytes == Bytes{on_route ? 1000u : 0u});
+  }
+}
