@@ -27,10 +27,11 @@ struct ParamDoc {
   std::string summary;
 };
 
-template <class Interface>
+/// `Context` is what factories need besides their parameters (workloads get the Fabric, for instance).
+template <class Interface, class... Context>
 class Registry {
  public:
-  using Factory = std::function<std::unique_ptr<Interface>(const ConfigNode&)>;
+  using Factory = std::function<std::unique_ptr<Interface>(const ConfigNode&, const Context&...)>;
   struct Entry {
     std::string name;
     std::string summary;
@@ -49,20 +50,21 @@ class Registry {
   }
 
   /// Reads `type` from the node and builds that plugin; an unknown name lists the known ones.
-  std::unique_ptr<Interface> create(const ConfigNode& node) const {
+  std::unique_ptr<Interface> create(const ConfigNode& node, const Context&... context) const {
     const auto type = node.required<std::string>("type");
-    return create(type, node);
+    return create(type, node, context...);
   }
 
   /// Builds the named plugin from its parameters (the node may hold a `type` key too).
-  std::unique_ptr<Interface> create(const std::string& type, const ConfigNode& node) const {
+  std::unique_ptr<Interface> create(const std::string& type, const ConfigNode& node,
+                                    const Context&... context) const {
     const Entry* entry = find(type);
     if (!entry) {
       std::vector<std::string> names;
       for (const auto& e : entries_) names.push_back(e.name);
       node.fail_key("type", fmt::format("unknown {} '{}'; known: {}", kind_, type, fmt::join(names, ", ")));
     }
-    return entry->make(node);
+    return entry->make(node, context...);
   }
 
   const Entry* find(std::string_view name) const {

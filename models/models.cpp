@@ -1,0 +1,26 @@
+#include "models/models.hpp"
+
+namespace snsim::models {
+
+void register_models(Registry<Model>& registry) {
+  registry.add(copy_model_entry());
+  registry.add(compute_model_entry());
+  registry.add(collective_model_entry());
+}
+
+namespace {
+template <class T>
+std::shared_ptr<const T> build(const Registry<Model>& registry, const ConfigNode& section, const std::string& name) {
+  std::shared_ptr<Model> model = registry.create(name, section.section(name));
+  return std::dynamic_pointer_cast<const T>(model);
+}
+}  // namespace
+
+Models Models::load(const ConfigNode& section) {
+  Registry<Model> registry("model");
+  register_models(registry);
+  return {build<CopyModel>(registry, section, "copy"), build<ComputeModel>(registry, section, "compute"),
+          build<CollectiveModel>(registry, section, "collective")};
+}
+
+}  // namespace snsim::models

@@ -1,0 +1,24 @@
+// The set of models one simulation uses, read from the scenario's `models:` section (every model has defaults).
+#pragma once
+
+#include <memory>
+
+#include "models/collective.hpp"
+#include "models/compute.hpp"
+#include "models/copy.hpp"
+
+namespace snsim::models {
+
+/// Every built-in model, listed on one screen.
+void register_models(Registry<Model>& registry);
+
+struct Models {
+  std::shared_ptr<const CopyModel> copy;
+  std::shared_ptr<const ComputeModel> compute;
+  std::shared_ptr<const CollectiveModel> collective;
+
+  /// Builds every model from `models.<name>` (absent sections take the defaults).
+  static Models load(const ConfigNode& section);
+};
+
+}  // namespace snsim::models
