@@ -31,6 +31,7 @@ nlohmann::json Report::to_json() const {
   for (const auto& o : ops)
     ops_json.push_back({{"rank", o.rank},
                         {"phase", o.phase},
+                        {"tag", o.tag},
                         {"kind", o.kind},
                         {"label", o.label},
                         {"bytes", o.bytes.count()},
@@ -64,6 +65,24 @@ std::string Report::ops_csv() const {
     out += fmt::format("{},{},{},{},{},{:.12g},{:.12g},{:.12g}\n", o.rank, o.phase, o.kind, csv_field(o.label),
                        o.bytes.count(), o.start.count(), o.end.count(), (o.end - o.start).count());
   return out;
+}
+
+nlohmann::json Report::timeline() const {
+  nlohmann::json events = nlohmann::json::array();
+  int ranks = 0;
+  for (const auto& o : ops) ranks = std::max(ranks, o.rank + 1);
+  for (int r = 0; r < ranks; ++r)
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", r}, {"args", {{"name", fmt::format("gpu{}", r)}}}});
+  for (const auto& o : ops)
+    events.push_back({{"name", o.label},
+                      {"cat", o.kind},
+                      {"ph", "X"},
+                      {"pid", 0},
+                      {"tid", o.rank},
+                      {"ts", o.start.count() * 1e6},
+                      {"dur", (o.end - o.start).count() * 1e6},
+                      {"args", {{"bytes", o.bytes.count()}, {"phase", o.phase}}}});
+  return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}};
 }
 
 nlohmann::json RunRecord::to_json() const {

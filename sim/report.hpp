@@ -19,6 +19,7 @@ namespace snsim {
 struct OpRecord {
   int rank = 0;
   int phase = 0;        // index of the workload in the scenario
+  int tag = -1;         // the generator's sweep point, -1 when none
   std::string kind;     // "copy", "collective", "compute", "barrier"
   std::string label;    // "all_reduce 1 GiB ring/Simple"
   Bytes bytes;          // payload the op moves (or reads, for compute)
@@ -46,6 +47,8 @@ struct Report {
   nlohmann::json to_json() const;
   /// One line per op: rank,phase,kind,label,bytes,start_s,end_s,duration_s.
   std::string ops_csv() const;
+  /// The ops as a Chrome / Perfetto trace (open in ui.perfetto.dev): one track per rank, times in microseconds.
+  nlohmann::json timeline() const;
 };
 
 /// What the simulator itself cost: not deterministic, kept apart from the Report.

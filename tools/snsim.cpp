@@ -1,16 +1,51 @@
 // The `snsim` command line. Exit codes (design.md): 0 ok, 1 a check failed, 2 bad input, 3 internal error.
+#include <iostream>
+
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
 #include "sim/error.hpp"
+#include "tools/commands.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"snsim: a discrete-event simulator of GPU supernodes"};
-  app.require_subcommand(0, 1);
+  using namespace snsim::tools;
+  CLI::App app{"snsim: a discrete-event simulator of GPU supernodes (NVLink, NVSwitch) on SimGrid"};
+  app.require_subcommand(1);
+
+  RunOptions run;
+  auto* run_cmd = app.add_subcommand("run", "simulate a scenario (the embedded 8xH200 default when none is given)");
+  run_cmd->add_option("scenario", run.scenario, "scenario YAML file");
+  run_cmd->add_option("--out", run.out, "write report.json, report.csv, run.json (and timeline.json) here");
+  run_cmd->add_option("--seed", run.seed, "override the scenario's seed");
+  run_cmd->add_option("--set", run.sets, "override one value: key.path=value (YAML scalar), repeatable");
+  run_cmd->add_option("--engine", run.engine, "pass an option to SimGrid, e.g. --engine=--log=snsim_runner.thres:debug");
+  run_cmd->add_flag("--quiet", run.quiet, "print nothing; write only the --out files");
+
+  auto* info_cmd = app.add_subcommand("info", "list every topology, model and workload with parameters and defaults");
+
+  std::string topo_scenario;
+  std::vector<std::string> topo_sets;
+  auto* topo_cmd = app.add_subcommand("topo", "print a scenario's fabric: devices, channels, routes, bisection");
+  topo_cmd->add_option("scenario", topo_scenario, "scenario YAML file (default: the embedded default)");
+  topo_cmd->add_option("--set", topo_sets, "override one value: key.path=value");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    if (*run_cmd) return run_command(run);
+    if (*info_cmd) return info_command();
+    if (*topo_cmd) return topo_command(topo_scenario, topo_sets);
+  } catch (const snsim::InputError& e) {
+    std::cout.flush();
+    fmt::print(stderr, "{}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::cout.flush();
+    fmt::print(stderr, "internal error: {}\n", e.what());
+    return 3;
   }
   return 0;
 }

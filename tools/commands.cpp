@@ -1,0 +1,143 @@
+#include "tools/commands.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "models/models.hpp"
+#include "topologies/register.hpp"
+#include "workloads/scenario.hpp"
+
+namespace snsim::tools {
+namespace {
+
+std::shared_ptr<ConfigDocument> load_document(const std::string& scenario, const std::vector<std::string>& sets) {
+  auto doc = scenario.empty() ? ConfigDocument::load_string(DEFAULT_SCENARIO, DEFAULT_SCENARIO_NAME)
+                              : ConfigDocument::load_file(scenario);
+  for (const auto& s : sets) doc->set(s);
+  return doc;
+}
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw_input_error({path.string(), 0, 0}, "", "cannot write the file");
+}
+
+template <class R>
+void print_params(const R& registry) {
+  for (const auto& e : registry.entries()) {
+    fmt::print("  {:<18} {}\n", e.name, e.summary);
+    for (const auto& p : e.params)
+      fmt::print("      {:<22} {:<28} default {:<10} {}\n", p.name, p.unit,
+                 p.default_value.empty() ? "(required)" : p.default_value, p.summary);
+  }
+}
+
+}  // namespace
+
+int run_command(const RunOptions& options) {
+  const auto started = std::chrono::steady_clock::now();
+  auto doc = load_document(options.scenario, options.sets);
+  if (options.seed) doc->set(fmt::format("seed={}", *options.seed));
+  const auto scenario = workloads::Scenario::load(doc);
+  std::filesystem::path out;
+  if (!options.out.empty()) {
+    out = options.out;
+    std::error_code ec;
+    std::filesystem::create_directories(out, ec);
+    if (ec) throw_input_error({options.out, 0, 0}, "--out", fmt::format("cannot create the directory: {}", ec.message()));
+  }
+  const auto& fabric = scenario.fabric();
+  const auto& gpu = *fabric.device(fabric.gpus().front()).gpu;
+  if (!options.quiet)
+    fmt::print("# snsim {}: {} x {} ({} devices, {} channels), seed {}\n", scenario.name(), fabric.gpus().size(),
+               gpu.model, fabric.device_count(), fabric.channel_count(), scenario.seed());
+
+  const Report report = scenario.run(options.engine);
+
+  if (!options.quiet) {
+    for (const auto& t : report.tables) fmt::print("{}\n", format_table(t));
+    fmt::print("# simulated time: {}   ops: {}   outcome: {}\n", report.simulated_time, report.ops.size(),
+               report.outcome);
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const RunRecord run = RunRecord::measure(wall);
+  if (!out.empty()) {
+    write_file(out / "report.json", report.to_json().dump(1) + "\n");
+    write_file(out / "report.csv", report.ops_csv());
+    write_file(out / "run.json", run.to_json().dump(1) + "\n");
+    if (scenario.timeline()) write_file(out / "timeline.json", report.timeline().dump() + "\n");
+  }
+  if (!options.quiet)
+    fmt::print("# wall time: {:.3f} s   peak memory: {:.1f} MiB{}\n", run.wall_time_s, run.peak_memory_mib,
+               out.empty() ? "" : fmt::format("   wrote {}", out.string()));
+  return report.outcome == "completed" ? 0 : 3;
+}
+
+int info_command() {
+  Registry<Topology> topologies("topology");
+  topologies::register_topologies(topologies);
+  Registry<models::Model> models("model");
+  models::register_models(models);
+  workloads::WorkloadRegistry workloads("workload");
+  workloads::register_workloads(workloads);
+  fmt::print("topologies (topology.type):\n");
+  print_params(topologies);
+  fmt::print("\nmodels (models.<name>):\n");
+  print_params(models);
+  fmt::print("\nworkloads (workloads[].type):\n");
+  print_params(workloads);
+  fmt::print("\nunits: sizes 4B 64KiB 1GiB (binary) or 1GB (decimal); bandwidth 450GBps 450GB/s 3600Gbps (per "
+             "direction); time 700ns 1.5us 2ms; work 2.2TFLOP\n");
+  return 0;
+}
+
+int topo_command(const std::string& scenario_path, const std::vector<std::string>& sets) {
+  auto doc = load_document(scenario_path, sets);
+  const auto scenario = workloads::Scenario::load(doc);
+  const Fabric& f = scenario.fabric();
+  fmt::print("# {}: {} devices, {} channels (one per direction)\n", scenario.name(), f.device_count(),
+             f.channel_count());
+  fmt::print("# devices\n");
+  for (auto v : boost::make_iterator_range(boost::vertices(f.graph()))) {
+    const Device& d = f.device(v);
+    std::string what{to_string(d.kind)};
+    if (d.gpu)
+      what = fmt::format("gpu {}: {} dense bf16, HBM {} ({})", d.gpu->model, d.gpu->dense_bf16, d.gpu->hbm_bandwidth,
+                         d.gpu->memory);
+    fmt::print("  {:<12} {:<60} out {}\n", d.name, what, f.egress_bandwidth(v));
+  }
+  fmt::print("# channels (bandwidth per direction)\n");
+  for (auto e : boost::make_iterator_range(boost::edges(f.graph()))) {
+    const Channel& c = f.channel(e);
+    fmt::print("  {:>12} -> {:<12} {:<7} {:>2} x {:<10} = {:<12} latency {}\n", f.device(f.source(e)).name,
+               f.device(f.target(e)).name, to_string(c.kind), c.lanes, c.lane_bandwidth, c.bandwidth(), c.latency);
+  }
+  if (f.gpus().size() >= 2) {
+    const auto r = f.route(f.gpus()[0], f.gpus()[1]);
+    if (r) {
+      fmt::print("# route gpu0 -> gpu1: {} hops\n", r->hops.size());
+      for (const auto& hop : r->hops) {
+        BytesPerSecond bw{0};
+        for (auto c : hop.channels) bw = bw + f.channel(c).bandwidth();
+        fmt::print("  {:<40} {} channels, {}\n", Simulation::hop_name(f, hop), hop.channels.size(), bw);
+      }
+    }
+  }
+  std::size_t max_hops = 0;
+  for (auto a : f.gpus())
+    for (auto b : f.gpus())
+      if (a != b)
+        if (auto r = f.route(a, b)) max_hops = std::max(max_hops, r->hops.size());
+  fmt::print("# GPU-to-GPU hop count (max): {}\n", max_hops);
+  fmt::print("# bisection bandwidth (first half of the GPUs to the second, one direction): {}\n",
+             f.bisection_bandwidth());
+  return 0;
+}
+
+}  // namespace snsim::tools

@@ -1,0 +1,27 @@
+// The subcommands of `snsim`. Each returns an exit code (design.md): 0 ok, 1 a check failed, 2 bad input,
+// 3 internal error; input problems are thrown as InputError and mapped in main().
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace snsim::tools {
+
+extern const char* const DEFAULT_SCENARIO;
+extern const char* const DEFAULT_SCENARIO_NAME;
+
+struct RunOptions {
+  std::string scenario;               // empty: the embedded default
+  std::string out;                    // output directory, empty: none
+  std::optional<std::uint64_t> seed;  // overrides the scenario's seed
+  std::vector<std::string> sets;      // --set key.path=value
+  std::vector<std::string> engine;    // --log=... / --cfg=... passed to SimGrid
+  bool quiet = false;
+};
+
+int run_command(const RunOptions& options);
+int info_command();
+int topo_command(const std::string& scenario, const std::vector<std::string>& sets);
+
+}  // namespace snsim::tools

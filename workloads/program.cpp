@@ -1,0 +1,180 @@
+#include "workloads/program.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace snsim::workloads {
+namespace {
+
+constexpr int MAX_REPEAT = 1'000'000'000;
+
+std::optional<int> to_int(std::string_view text) {
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+std::string gpu_range(int gpus) { return fmt::format("the topology has {} GPUs: 0-{}", gpus, gpus - 1); }
+
+int checked_rank(const ConfigNode& node, int rank, int gpus) {
+  if (rank < 0 || rank >= gpus) node.fail(fmt::format("GPU {} does not exist ({})", rank, gpu_range(gpus)));
+  return rank;
+}
+
+Group make_group(const std::vector<int>& ranks) { return std::make_shared<const std::vector<int>>(ranks); }
+
+template <class T>
+void for_each_rank(const std::vector<int>& ranks, std::vector<Program>& programs, int phase, T make_op) {
+  for (int r : ranks) programs[static_cast<std::size_t>(r)].ops.push_back(Op{make_op(r), phase, -1});
+}
+
+void parse_list(const ConfigNode& ops, const std::vector<int>& ranks, const Fabric& fabric, int phase,
+                const Group& group, std::vector<Program>& programs);
+
+void parse_one(const ConfigNode& item, const std::vector<int>& ranks, const Fabric& fabric, int phase,
+               const Group& group, std::vector<Program>& programs) {
+  const int gpus = static_cast<int>(fabric.gpus().size());
+  if (!item.is_map()) item.fail("expected an op (compute, copy, collective, barrier or repeat)");
+  if (item.has("repeat")) {
+    const int count = item.required<int>("repeat");
+    check_between(item, "repeat", count, 1, MAX_REPEAT);
+    std::vector<Program> bodies(programs.size());
+    parse_list(item.child("ops"), ranks, fabric, phase, group, bodies);
+    for (int r : ranks) {
+      auto& body = bodies[static_cast<std::size_t>(r)].ops;
+      programs[static_cast<std::size_t>(r)].ops.push_back(Op{RepeatOp{count, std::move(body)}, phase, -1});
+    }
+    return;
+  }
+  std::vector<std::string> present;
+  for (std::string_view kind : {"compute", "copy", "collective", "barrier"})
+    if (item.has(kind)) present.emplace_back(kind);
+  if (present.size() != 1)
+    item.fail(present.empty() ? "expected an op: compute, copy, collective, barrier or repeat"
+                              : fmt::format("one op per list item, found {}", fmt::join(present, " and ")));
+  const ConfigNode op = item.child(present.front());
+  const std::string& kind = present.front();
+
+  if (kind == "compute") {
+    ComputeOp c;
+    c.duration = op.maybe<Seconds>("time");
+    c.flops = op.optional<Flops>("flops", Flops{0});
+    c.bytes = op.optional<Bytes>("bytes", Bytes{0});
+    if (c.duration && (op.has("flops") || op.has("bytes")))
+      op.fail("give either time, or flops and bytes, not both");
+    if (!c.duration && c.flops.count() == 0 && c.bytes.count() == 0)
+      op.fail("expected time, or flops and bytes (for the roofline)");
+    if (c.duration) check_positive(op, "time", *c.duration);
+    for_each_rank(ranks, programs, phase, [&](int) { return c; });
+  } else if (kind == "copy") {
+    const Bytes bytes = op.required<Bytes>("bytes");
+    check_size(op, "bytes", bytes, fabric);
+    const auto engine_name = op.optional<std::string>("engine", "ce");
+    if (engine_name != "ce" && engine_name != "sm")
+      op.fail_key("engine", fmt::format("expected ce or sm, found '{}'", engine_name));
+    const auto engine = engine_name == "ce" ? models::CopyEngine::ce : models::CopyEngine::sm;
+    const ConfigNode to = op.child("to");
+    for_each_rank(ranks, programs, phase,
+                  [&](int r) { return CopyOp{parse_peer(to, r, gpus), bytes, engine}; });
+  } else if (kind == "collective") {
+    const auto name = op.required<std::string>("op");
+    const auto k = models::collective_kind(name);
+    if (!k)
+      op.fail_key("op", fmt::format("unknown collective '{}'; known: all_gather, all_reduce, all_to_all, "
+                                    "broadcast, reduce_scatter",
+                                    name));
+    CollectiveOp c{*k, op.required<Bytes>("bytes"), 0, std::nullopt, group};
+    check_size(op, "bytes", c.bytes, fabric);
+    c.root = op.optional<int>("root", 0);
+    if (std::ranges::find(*group, c.root) == group->end())
+      op.fail_key("root", fmt::format("rank {} is not one of the ranks {}", c.root, fmt::join(*group, ", ")));
+    if (auto p = op.maybe<std::string>("protocol")) {
+      c.protocol = models::protocol(*p);
+      if (!c.protocol) op.fail_key("protocol", fmt::format("expected LL, LL128 or Simple, found '{}'", *p));
+    }
+    if (group->size() < 2) op.fail("a collective needs at least 2 ranks");
+    for_each_rank(ranks, programs, phase, [&](int) { return c; });
+  } else {
+    if (!op.is_map() && !(op.is_scalar() && op.scalar().empty())) op.fail("expected {} (no parameters)");
+    for_each_rank(ranks, programs, phase, [&](int) { return BarrierOp{group, false}; });
+  }
+}
+
+void parse_list(const ConfigNode& ops, const std::vector<int>& ranks, const Fabric& fabric, int phase,
+                const Group& group, std::vector<Program>& programs) {
+  const auto items = ops.elements();
+  if (items.empty()) ops.fail("the program is empty");
+  for (const auto& item : items) parse_one(item, ranks, fabric, phase, group, programs);
+}
+
+}  // namespace
+
+std::vector<int> parse_ranks(const ConfigNode& node, int gpus) {
+  std::vector<int> ranks;
+  if (node.is_sequence()) {
+    for (const auto& e : node.elements()) ranks.push_back(checked_rank(e, e.as<int>(), gpus));
+  } else {
+    const std::string text = node.scalar();
+    if (text == "all" || text == "even" || text == "odd") {
+      for (int r = 0; r < gpus; ++r)
+        if (text == "all" || (text == "even") == (r % 2 == 0)) ranks.push_back(r);
+    } else if (auto single = to_int(text)) {
+      ranks.push_back(checked_rank(node, *single, gpus));
+    } else if (auto dash = text.find('-'); dash != std::string::npos) {
+      const auto first = to_int(std::string_view(text).substr(0, dash));
+      const auto last = to_int(std::string_view(text).substr(dash + 1));
+      if (!first || !last || *first > *last)
+        node.fail(fmt::format("expected a range like \"0-3\", found '{}'", text));
+      for (int r = *first; r <= *last; ++r) ranks.push_back(checked_rank(node, r, gpus));
+    } else {
+      node.fail(fmt::format("expected all, even, odd, a rank, a range like \"0-3\" or a list, found '{}'", text));
+    }
+  }
+  std::ranges::sort(ranks);
+  if (std::ranges::adjacent_find(ranks) != ranks.end()) node.fail("a rank is listed twice");
+  if (ranks.empty()) node.fail("selects no rank");
+  return ranks;
+}
+
+int parse_peer(const ConfigNode& node, int rank, int gpus) {
+  const std::string text = node.scalar();
+  if (text == "next") return (rank + 1) % gpus;
+  if (text == "prev") return (rank + gpus - 1) % gpus;
+  if (text == "host") return HOST;
+  if (text.starts_with("xor:")) {
+    const auto k = to_int(std::string_view(text).substr(4));
+    if (!k || *k <= 0) node.fail(fmt::format("expected xor:K with K > 0, found '{}'", text));
+    return checked_rank(node, rank ^ *k, gpus);
+  }
+  if (auto index = to_int(text)) return checked_rank(node, *index, gpus);
+  node.fail(fmt::format("expected a GPU index, next, prev, xor:K or host, found '{}'", text));
+}
+
+void parse_ops(const ConfigNode& ops, const std::vector<int>& ranks, const Fabric& fabric, int phase,
+               std::vector<Program>& programs) {
+  parse_list(ops, ranks, fabric, phase, make_group(ranks), programs);
+}
+
+void check_size(const ConfigNode& parent, std::string_view key, Bytes bytes, const Fabric& fabric) {
+  if (bytes.count() == 0) parent.fail_key(key, "must be > 0, got 0 B");
+  const Bytes memory = fabric.device(fabric.gpus().front()).gpu->memory;
+  if (bytes > memory)
+    parent.fail_key(key, fmt::format("{} does not fit in one GPU's memory ({})", bytes, memory));
+}
+
+std::uint64_t expanded_size(const std::vector<Op>& ops) {
+  std::uint64_t total = 0;
+  for (const auto& op : ops) {
+    if (const auto* r = std::get_if<RepeatOp>(&op.what))
+      total += static_cast<std::uint64_t>(r->count) * expanded_size(r->body);
+    else
+      ++total;
+  }
+  return total;
+}
+
+}  // namespace snsim::workloads

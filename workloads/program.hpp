@@ -1,0 +1,86 @@
+// Programs: what each GPU does, as a list of ops (design.md, "Workloads are programs").
+//
+// Every workload -- an explicit program from the scenario or a generator such as collective_sweep -- expands into
+// one Program per rank; the Runner (workloads/runner.hpp) executes them, one SimGrid actor per GPU. Peers and groups
+// are resolved to concrete ranks when the Program is built, so bad references are input errors before the run.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "models/collective.hpp"
+#include "models/copy.hpp"
+#include "sim/config.hpp"
+#include "sim/fabric.hpp"
+
+namespace snsim::workloads {
+
+/// The ranks taking part in a collective or barrier, sorted; shared by every member's op.
+using Group = std::shared_ptr<const std::vector<int>>;
+
+/// The host CPU as the other end of a copy.
+inline constexpr int HOST = -1;
+
+struct ComputeOp {
+  Flops flops;
+  Bytes bytes;                     // HBM traffic
+  std::optional<Seconds> duration; // a fixed time instead of the roofline
+};
+
+struct CopyOp {
+  int to = 0;  // destination rank, or HOST; the issuing rank is the source
+  Bytes bytes;
+  models::CopyEngine engine = models::CopyEngine::ce;
+};
+
+struct CollectiveOp {
+  models::CollectiveKind kind = models::CollectiveKind::all_reduce;
+  Bytes bytes;                              // nccl-tests' size: see models/collective.hpp
+  int root = 0;                             // broadcast
+  std::optional<models::Protocol> protocol; // forced, else chosen by size
+  Group group;
+};
+
+/// Waits for every member of the group. A `sync` barrier is free: generators use it to separate measurements.
+struct BarrierOp {
+  Group group;
+  bool sync = false;
+};
+
+struct Op;
+
+struct RepeatOp {
+  int count = 1;
+  std::vector<Op> body;
+};
+
+struct Op {
+  std::variant<ComputeOp, CopyOp, CollectiveOp, BarrierOp, RepeatOp> what;
+  int phase = 0;  // index of the workload that emitted it
+  int tag = -1;   // generators' key for summarising records (a sweep point); -1 when not summarised
+};
+
+struct Program {
+  std::vector<Op> ops;
+};
+
+/// Parses a rank selector: all | 3 | [0, 2] | "0-3" | even | odd. Fails on `node` for bad or absent ranks.
+std::vector<int> parse_ranks(const ConfigNode& node, int gpus);
+
+/// Parses a peer expression relative to `rank`: an index, next, prev, xor:K, host.
+int parse_peer(const ConfigNode& node, int rank, int gpus);
+
+/// Parses a list of ops for the given ranks into their programs. Checks sizes against the GPUs' memory.
+void parse_ops(const ConfigNode& ops, const std::vector<int>& ranks, const Fabric& fabric, int phase,
+               std::vector<Program>& programs);
+
+/// Size limit of one op's buffer: what one GPU's memory can hold.
+void check_size(const ConfigNode& parent, std::string_view key, Bytes bytes, const Fabric& fabric);
+
+/// Counts ops after expanding repeats (for limits and progress).
+std::uint64_t expanded_size(const std::vector<Op>& ops);
+
+}  // namespace snsim::workloads

@@ -1,0 +1,50 @@
+// Runner: executes per-rank Programs on a Simulation, one SimGrid actor per GPU, turning ops into time with the
+// models and recording when each op started and ended.
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "models/models.hpp"
+#include "sim/report.hpp"
+#include "sim/simulation.hpp"
+#include "workloads/program.hpp"
+
+namespace snsim::workloads {
+
+class Runner {
+ public:
+  Runner(Simulation& simulation, const models::Models& models, std::vector<Program> programs);
+
+  /// Spawns one actor per rank. Call once, before Simulation::run().
+  void launch();
+  /// Every op every rank executed, by rank then start time. Valid after Simulation::run().
+  std::vector<OpRecord> records() const;
+
+ private:
+  void run_rank(int rank);
+  void execute(int rank, const Op& op, const Op& top);
+  void compute(int rank, const ComputeOp& op);
+  void copy(int rank, const CopyOp& op);
+  void collective(int rank, const CollectiveOp& op);
+  void barrier(const BarrierOp& op);
+  void ring(int rank, const std::vector<int>& group, std::size_t position, const models::CollectivePlan& plan);
+  void all_to_all(int rank, const std::vector<int>& group, const models::CollectivePlan& plan);
+  void broadcast(const std::vector<int>& group, std::size_t position, std::size_t root_position,
+                 const models::CollectivePlan& plan);
+  void send_and_receive(int rank, int to, int from, Bytes payload, const models::CollectivePlan& plan);
+  simgrid::s4u::CommPtr put(int from, int to, Bytes payload, const models::CollectivePlan& plan);
+  simgrid::s4u::Mailbox* mailbox(int from, int to);
+  DeviceId device(int rank) const;
+
+  Simulation& simulation_;
+  const models::Models& models_;
+  std::vector<Program> programs_;
+  std::vector<std::vector<OpRecord>> records_;  // by rank
+  std::map<std::pair<int, int>, simgrid::s4u::Mailbox*> mailboxes_;
+  std::map<const void*, simgrid::s4u::BarrierPtr> barriers_;  // by Group identity
+};
+
+std::string label(const Op& op);
+
+}  // namespace snsim::workloads

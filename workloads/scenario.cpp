@@ -1,0 +1,67 @@
+#include "workloads/scenario.hpp"
+
+#include "topologies/register.hpp"
+#include "workloads/runner.hpp"
+
+namespace snsim::workloads {
+
+Scenario Scenario::load(std::shared_ptr<ConfigDocument> document) {
+  Scenario s;
+  s.document_ = document;
+  const ConfigNode root = document->root();
+  s.name_ = root.optional<std::string>("name", "unnamed");
+  s.seed_ = root.optional<std::uint64_t>("seed", 1);
+
+  Registry<Topology> topologies("topology");
+  topologies::register_topologies(topologies);
+  s.fabric_ = topologies.create(root.child("topology"))->build();
+
+  s.models_ = models::Models::load(root.section("models"));
+
+  WorkloadRegistry workloads("workload");
+  register_workloads(workloads);
+  const ConfigNode list = root.child("workloads");
+  const auto items = list.elements();
+  if (items.empty()) list.fail("no workload to run");
+  for (const auto& item : items) s.workloads_.push_back(workloads.create(item, s.fabric_));
+
+  s.timeline_ = root.section("output").optional<bool>("timeline", false);
+  document->reject_unknown_keys();
+
+  const auto programs = s.programs();
+  for (std::size_t r = 0; r < programs.size(); ++r)
+    if (const auto n = expanded_size(programs[r].ops); n > MAX_OPS_PER_RANK)
+      list.fail(fmt::format("rank {} would run {} ops; the limit is {} per rank", r, n, MAX_OPS_PER_RANK));
+  return s;
+}
+
+std::vector<Program> Scenario::programs() const {
+  std::vector<Program> programs(fabric_.gpus().size());
+  std::vector<int> all(programs.size());
+  for (std::size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int>(r);
+  const Group everyone = std::make_shared<const std::vector<int>>(all);
+  for (std::size_t phase = 0; phase < workloads_.size(); ++phase) {
+    if (phase > 0)
+      for (auto& p : programs) p.ops.push_back(Op{BarrierOp{everyone, true}, static_cast<int>(phase), -1});
+    workloads_[phase]->emit(programs, static_cast<int>(phase));
+  }
+  return programs;
+}
+
+Report Scenario::run(const std::vector<std::string>& engine_args) const {
+  Simulation simulation(fabric_, engine_args);
+  Runner runner(simulation, models_, programs());
+  runner.launch();
+  Report report;
+  report.scenario = name_;
+  report.seed = seed_;
+  report.config = document_->effective();
+  report.simulated_time = simulation.run();
+  report.ops = runner.records();
+  report.links = simulation.links();
+  for (std::size_t phase = 0; phase < workloads_.size(); ++phase)
+    for (auto& t : workloads_[phase]->summarize(report.ops, static_cast<int>(phase))) report.tables.push_back(std::move(t));
+  return report;
+}
+
+}  // namespace snsim::workloads

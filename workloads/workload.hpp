@@ -1,0 +1,30 @@
+// The workload plugin interface: a generator that appends ops to every rank's Program, and turns the records of
+// its ops back into result tables (like nccl-tests' output for collective_sweep).
+#pragma once
+
+#include <vector>
+
+#include "sim/registry.hpp"
+#include "sim/report.hpp"
+#include "workloads/program.hpp"
+
+namespace snsim::workloads {
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  /// Appends this workload's ops, marked with `phase`, to the programs (one per rank).
+  virtual void emit(std::vector<Program>& programs, int phase) const = 0;
+  /// Result tables from the records of this workload's ops (those with its phase).
+  virtual std::vector<Table> summarize(const std::vector<OpRecord>& /*records*/, int /*phase*/) const { return {}; }
+};
+
+using WorkloadRegistry = Registry<Workload, Fabric>;
+
+/// Every built-in workload, listed on one screen.
+void register_workloads(WorkloadRegistry& registry);
+
+/// A size range {from, to, factor}: from, from*factor, ... up to `to`.
+std::vector<Bytes> parse_sizes(const ConfigNode& node, const Fabric& fabric, Bytes from, Bytes to);
+
+}  // namespace snsim::workloads
