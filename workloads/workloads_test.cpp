@@ -1,0 +1,151 @@
+// Workloads end to end: each TEST_CASE that runs a simulation is its own process (one simulation per process).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "workloads/scenario.hpp"
+
+using namespace snsim;
+using namespace snsim::workloads;
+
+namespace {
+Scenario load(const std::string& yaml) { return Scenario::load(ConfigDocument::load_string(yaml, "t.yaml")); }
+
+/// From the first start to the last end of the ops of one phase.
+double span(const Report& report, int phase) {
+  double first = 1e300, last = 0;
+  for (const auto& o : report.ops)
+    if (o.phase == phase) {
+      first = std::min(first, o.start.count());
+      last = std::max(last, o.end.count());
+    }
+  return last - first;
+}
+double relative_error(double a, double b) { return std::abs(a - b) / std::abs(b); }
+}  // namespace
+
+TEST_CASE("workloads: a ring all-reduce without contention takes 2(n-1)(alpha + S/(nB))") {
+  for (int n : {2, 4, 8}) {
+    CAPTURE(n);
+    // Only one n per process can run a simulation, so this checks the plan for every n and simulates n = 4 below.
+    const auto s = load(fmt::format(
+        "topology: {{type: hgx, gpus: {}}}\n"
+        "models: {{collective: {{Simple: {{base_latency: 0us, step_latency: 1us}}}}}}\n"
+        "workloads: [{{type: program, ops: [{{collective: {{op: all_reduce, bytes: 256MiB, protocol: Simple}}}}]}}]\n",
+        n));
+    CHECK(s.fabric().gpus().size() == static_cast<std::size_t>(n));
+  }
+  const auto s = load(
+      "topology: {type: hgx, gpus: 4}\n"
+      "models: {collective: {Simple: {base_latency: 0us, step_latency: 1us}}, copy: {sm_efficiency: 0.5}}\n"
+      "workloads: [{type: program, ops: [{collective: {op: all_reduce, bytes: 256MiB, protocol: Simple}}]}]\n");
+  const Report r = s.run();
+  const double n = 4, S = 256.0 * (1 << 20), B = 450e9 * 0.5, alpha = 1e-6 + 0.7e-6;
+  CHECK(relative_error(span(r, 0), 2 * (n - 1) * (alpha + S / (n * B))) <= 1e-9);
+}
+
+TEST_CASE("workloads: a lone copy takes fixed cost + latency + size / (line rate x efficiency)") {
+  const auto s = load(
+      "topology: {type: hgx, gpus: 2}\n"
+      "models: {copy: {ce_efficiency: 0.5, ce_setup: 2us}}\n"
+      "workloads: [{type: program, ranks: 0, ops: [{copy: {to: 1, bytes: 1GiB, engine: ce}}]}]\n");
+  const Report r = s.run();
+  REQUIRE(r.ops.size() == 1);
+  const double expected = 2e-6 + 0.7e-6 + 1073741824.0 / (450e9 * 0.5);
+  CHECK(relative_error((r.ops[0].end - r.ops[0].start).count(), expected) <= 1e-9);
+}
+
+TEST_CASE("workloads: all_to_all conserves bytes: every GPU receives (n-1)/n of every buffer") {
+  const auto s = load(
+      "topology: {type: hgx, gpus: 8}\n"
+      "workloads: [{type: program, ops: [{collective: {op: all_to_all, bytes: 64MiB}}]}]\n");
+  const Report r = s.run();
+  const std::uint64_t per_peer = (64ull << 20) / 8;
+  std::uint64_t sent = 0, received = 0;
+  for (const auto& l : r.links) {
+    if (l.name.starts_with("gpu")) sent += l.payload_bytes.count();
+    if (l.name.starts_with("nvswitch")) {
+      CHECK(l.payload_bytes.count() == 7 * per_peer);
+      received += l.payload_bytes.count();
+    }
+  }
+  CHECK(sent == 8 * 7 * per_peer);
+  CHECK(received == sent);
+}
+
+TEST_CASE("workloads: two copies into one GPU share its NVLinks") {
+  const auto s = load(
+      "topology: {type: hgx, gpus: 3}\n"
+      "models: {copy: {ce_efficiency: 0.5, ce_setup: 0us}}\n"
+      "workloads: [{type: program, ranks: [0, 1], ops: [{copy: {to: 2, bytes: 1GiB}}]}]\n");
+  const Report r = s.run();
+  REQUIRE(r.ops.size() == 2);
+  const double expected = 0.7e-6 + 2 * 1073741824.0 / (450e9 * 0.5);
+  for (const auto& o : r.ops) CHECK(relative_error((o.end - o.start).count(), expected) <= 1e-9);
+}
+
+TEST_CASE("workloads: a broadcast pipelines chunks down the chain") {
+  const auto s = load(
+      "topology: {type: hgx, gpus: 4}\n"
+      "models: {collective: {Simple: {base_latency: 0us, step_latency: 0us}, broadcast_chunk: 16MiB}, copy: "
+      "{sm_efficiency: 0.5}}\n"
+      "workloads: [{type: program, ops: [{collective: {op: broadcast, bytes: 256MiB, protocol: Simple}}]}]\n");
+  const Report r = s.run();
+  // 16 chunks through 3 hops: each hop forwards a chunk after receiving it, paying the wire latency per chunk, so
+  // the pipeline takes (hops + chunks - 1) x (latency + chunk / B).
+  const double chunk = 16.0 * (1 << 20) / (450e9 * 0.5);
+  CHECK(relative_error(span(r, 0), 18 * (0.7e-6 + chunk)) <= 1e-9);
+}
+
+TEST_CASE("workloads: phases run one after another and repeats expand") {
+  const auto s = load(
+      "topology: {type: hgx, gpus: 2}\n"
+      "workloads:\n"
+      "  - {type: program, ops: [{repeat: 3, ops: [{compute: {time: 1ms}}]}]}\n"
+      "  - {type: program, ops: [{compute: {time: 2ms}}]}\n");
+  const Report r = s.run();
+  CHECK(r.ops.size() == 2 * 3 + 2);
+  CHECK(relative_error(r.simulated_time.count(), 5e-3) <= 1e-9);
+}
+
+TEST_CASE("workloads: program mistakes are pinned errors") {
+  auto error = [](const std::string& ops, const std::string& extra = "") {
+    try {
+      load("topology: {type: hgx, gpus: 4}\nworkloads: [{type: program" + extra + ", ops: " + ops + "}]\n");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(error("[]") == "t.yaml:2:34: workloads[0].ops: the program is empty");
+  CHECK(error("[{jump: {}}]") ==
+        "t.yaml:2:35: workloads[0].ops[0]: expected an op: compute, copy, collective, barrier or repeat");
+  CHECK(error("[{copy: {to: 9, bytes: 1MiB}}]") ==
+        "t.yaml:2:47: workloads[0].ops[0].copy.to: GPU 9 does not exist (the topology has 4 GPUs: 0-3)");
+  CHECK(error("[{copy: {to: sideways, bytes: 1MiB}}]") ==
+        "t.yaml:2:47: workloads[0].ops[0].copy.to: expected a GPU index, next, prev, xor:K or host, found "
+        "'sideways'");
+  CHECK(error("[{copy: {to: next, bytes: 1EiB}}]") ==
+        "t.yaml:2:60: workloads[0].ops[0].copy.bytes: 1 EiB does not fit in one GPU's memory (140.401 GiB)");
+  CHECK(error("[{collective: {op: all_reduce, bytes: 1MiB, root: 7}}]") ==
+        "t.yaml:2:84: workloads[0].ops[0].collective.root: rank 7 is not one of the ranks 0, 1, 2, 3");
+  CHECK(error("[{compute: {}}]") ==
+        "t.yaml:2:45: workloads[0].ops[0].compute: expected time, or flops and bytes (for the roofline)");
+  CHECK(error("[{barrier: {}}]", ", ranks: 5-6") ==
+        "t.yaml:2:36: workloads[0].ranks: GPU 5 does not exist (the topology has 4 GPUs: 0-3)");
+  CHECK(error("[{repeat: 0, ops: [{barrier: {}}]}]") ==
+        "t.yaml:2:44: workloads[0].ops[0].repeat: must be between 1 and 1000000000, got 0");
+}
+
+TEST_CASE("workloads: sweeps reject impossible ranges") {
+  CHECK_THROWS_WITH_AS(load("topology: {type: hgx}\nworkloads: [{type: collective_sweep, ops: all_reduce, sizes: "
+                            "{from: 1GiB, to: 1MiB}}]\n"),
+                       "t.yaml:2:79: workloads[0].sizes.to: must be >= from (1 GiB), got 1 MiB", InputError);
+  CHECK_THROWS_WITH_AS(load("topology: {type: hgx}\nworkloads: [{type: collective_sweep, ops: all_reduce, sizes: "
+                            "{from: 1B, to: 1GiB, factor: 1}}]\n"),
+                       "t.yaml:2:91: workloads[0].sizes.factor: must be between 2 and 1024, got 1", InputError);
+  CHECK_THROWS_WITH_AS(load("topology: {type: hgx}\nworkloads: [{type: collective_sweep, ops: all_scream}]\n"),
+                       "t.yaml:2:43: workloads[0].ops: unknown collective 'all_scream'; known: all_gather, "
+                       "all_reduce, all_to_all, broadcast, reduce_scatter",
+                       InputError);
+}
