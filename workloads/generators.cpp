@@ -153,7 +153,7 @@ class CollectiveSweep final : public Workload {
     std::vector<Table> tables;
     for (const auto& [tag, times] : span) {
       const auto& p = points[static_cast<std::size_t>(tag)];
-      const std::string title = fmt::format("{} on {} ranks (nccl-tests columns; float, sum)", models::to_string(p.kind), n);
+      const std::string title = fmt::format("{} on {} ranks (nccl-tests columns)", models::to_string(p.kind), n);
       if (tables.empty() || tables.back().title != title)
         tables.push_back({title, {"size_B", "count", "type", "redop", "root", "time_us", "algbw_GBps", "busbw_GBps"}, {}});
       const double time = (times.second - times.first).count();
