@@ -65,7 +65,8 @@ std::string label(const Op& op) {
 }
 
 Runner::Runner(Simulation& simulation, const models::Models& models, std::vector<Program> programs)
-    : simulation_{simulation}, models_{models}, programs_{std::move(programs)}, records_(programs_.size()) {}
+    : simulation_{simulation}, models_{models}, programs_{std::move(programs)}, records_(programs_.size()),
+      finished_(programs_.size(), false) {}
 
 DeviceId Runner::device(int rank) const {
   return rank == HOST ? *simulation_.fabric().host() : simulation_.fabric().gpus()[static_cast<std::size_t>(rank)];
@@ -80,6 +81,14 @@ void Runner::launch() {
 
 void Runner::run_rank(int rank) {
   for (const auto& op : programs_[static_cast<std::size_t>(rank)].ops) execute(rank, op, op);
+  finished_[static_cast<std::size_t>(rank)] = true;
+}
+
+std::vector<int> Runner::unfinished() const {
+  std::vector<int> ranks;
+  for (std::size_t r = 0; r < finished_.size(); ++r)
+    if (!finished_[r]) ranks.push_back(static_cast<int>(r));
+  return ranks;
 }
 
 void Runner::execute(int rank, const Op& op, const Op& top) {

@@ -20,6 +20,8 @@ class Runner {
   void launch();
   /// Every op every rank executed, by rank then start time. Valid after Simulation::run().
   std::vector<OpRecord> records() const;
+  /// Ranks whose program did not run to its end (the engine stopped on a deadlock). Empty after a normal run.
+  std::vector<int> unfinished() const;
 
  private:
   void run_rank(int rank);
@@ -41,6 +43,7 @@ class Runner {
   const models::Models& models_;
   std::vector<Program> programs_;
   std::vector<std::vector<OpRecord>> records_;  // by rank
+  std::vector<bool> finished_;                   // by rank
   std::map<std::pair<int, int>, simgrid::s4u::Mailbox*> mailboxes_;
   std::map<const void*, simgrid::s4u::BarrierPtr> barriers_;  // by Group identity
 };

@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 #include "workloads/scenario.hpp"
 
@@ -148,4 +150,18 @@ TEST_CASE("workloads: sweeps reject impossible ranges") {
                        "t.yaml:2:43: workloads[0].ops: unknown collective 'all_scream'; known: all_gather, "
                        "all_reduce, all_to_all, broadcast, reduce_scatter",
                        InputError);
+}
+
+TEST_CASE("workloads: the README's scenario parses and runs") {
+  std::ifstream in(std::string(SNSIM_SOURCE_DIR) + "/README.md");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string readme = text.str();
+  const auto begin = readme.find("```yaml\n");
+  REQUIRE(begin != std::string::npos);
+  const auto end = readme.find("```", begin + 8);
+  const auto s = Scenario::load(ConfigDocument::load_string(readme.substr(begin + 8, end - begin - 8), "README.md"));
+  const Report r = s.run();
+  CHECK(r.outcome == "completed");
+  CHECK(r.ops.size() == 8 * 10 * 3);
 }
