@@ -1,0 +1,404 @@
+// End-to-end tests of the `snsim` command line (design.md, "Command-line contract"): exit codes, the one-line
+// "file:line:col: key: message" input errors (every user-visible message is pinned here, byte for byte), the
+// --out files, determinism, and that every example scenario runs.
+//
+// Each test runs the built binary (SNSIM_BINARY) in a fresh temporary directory, so scenario files can be named
+// relative to it and the messages do not depend on where the temporary directory is.
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A fresh directory under $TMPDIR (or /tmp), removed with everything in it at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern = std::string(base && *base ? base : "/tmp") + "/snsim-cli-XXXXXX";
+    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed for " + pattern);
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const fs::path& path() const { return path_; }
+
+  /// Writes `text` to `name` inside the directory; returns the name (relative to the directory).
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream out(path_ / name, std::ios::binary);
+    out << text;
+    REQUIRE(out.good());
+    return name;
+  }
+
+ private:
+  fs::path path_;
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// Quotes one argument for /bin/sh.
+std::string quote(const std::string& arg) {
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+/// Runs `snsim args...` with `dir` as the working directory and captures exit code, stdout and stderr.
+Result snsim(const TempDir& dir, const std::vector<std::string>& args) {
+  std::string command = "cd " + quote(dir.path().string()) + " && " + quote(SNSIM_BINARY);
+  for (const auto& a : args) {
+    command += ' ';
+    command += quote(a);
+  }
+  command += " >.stdout 2>.stderr </dev/null";
+  const int status = std::system(command.c_str());
+  Result r;
+  REQUIRE(status != -1);
+  REQUIRE(WIFEXITED(status));
+  r.code = WEXITSTATUS(status);
+  r.out = read_file(dir.path() / ".stdout");
+  r.err = read_file(dir.path() / ".stderr");
+  fs::remove(dir.path() / ".stdout");
+  fs::remove(dir.path() / ".stderr");
+  return r;
+}
+
+/// Runs `snsim run s.yaml` on a scenario text (plus extra arguments).
+Result run_scenario(const TempDir& dir, const std::string& yaml, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{"run", dir.write("s.yaml", yaml)};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return snsim(dir, args);
+}
+
+/// Bad input: exit code 2, nothing on stdout, exactly one line on stderr.
+void check_input_error(const Result& r, const std::string& line) {
+  CHECK(r.code == 2);
+  CHECK(r.err == line + "\n");
+  CHECK(r.out.empty());
+}
+
+/// A small, valid scenario; `topology` and `ops` are spliced in so each error test changes one thing.
+const std::string HGX8 = "{type: hgx, gpu: h200, gpus: 8}";
+
+std::string scenario(const std::string& topology = HGX8, const std::string& ops = "[{copy: {to: next, bytes: 1MiB}}]") {
+  return "name: cli\nseed: 7\ntopology: " + topology + "\nworkloads:\n  - type: program\n    ops: " + ops + "\n";
+}
+
+}  // namespace
+
+// ---- bad input: exit code 2 and one line naming file:line:col and key ------------------------------------------
+
+TEST_CASE("cli: malformed YAML") {
+  TempDir dir;
+  check_input_error(run_scenario(dir, "name: cli\ntopology: {type: hgx, gpus: 8\nworkloads: []\n"),
+                    "s.yaml:3:10: invalid YAML: end of map flow not found");
+}
+
+TEST_CASE("cli: an unknown key, with a suggestion") {
+  TempDir dir;
+  check_input_error(run_scenario(dir, scenario("{type: hgx, gpus: 8, nvlink_bandwith: 25GBps}")),
+                    "s.yaml:3:32: topology.nvlink_bandwith: unknown key (did you mean 'nvlink_bandwidth'?); known "
+                    "keys: gpu, gpus, nvlink_bandwidth, nvlink_latency, pcie_bandwidth, pcie_latency, type");
+}
+
+TEST_CASE("cli: an unknown top-level key") {
+  TempDir dir;
+  check_input_error(run_scenario(dir, scenario() + "sead: 3\n"),
+                    "s.yaml:7:1: sead: unknown key (did you mean 'seed'?); known keys: models, name, output, seed, "
+                    "topology, workloads");
+}
+
+TEST_CASE("cli: a missing unit") {
+  TempDir dir;
+  check_input_error(run_scenario(dir, scenario(HGX8, "[{copy: {to: next, bytes: 12}}]")),
+                    "s.yaml:6:36: workloads[0].ops[0].copy.bytes: cannot parse '12' as a size: missing unit (try "
+                    "'12B' or '12MiB')");
+}
+
+TEST_CASE("cli: a wrong unit") {
+  TempDir dir;
+  check_input_error(run_scenario(dir, scenario(HGX8, "[{copy: {to: next, bytes: 12ms}}]")),
+                    "s.yaml:6:36: workloads[0].ops[0].copy.bytes: cannot parse '12ms' as a size: unknown unit 'ms' "
+                    "(expected B, KiB, MiB, GiB, TiB, kB, MB, GB, TB or bits: b, Gb)");
+}
+
+TEST_CASE("cli: a size where a bandwidth belongs") {
+  TempDir dir;
+  check_input_error(run_scenario(dir, scenario("{type: hgx, nvlink_bandwidth: 25GiB}")),
+                    "s.yaml:3:41: topology.nvlink_bandwidth: cannot parse '25GiB' as a bandwidth: unknown unit 'GiB' "
+                    "(expected bytes per second like GBps, GB/s, GiBps, or bits per second like Gbps)");
+}
+
+TEST_CASE("cli: zero bandwidth") {
+  TempDir dir;
+  check_input_error(run_scenario(dir, scenario("{type: hgx, nvlink_bandwidth: 0GBps}")),
+                    "s.yaml:3:41: topology.nvlink_bandwidth: must be > 0, got 0 B/s");
+}
+
+TEST_CASE("cli: negative bandwidth") {
+  TempDir dir;
+  check_input_error(run_scenario(dir, scenario("{type: hgx, nvlink_bandwidth: -5GBps}")),
+                    "s.yaml:3:41: topology.nvlink_bandwidth: must be > 0, got -5 GB/s");
+}
+
+TEST_CASE("cli: more GPUs than the topology allows") {
+  TempDir dir;
+  check_input_error(run_scenario(dir, scenario("{type: hgx, gpus: 9}")),
+                    "s.yaml:3:29: topology.gpus: must be between 2 and 8, got 9");
+}
+
+TEST_CASE("cli: a copy to a GPU that does not exist") {
+  TempDir dir;
+  check_input_error(run_scenario(dir, scenario("{type: hgx, gpus: 4}", "[{copy: {to: 4, bytes: 1MiB}}]")),
+                    "s.yaml:6:23: workloads[0].ops[0].copy.to: GPU 4 does not exist (the topology has 4 GPUs: 0-3)");
+}
+
+TEST_CASE("cli: a 1 EiB message") {
+  TempDir dir;
+  check_input_error(run_scenario(dir, scenario(HGX8, "[{collective: {op: all_reduce, bytes: 1EiB}}]")),
+                    "s.yaml:6:48: workloads[0].ops[0].collective.bytes: 1 EiB does not fit in one GPU's memory "
+                    "(140.401 GiB)");
+}
+
+TEST_CASE("cli: an empty program") {
+  TempDir dir;
+  check_input_error(run_scenario(dir, scenario(HGX8, "[]")), "s.yaml:6:10: workloads[0].ops: the program is empty");
+}
+
+TEST_CASE("cli: no workload") {
+  TempDir dir;
+  check_input_error(run_scenario(dir, "topology: {type: hgx}\nworkloads: []\n"),
+                    "s.yaml:2:12: workloads: no workload to run");
+}
+
+TEST_CASE("cli: an unknown topology type") {
+  TempDir dir;
+  check_input_error(run_scenario(dir, scenario("{type: torus, gpus: 8}")),
+                    "s.yaml:3:18: topology.type: unknown topology 'torus'; known: hgx, pcie");
+}
+
+TEST_CASE("cli: an unknown workload type") {
+  TempDir dir;
+  check_input_error(run_scenario(dir, "topology: {type: hgx}\nworkloads:\n  - type: training\n"),
+                    "s.yaml:3:11: workloads[0].type: unknown workload 'training'; known: collective_sweep, "
+                    "p2p_sweep, program");
+}
+
+TEST_CASE("cli: an unknown collective") {
+  TempDir dir;
+  check_input_error(run_scenario(dir, scenario(HGX8, "[{collective: {op: all_reduse, bytes: 1MiB}}]")),
+                    "s.yaml:6:29: workloads[0].ops[0].collective.op: unknown collective 'all_reduse'; known: "
+                    "all_gather, all_reduce, all_to_all, broadcast, reduce_scatter");
+}
+
+TEST_CASE("cli: an unknown collective in a sweep") {
+  TempDir dir;
+  check_input_error(
+      run_scenario(dir, "topology: {type: hgx}\nworkloads:\n  - {type: collective_sweep, ops: [all_reduce, gather]}\n"),
+      "s.yaml:3:48: workloads[0].ops[1]: unknown collective 'gather'; known: all_gather, all_reduce, all_to_all, "
+      "broadcast, reduce_scatter");
+}
+
+TEST_CASE("cli: a missing scenario file") {
+  TempDir dir;
+  check_input_error(snsim(dir, {"run", "no-such-file.yaml"}), "no-such-file.yaml: cannot open the file");
+}
+
+TEST_CASE("cli: a --set without '='") {
+  TempDir dir;
+  check_input_error(snsim(dir, {"run", "--set", "topology.gpus"}),
+                    "--set: expected key.path=value, found 'topology.gpus'");
+}
+
+TEST_CASE("cli: a --set value out of range names the --set option") {
+  TempDir dir;
+  check_input_error(snsim(dir, {"run", "--set", "topology.gpus=9"}),
+                    "--set topology.gpus=9: topology.gpus: must be between 2 and 8, got 9");
+}
+
+TEST_CASE("cli: a --set on a scenario file names the --set option, not the file") {
+  TempDir dir;
+  check_input_error(run_scenario(dir, scenario(), {"--set", "topology.nvlink_bandwidth=0GBps"}),
+                    "--set topology.nvlink_bandwidth=0GBps: topology.nvlink_bandwidth: must be > 0, got 0 B/s");
+}
+
+TEST_CASE("cli: an unknown command-line option") {
+  TempDir dir;
+  const Result r = snsim(dir, {"run", "--bogus"});
+  CHECK(r.code == 2);
+  CHECK(r.err == "The following argument was not expected: --bogus\nRun with --help for more information.\n");
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("cli: --seed that is not a number") {
+  TempDir dir;
+  const Result r = snsim(dir, {"run", "--seed", "abc"});
+  CHECK(r.code == 2);
+  CHECK(r.err == "Could not convert: --seed = abc\nRun with --help for more information.\n");
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("cli: no command") {
+  TempDir dir;
+  const Result r = snsim(dir, {});
+  CHECK(r.code == 2);
+  CHECK(r.err == "A subcommand is required\nRun with --help for more information.\n");
+}
+
+TEST_CASE("cli: --help exits 0") {
+  TempDir dir;
+  const Result r = snsim(dir, {"run", "--help"});
+  CHECK(r.code == 0);
+  CHECK(r.out.find("--set") != std::string::npos);
+  CHECK(r.out.find("--seed") != std::string::npos);
+}
+
+// ---- runs --------------------------------------------------------------------------------------------------------
+
+TEST_CASE("cli: run without a scenario runs the embedded default") {
+  TempDir dir;
+  const Result r = snsim(dir, {"run"});
+  CHECK(r.code == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out.find("# snsim hgx-h200-default: 8 x h200") != std::string::npos);
+  CHECK(r.out.find("all_reduce on 8 ranks") != std::string::npos);
+  CHECK(r.out.find("busbw") != std::string::npos);
+  CHECK(r.out.find("outcome: completed") != std::string::npos);
+}
+
+TEST_CASE("cli: run --out writes report.json, report.csv and run.json") {
+  TempDir dir;
+  const Result r = run_scenario(dir, scenario(), {"--out", "out", "--quiet"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out.empty());  // --quiet
+  CHECK(r.err.empty());
+  const auto report = nlohmann::json::parse(read_file(dir.path() / "out/report.json"));
+  CHECK(report["scenario"] == "cli");
+  CHECK(report["seed"] == 7);
+  CHECK(report["outcome"] == "completed");
+  CHECK(report["simulated_time_s"].get<double>() > 0);
+  CHECK(report["ops"].size() == 8);  // one copy per GPU
+  const std::string csv = read_file(dir.path() / "out/report.csv");
+  CHECK(csv.starts_with("rank,phase,kind,label,bytes,start_s,end_s,duration_s\n"));
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 1 + 8);
+  const auto run = nlohmann::json::parse(read_file(dir.path() / "out/run.json"));
+  CHECK(run["wall_time_s"].get<double>() > 0);
+  CHECK(run["peak_memory_MiB"].get<double>() > 0);
+  CHECK(run.contains("snsim_version"));
+  CHECK(run.contains("simgrid_version"));
+  CHECK_FALSE(fs::exists(dir.path() / "out/timeline.json"));  // not asked for
+}
+
+TEST_CASE("cli: output.timeline writes timeline.json") {
+  TempDir dir;
+  const Result r = run_scenario(dir, scenario() + "output: {timeline: true}\n", {"--out", "out", "--quiet"});
+  REQUIRE(r.code == 0);
+  const auto timeline = nlohmann::json::parse(read_file(dir.path() / "out/timeline.json"));
+  CHECK(timeline["traceEvents"].size() == 8 + 8);  // a thread name and one copy per GPU
+}
+
+TEST_CASE("cli: the same scenario and seed give a byte-identical report.json, --seed changes the seed") {
+  TempDir dir;
+  const std::string yaml =
+      scenario(HGX8, "[{copy: {to: next, bytes: 1MiB}}, {collective: {op: all_reduce, bytes: 4MiB}}]");
+  REQUIRE(run_scenario(dir, yaml, {"--out", "a", "--quiet"}).code == 0);
+  REQUIRE(run_scenario(dir, yaml, {"--out", "b", "--quiet"}).code == 0);
+  REQUIRE(run_scenario(dir, yaml, {"--out", "c", "--quiet", "--seed", "12345"}).code == 0);
+  const std::string a = read_file(dir.path() / "a/report.json");
+  const std::string b = read_file(dir.path() / "b/report.json");
+  const std::string c = read_file(dir.path() / "c/report.json");
+  CHECK(a.size() > 1000);
+  CHECK(a == b);
+  CHECK(nlohmann::json::parse(a)["seed"] == 7);
+  CHECK(nlohmann::json::parse(c)["seed"] == 12345);
+  CHECK(a != c);
+}
+
+TEST_CASE("cli: --set overrides a scenario value") {
+  TempDir dir;
+  const Result r = run_scenario(dir, scenario(), {"--set", "topology.gpus=4", "--set", "name=renamed"});
+  CHECK(r.code == 0);
+  CHECK(r.out.starts_with("# snsim renamed: 4 x h200"));
+}
+
+TEST_CASE("cli: info lists the topologies, workloads and models") {
+  TempDir dir;
+  const Result r = snsim(dir, {"info"});
+  CHECK(r.code == 0);
+  CHECK(r.err.empty());
+  // Each name starts an entry line, indented by two spaces.
+  for (const char* name :
+       {"hgx", "pcie", "p2p_sweep", "collective_sweep", "program", "copy", "compute", "collective"}) {
+    CAPTURE(name);
+    CHECK(r.out.find(std::string("\n  ") + name + " ") != std::string::npos);
+  }
+  CHECK(r.out.find("nvlink_bandwidth") != std::string::npos);
+}
+
+TEST_CASE("cli: topo prints the hgx fabric and its bisection bandwidth") {
+  TempDir dir;
+  const Result r = snsim(dir, {"topo"});
+  CHECK(r.code == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out.find("# bisection bandwidth (first half of the GPUs to the second, one direction): 1.8 TB/s\n") !=
+        std::string::npos);
+  CHECK(r.out.find("# GPU-to-GPU hop count (max): 2\n") != std::string::npos);
+}
+
+TEST_CASE("cli: topo --set follows the override") {
+  TempDir dir;
+  const Result r = snsim(dir, {"topo", "--set", "topology.gpus=4"});
+  CHECK(r.code == 0);
+  CHECK(r.out.find("one direction): 900 GB/s\n") != std::string::npos);
+}
+
+TEST_CASE("cli: every example scenario runs") {
+  const fs::path examples = fs::path(SNSIM_SOURCE_DIR) / "workloads" / "examples";
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(examples))
+    if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() >= 3);
+  for (const auto& file : files) {
+    const std::string name = file.filename().string();
+    SUBCASE(name.c_str()) {
+      TempDir dir;
+      const Result r = snsim(dir, {"run", file.string(), "--out", "out"});
+      CAPTURE(r.err);
+      CHECK(r.code == 0);
+      CHECK(r.err.empty());
+      CHECK(r.out.find("outcome: completed") != std::string::npos);
+      const auto report = nlohmann::json::parse(read_file(dir.path() / "out/report.json"));
+      CHECK(report["outcome"] == "completed");
+      CHECK(report["simulated_time_s"].get<double>() > 0);
+    }
+  }
+}
