@@ -1,0 +1,33 @@
+// Command-line options shared by every family, and the size sweeps derived from them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace probe {
+
+constexpr std::uint64_t KiB = 1024;
+constexpr std::uint64_t MiB = 1024 * KiB;
+constexpr std::uint64_t GiB = 1024 * MiB;
+
+struct Options {
+  std::vector<std::string> families;  // in the order given
+  std::string out_path = "snsim-trace.jsonl";
+  bool quick = false;                     // a short dry run: few sizes, few repetitions
+  std::uint64_t max_bytes = 0;            // 0: each family's own largest size
+  std::size_t samples_cap = 2000;         // samples kept per record in the file
+  bool keep_going = false;                // run the remaining families after one fails
+  bool verbose = true;                    // one summary line per record on stderr
+  int ranks = 0;                          // processes for multi-process families; 0: every visible GPU
+  std::uint64_t uvm_max_bytes = 4 * GiB;  // the largest managed region (further capped by free memory)
+};
+
+// Powers of two from `from` to `to` (both included when powers of two). In quick mode the sweep keeps every
+// 16th size (x16 steps) and stops at 16 MiB, so a dry run touches small and mid sizes of every path.
+std::vector<std::uint64_t> size_sweep(std::uint64_t from, std::uint64_t to, const Options& options);
+
+// Repetitions scaled down in quick mode (never below `minimum_quick`).
+int reps(int full, const Options& options, int minimum_quick = 3);
+
+}  // namespace probe

@@ -1,0 +1,68 @@
+#include "families.h"
+
+namespace probe {
+
+const std::vector<Family>& all_families() {
+  static const std::vector<Family> families = {
+      {"copy",
+       "copy-engine and SM copies: every ordered GPU pair and each GPU locally, 4 B - 1 GiB",
+       false,
+       1,
+       {"ce_peer/{single,pipelined}", "ce_peer_bidir/{single,pipelined}", "ce_local/{single,pipelined}",
+        "sm_push/{single,pipelined}", "sm_pull/{single,pipelined}", "sm_local/{single,pipelined}",
+        "ce_sm_shared/{ce,sm,both}"},
+       run_copy_family},
+      {"latency",
+       "dependent-load latency by pointer chasing, local and peer memory, 4 MiB and 1 GiB spans",
+       false,
+       1,
+       {"local_load/chase", "peer_load/chase"},
+       run_latency_family},
+      {"jitter",
+       "2,000 single-shot copies at 4 KiB, 1 MiB and 64 MiB, every sample kept",
+       false,
+       1,
+       {"ce_local/single", "ce_peer/single", "sm_push/single"},
+       run_jitter_family},
+      {"launch",
+       "empty-kernel launch overhead",
+       false,
+       1,
+       {"empty_kernel/{host_enqueue,launch_to_completion,back_to_back,back_to_back_gated,graph_back_to_back}"},
+       run_launch_family},
+#ifdef PROBE_HAVE_NCCL
+      {"collective",
+       "NCCL collectives, one process per GPU, 8 B - 1 GiB, timed like nccl-tests",
+       true,
+       2,
+       {"all_reduce/out_of_place", "all_gather/out_of_place", "reduce_scatter/out_of_place", "all_to_all/out_of_place",
+        "broadcast/out_of_place"},
+       run_collective_family},
+#endif
+#ifdef PROBE_HAVE_NVSHMEM
+      {"nvshmem",
+       "NVSHMEM device-initiated put/get/signal/barrier between PE 0 and PE 1, one process per GPU",
+       true,
+       2,
+       {"put_signal_pingpong/round_trip", "put_latency/thread", "get_latency/thread", "put_rate/{thread,warp,block}",
+        "put_rate_blocks/block", "barrier/{thread,block}"},
+       run_nvshmem_family},
+#endif
+      {"uvm",
+       "managed memory 2 MiB - 4 GiB: fault-driven migration, prefetch, remote reads",
+       false,
+       1,
+       {"first_touch/{host_to_gpu,gpu_to_gpu}", "prefetch/{host_to_gpu,gpu_to_host,gpu_to_gpu}",
+        "read/{local,peer_mapped,host_mapped}"},
+       run_uvm_family},
+  };
+  return families;
+}
+
+const Family* find_family(const std::string& name) {
+  for (const Family& family : all_families())
+    if (family.name == name) return &family;
+  return nullptr;
+}
+
+}  // namespace probe

@@ -1,0 +1,378 @@
+// Family `nvshmem`: one-sided NVSHMEM operations between PE 0 and PE 1 (one process per GPU, unique-id
+// bootstrap), all issued from device code.
+//
+// Latency tests time `iters` dependent operations inside one kernel with %globaltimer (after in-kernel
+// warm-up iterations), so kernel launch and the PEs' different kernel start times stay out; a sample is one
+// kernel's time per operation. Rate tests time whole kernels with CUDA events.
+//
+//   put_signal_pingpong/round_trip  PE0 putmem_signal_nbi -> PE1 signal_wait_until -> PE1 putmem_signal_nbi
+//                                    -> PE0 wait: one round trip (not halved); scope thread or block
+//   put_latency/thread               putmem (blocking) + quiet, PE0 only
+//   get_latency/thread               getmem (blocking), PE0 reading PE1
+//   put_rate/{thread,warp,block}     PE0 puts `bytes` split over 32 blocks x 256 threads (one slice per
+//                                    thread, warp or block), `iters` times, then quiet; B/s = bytes*iters/time
+//   put_rate_blocks/block            the same at 64 MiB, block scope, 1..128 blocks
+//   barrier/{thread,block}           device-side barrier_all (one thread) or barrier_all_block, every PE
+#include <nvshmem.h>
+#include <nvshmemx.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "../common/cuda_util.h"
+#include "families.h"
+
+#define CHECK_NVSHMEM(call)                                                                   \
+  do {                                                                                        \
+    const int probe_nvshmem_status_ = static_cast<int>(call);                                 \
+    if (probe_nvshmem_status_ != 0)                                                           \
+      ::probe::throw_call_failure(__FILE__, __LINE__, #call,                                  \
+                                  "NVSHMEM status " + std::to_string(probe_nvshmem_status_)); \
+  } while (0)
+
+namespace probe {
+
+std::string nvshmem_version_string() {
+#ifdef NVSHMEM_VENDOR_MAJOR_VERSION
+  return std::to_string(NVSHMEM_VENDOR_MAJOR_VERSION) + "." + std::to_string(NVSHMEM_VENDOR_MINOR_VERSION) + "." +
+         std::to_string(NVSHMEM_VENDOR_PATCH_VERSION);
+#else
+  return "unknown";
+#endif
+}
+
+namespace {
+
+enum Scope : int { kThread = 0, kWarp = 1, kBlock = 2 };
+const char* scope_name(int scope) {
+  return scope == kThread ? "thread" : scope == kWarp ? "warp" : "block";
+}
+
+__device__ __forceinline__ std::uint64_t global_time_ns() {
+  std::uint64_t now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  return now;
+}
+
+// Signal values only grow (base + iteration), so no reset is needed between kernels.
+template <int kScope>
+__global__ void put_signal_pingpong_kernel(char* receive, const char* send, std::size_t bytes, std::uint64_t* signal,
+                                           std::uint64_t base, int warmup, int iters, int me, int peer,
+                                           unsigned long long* elapsed_ns) {
+  std::uint64_t start = 0;
+  for (int it = 0; it < warmup + iters; ++it) {
+    if (it == warmup) start = global_time_ns();
+    const std::uint64_t value = base + it + 1;
+    if (me == 1) {
+      if (threadIdx.x == 0) nvshmem_signal_wait_until(signal, NVSHMEM_CMP_GE, value);
+      if (kScope == kBlock) __syncthreads();
+    }
+    if (kScope == kBlock)
+      nvshmemx_putmem_signal_nbi_block(receive, send, bytes, signal, value, NVSHMEM_SIGNAL_SET, peer);
+    else
+      nvshmem_putmem_signal_nbi(receive, send, bytes, signal, value, NVSHMEM_SIGNAL_SET, peer);
+    if (me == 0) {
+      if (threadIdx.x == 0) nvshmem_signal_wait_until(signal, NVSHMEM_CMP_GE, value);
+      if (kScope == kBlock) __syncthreads();
+    }
+  }
+  if (threadIdx.x == 0) *elapsed_ns = global_time_ns() - start;
+}
+
+__global__ void put_latency_kernel(char* receive, const char* send, std::size_t bytes, int warmup, int iters, int peer,
+                                   unsigned long long* elapsed_ns) {
+  std::uint64_t start = 0;
+  for (int it = 0; it < warmup + iters; ++it) {
+    if (it == warmup) start = global_time_ns();
+    nvshmem_putmem(receive, send, bytes, peer);
+    nvshmem_quiet();
+  }
+  *elapsed_ns = global_time_ns() - start;
+}
+
+__global__ void get_latency_kernel(char* local, const char* remote, std::size_t bytes, int warmup, int iters, int peer,
+                                   unsigned long long* elapsed_ns) {
+  std::uint64_t start = 0;
+  for (int it = 0; it < warmup + iters; ++it) {
+    if (it == warmup) start = global_time_ns();
+    nvshmem_getmem(local, remote, bytes, peer);
+  }
+  *elapsed_ns = global_time_ns() - start;
+}
+
+// Each granule (thread, warp or block) puts one contiguous slice of at least 8 bytes.
+template <int kScope>
+__global__ void put_rate_kernel(char* receive, const char* send, std::size_t bytes, int iters, int peer) {
+  std::size_t granules, granule;
+  if (kScope == kThread) {
+    granules = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+    granule = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  } else if (kScope == kWarp) {
+    granules = static_cast<std::size_t>(gridDim.x) * (blockDim.x / 32);
+    granule = blockIdx.x * static_cast<std::size_t>(blockDim.x / 32) + threadIdx.x / 32;
+  } else {
+    granules = gridDim.x;
+    granule = blockIdx.x;
+  }
+  std::size_t slice = (bytes + granules - 1) / granules;
+  if (slice < 8) slice = 8;
+  const std::size_t offset = granule * slice;
+  const std::size_t length = offset < bytes ? (bytes - offset < slice ? bytes - offset : slice) : 0;
+  if (length) {
+    for (int it = 0; it < iters; ++it) {
+      if (kScope == kThread)
+        nvshmem_putmem_nbi(receive + offset, send + offset, length, peer);
+      else if (kScope == kWarp)
+        nvshmemx_putmem_nbi_warp(receive + offset, send + offset, length, peer);
+      else
+        nvshmemx_putmem_nbi_block(receive + offset, send + offset, length, peer);
+    }
+  }
+  nvshmem_quiet();
+}
+
+template <int kScope>
+__global__ void barrier_kernel(int warmup, int iters, unsigned long long* elapsed_ns) {
+  std::uint64_t start = 0;
+  for (int it = 0; it < warmup + iters; ++it) {
+    if (it == warmup) start = global_time_ns();
+    if (kScope == kBlock)
+      nvshmemx_barrier_all_block();
+    else
+      nvshmem_barrier_all();
+  }
+  if (threadIdx.x == 0) *elapsed_ns = global_time_ns() - start;
+}
+
+class NvshmemFamily {
+ public:
+  explicit NvshmemFamily(RankContext& context) : context_(context), options_(*context.options) {}
+
+  void run() {
+    me_ = context_.rank;
+    nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
+    if (context_.is_root()) CHECK_NVSHMEM(nvshmemx_get_uniqueid(&id));
+    context_.share_blob(&id, sizeof id);
+    CHECK_CUDA(cudaSetDevice(me_));
+    nvshmemx_init_attr_t attributes = NVSHMEMX_INIT_ATTR_INITIALIZER;
+    CHECK_NVSHMEM(nvshmemx_set_attr_uniqueid_args(me_, context_.nranks, &id, &attributes));
+    CHECK_NVSHMEM(nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attributes));
+    PROBE_REQUIRE(nvshmem_my_pe() == me_ && nvshmem_n_pes() == context_.nranks, "NVSHMEM PE numbering differs");
+
+    largest_ = options_.quick ? 4 * MiB : 256 * MiB;
+    if (options_.max_bytes) largest_ = std::min(largest_, std::max<std::uint64_t>(options_.max_bytes, 64 * KiB));
+    send_ = static_cast<char*>(nvshmem_malloc(largest_));
+    receive_ = static_cast<char*>(nvshmem_malloc(largest_));
+    signal_ = static_cast<std::uint64_t*>(nvshmem_calloc(1, sizeof(std::uint64_t)));
+    PROBE_REQUIRE(send_ && receive_ && signal_, "nvshmem_malloc failed (raise NVSHMEM_SYMMETRIC_SIZE)");
+    stream_ = std::make_unique<Stream>(me_);
+    elapsed_ = DeviceBuffer(me_, sizeof(unsigned long long));
+    fill_pattern(send_, largest_, seed_of(me_), *stream_);
+    stream_->synchronize();
+    nvshmem_barrier_all();
+
+    const std::uint64_t latency_largest = std::min<std::uint64_t>(largest_, 64 * KiB);
+    for (std::uint64_t bytes : size_sweep(8, latency_largest, options_)) pingpong(kThread, bytes);
+    for (std::uint64_t bytes : size_sweep(8, std::min<std::uint64_t>(largest_, 4 * MiB), options_))
+      pingpong(kBlock, bytes);
+    for (std::uint64_t bytes : size_sweep(8, latency_largest, options_)) one_sided_latency(true, bytes);
+    for (std::uint64_t bytes : size_sweep(8, latency_largest, options_)) one_sided_latency(false, bytes);
+    for (int scope : {kThread, kWarp, kBlock})
+      for (std::uint64_t bytes : size_sweep(8, largest_, options_)) put_rate(scope, kRateBlocks, bytes, false);
+    const std::uint64_t blocks_bytes = std::min<std::uint64_t>(largest_, 64 * MiB);
+    for (int blocks = 1; blocks <= 128; blocks *= options_.quick ? 8 : 2) put_rate(kBlock, blocks, blocks_bytes, true);
+    barrier_test(kThread);
+    barrier_test(kBlock);
+
+    nvshmem_barrier_all();
+    nvshmem_free(signal_);
+    nvshmem_free(receive_);
+    nvshmem_free(send_);
+    nvshmem_finalize();
+  }
+
+ private:
+  static constexpr int kRateBlocks = 32;
+  static constexpr int kRateThreads = 256;
+
+  static std::uint32_t seed_of(int pe) { return 1 + pe; }
+  bool active() const { return me_ < 2; }  // point-to-point tests use PE 0 and PE 1 only
+  int peer() const { return 1 - me_; }
+  int sample_count() const { return options_.quick ? 3 : 20; }
+
+  double kernel_elapsed_seconds() {
+    unsigned long long ns = 0;
+    CHECK_CUDA(cudaMemcpy(&ns, elapsed_.get(), sizeof ns, cudaMemcpyDeviceToHost));
+    return ns * 1e-9;
+  }
+
+  Record make(const char* test, const char* variant, std::uint64_t bytes, const char* unit,
+              std::vector<double> samples) const {
+    Record record;
+    record.family = "nvshmem";
+    record.test = test;
+    record.variant = variant;
+    record.ranks = {0, 1};
+    record.bytes = bytes;
+    record.unit = unit;
+    record.samples = std::move(samples);
+    return record;
+  }
+
+  void poison_receive(std::uint64_t bytes) {
+    poison(receive_, bytes, *stream_);
+    stream_->synchronize();
+  }
+
+  void verify_receive(std::uint64_t bytes, int from_pe, const char* what) {
+    verify_pattern(receive_, bytes, seed_of(from_pe), *stream_, me_,
+                   std::string("nvshmem ") + what + " " + std::to_string(bytes) + " B on PE " + std::to_string(me_));
+  }
+
+  void pingpong(int scope, std::uint64_t bytes) {
+    poison_receive(bytes);
+    nvshmem_barrier_all();
+    const int warmup = options_.quick ? 5 : 50;
+    const int iters = options_.quick ? 20 : 200;
+    const int threads = scope == kBlock ? 256 : 1;
+    std::vector<double> samples;
+    if (active()) {
+      for (int s = 0; s < sample_count(); ++s) {
+        int me = me_, other = peer();
+        std::size_t size = bytes;
+        std::uint64_t base = signal_base_;
+        int w = warmup, n = iters;
+        unsigned long long* elapsed = elapsed_.as<unsigned long long>();
+        char* receive = receive_;
+        const char* send = send_;
+        std::uint64_t* signal = signal_;
+        void* args[] = {&receive, &send, &size, &signal, &base, &w, &n, &me, &other, &elapsed};
+        const void* kernel = scope == kBlock ? reinterpret_cast<const void*>(&put_signal_pingpong_kernel<kBlock>)
+                                             : reinterpret_cast<const void*>(&put_signal_pingpong_kernel<kThread>);
+        CHECK_NVSHMEM(nvshmemx_collective_launch(kernel, dim3(1), dim3(threads), args, 0, *stream_));
+        stream_->synchronize();
+        signal_base_ += warmup + iters;
+        samples.push_back(kernel_elapsed_seconds() / iters);
+      }
+      // Each PE received the other's send buffer.
+      verify_receive(bytes, peer(), "put_signal_pingpong");
+    }
+    nvshmem_barrier_all();
+    Record record = make("put_signal_pingpong", "round_trip", bytes, "s", std::move(samples));
+    record.id_suffix = scope_name(scope);
+    record.extra("scope", std::string(scope_name(scope)));
+    record.extra("iters_per_sample", static_cast<std::int64_t>(iters));
+    if (me_ == 0) context_.emit(record);
+  }
+
+  // put: putmem + quiet; get: getmem. PE 0 issues; PE 1 only keeps the barrier rhythm.
+  void one_sided_latency(bool put, std::uint64_t bytes) {
+    if (me_ == (put ? 1 : 0)) poison_receive(bytes);
+    nvshmem_barrier_all();
+    const int warmup = options_.quick ? 5 : 20;
+    const int iters = options_.quick ? 20 : 200;
+    std::vector<double> samples;
+    if (me_ == 0) {
+      for (int s = 0; s < sample_count(); ++s) {
+        if (put)
+          put_latency_kernel<<<1, 1, 0, *stream_>>>(receive_, send_, bytes, warmup, iters, 1,
+                                                    elapsed_.as<unsigned long long>());
+        else
+          get_latency_kernel<<<1, 1, 0, *stream_>>>(receive_, send_, bytes, warmup, iters, 1,
+                                                    elapsed_.as<unsigned long long>());
+        CHECK_LAUNCH();
+        stream_->synchronize();
+        samples.push_back(kernel_elapsed_seconds() / iters);
+      }
+      if (!put) verify_receive(bytes, 1, "get_latency");
+    }
+    nvshmem_barrier_all();
+    if (put && me_ == 1) verify_receive(bytes, 0, "put_latency");
+    nvshmem_barrier_all();
+    Record record = make(put ? "put_latency" : "get_latency", "thread", bytes, "s", std::move(samples));
+    record.extra("iters_per_sample", static_cast<std::int64_t>(iters));
+    if (me_ == 0) context_.emit(record);
+  }
+
+  void put_rate(int scope, int blocks, std::uint64_t bytes, bool blocks_sweep) {
+    if (me_ == 1) poison_receive(bytes);
+    nvshmem_barrier_all();
+    // Enough repetitions that one kernel runs for about a millisecond or more at NVLink rates.
+    const int iters = static_cast<int>(std::clamp<std::uint64_t>(1 * GiB / bytes, 2, 1000));
+    std::vector<double> samples;
+    if (me_ == 0) {
+      Event start(me_), stop(me_);
+      auto launch = [&] {
+        if (scope == kThread)
+          put_rate_kernel<kThread><<<blocks, kRateThreads, 0, *stream_>>>(receive_, send_, bytes, iters, 1);
+        else if (scope == kWarp)
+          put_rate_kernel<kWarp><<<blocks, kRateThreads, 0, *stream_>>>(receive_, send_, bytes, iters, 1);
+        else
+          put_rate_kernel<kBlock><<<blocks, kRateThreads, 0, *stream_>>>(receive_, send_, bytes, iters, 1);
+        CHECK_LAUNCH();
+      };
+      launch();  // warm-up
+      stream_->synchronize();
+      for (int s = 0; s < sample_count(); ++s) {
+        start.record(*stream_);
+        launch();
+        stop.record(*stream_);
+        samples.push_back(static_cast<double>(bytes) * iters / elapsed_seconds(start, stop));
+      }
+    }
+    nvshmem_barrier_all();
+    if (me_ == 1) verify_receive(bytes, 0, "put_rate");
+    nvshmem_barrier_all();
+    Record record =
+        make(blocks_sweep ? "put_rate_blocks" : "put_rate", scope_name(scope), bytes, "B/s", std::move(samples));
+    if (blocks_sweep) record.id_suffix = "b" + std::to_string(blocks);
+    record.extra("blocks", static_cast<std::int64_t>(blocks));
+    record.extra("threads", static_cast<std::int64_t>(kRateThreads));
+    record.extra("iters_per_sample", static_cast<std::int64_t>(iters));
+    if (me_ == 0) context_.emit(record);
+  }
+
+  void barrier_test(int scope) {
+    nvshmem_barrier_all();
+    const int warmup = options_.quick ? 10 : 100;
+    const int iters = options_.quick ? 50 : 1000;
+    const int threads = scope == kBlock ? 256 : 1;
+    std::vector<double> samples;
+    for (int s = 0; s < sample_count(); ++s) {
+      int w = warmup, n = iters;
+      unsigned long long* elapsed = elapsed_.as<unsigned long long>();
+      void* args[] = {&w, &n, &elapsed};
+      const void* kernel = scope == kBlock ? reinterpret_cast<const void*>(&barrier_kernel<kBlock>)
+                                           : reinterpret_cast<const void*>(&barrier_kernel<kThread>);
+      CHECK_NVSHMEM(nvshmemx_collective_launch(kernel, dim3(1), dim3(threads), args, 0, *stream_));
+      stream_->synchronize();
+      samples.push_back(kernel_elapsed_seconds() / iters);
+    }
+    Record record = make("barrier", scope_name(scope), 0, "s", std::move(samples));
+    record.ranks.clear();
+    for (int r = 0; r < context_.nranks; ++r) record.ranks.push_back(r);
+    record.extra("iters_per_sample", static_cast<std::int64_t>(iters));
+    if (me_ == 0) context_.emit(record);
+  }
+
+  RankContext& context_;
+  const Options& options_;
+  int me_ = 0;
+  std::uint64_t largest_ = 0;
+  char* send_ = nullptr;
+  char* receive_ = nullptr;
+  std::uint64_t* signal_ = nullptr;
+  std::uint64_t signal_base_ = 0;
+  std::unique_ptr<Stream> stream_;
+  DeviceBuffer elapsed_;
+};
+
+}  // namespace
+
+void run_nvshmem_family(RankContext& context) {
+  NvshmemFamily(context).run();
+}
+
+}  // namespace probe
