@@ -402,6 +402,20 @@ void ConfigDocument::reject_unknown_keys() const {
   Walker{*this}.walk(*root_, "");
 }
 
+std::set<std::string> ConfigDocument::keys_asked(const std::string& path) const {
+  std::set<std::string> out;
+  auto it = known_keys_.find(path);
+  if (it == known_keys_.end()) return out;
+  for (const auto& key : it->second) {
+    const std::string child = path.empty() ? key : fmt::format("{}.{}", path, key);
+    if (known_keys_.contains(child))
+      for (const auto& sub : keys_asked(child)) out.insert(fmt::format("{}.{}", key, sub));
+    else
+      out.insert(key);
+  }
+  return out;
+}
+
 nlohmann::json ConfigDocument::effective() const {
   nlohmann::json out = nlohmann::json::object();
   for (const auto& [path, value] : effective_) {

@@ -141,6 +141,10 @@ class ConfigDocument : public std::enable_shared_from_this<ConfigDocument> {
   /// Fails on the first key (in document order) that no code asked for, listing the known keys.
   void reject_unknown_keys() const;
 
+  /// The keys code asked for under `path`, dotted and relative to it ("LL.efficiency"), sections flattened.
+  /// Registries use it to check that plugins document exactly the keys they read.
+  std::set<std::string> keys_asked(const std::string& path) const;
+
   /// Every value read so far, defaults included, as nested JSON (strings as written or as printed).
   nlohmann::json effective() const;
 

@@ -1,0 +1,66 @@
+// Descriptions and validation share one source: every plugin documents exactly the keys it reads.
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "models/models.hpp"
+#include "topologies/register.hpp"
+#include "workloads/workload.hpp"
+
+using namespace snsim;
+
+namespace {
+template <class Entry>
+std::set<std::string> documented(const Entry& e) {
+  std::set<std::string> names;
+  for (const auto& p : e.params) names.insert(p.name);
+  return names;
+}
+
+/// Builds `entry` from `yaml` (its parameters) and returns the keys it asked for.
+template <class Registry, class... Context>
+std::set<std::string> asked(const Registry& registry, const std::string& name, const std::string& yaml,
+                            const Context&... context) {
+  auto doc = ConfigDocument::load_string("p: " + yaml, "t.yaml");
+  (void)registry.create(name, doc->root().child("p"), context...);
+  auto keys = doc->keys_asked("p");
+  keys.erase("type");
+  return keys;
+}
+}  // namespace
+
+TEST_CASE("registry: topologies and models document exactly the keys they read") {
+  Registry<Topology> topologies("topology");
+  topologies::register_topologies(topologies);
+  for (const auto& e : topologies.entries()) {
+    CAPTURE(e.name);
+    CHECK(asked(topologies, e.name, "{}") == documented(e));
+  }
+  Registry<models::Model> models("model");
+  models::register_models(models);
+  for (const auto& e : models.entries()) {
+    CAPTURE(e.name);
+    CHECK(asked(models, e.name, "{}") == documented(e));
+  }
+}
+
+TEST_CASE("registry: workloads document the keys they read") {
+  Registry<Topology> topologies("topology");
+  topologies::register_topologies(topologies);
+  auto doc = ConfigDocument::load_string("{type: hgx}", "t.yaml");
+  const Fabric fabric = topologies.create(doc->root())->build();
+  workloads::WorkloadRegistry workloads("workload");
+  workloads::register_workloads(workloads);
+  const std::map<std::string, std::string> examples{
+      {"program", "{ranks: all, ops: [{barrier: {}}]}"},
+      {"p2p_sweep", "{pairs: all, engine: ce, sizes: {from: 4B, to: 8B, factor: 2}}"},
+      {"collective_sweep", "{ops: all_reduce, ranks: all, protocol: LL, sizes: {from: 8B, to: 16B, factor: 2}}"}};
+  for (const auto& e : workloads.entries()) {
+    CAPTURE(e.name);
+    REQUIRE(examples.contains(e.name));
+    auto keys = asked(workloads, e.name, examples.at(e.name), fabric);
+    // Op parameters live below `ops` and are documented in the `ops` entry.
+    std::erase_if(keys, [](const std::string& k) { return k.starts_with("ops."); });
+    CHECK(keys == documented(e));
+  }
+}
