@@ -26,7 +26,9 @@ constexpr double BARRIER_US = 2.0;
 constexpr std::uint64_t BROADCAST_CHUNK = 512 * 1024;
 constexpr int MAX_CHUNKS = 128;
 
-Bytes ceil_div(Bytes size, std::uint64_t parts) { return Bytes{(size.count() + parts - 1) / parts}; }
+Bytes ceil_div(Bytes size, std::uint64_t parts) {
+  return Bytes{(size.count() + parts - 1) / parts};
+}
 
 std::unique_ptr<Model> make(const ConfigNode& node) {
   auto m = std::make_unique<CollectiveModel>();
@@ -49,8 +51,12 @@ std::unique_ptr<Model> make(const ConfigNode& node) {
 }
 }  // namespace
 
-std::string_view to_string(CollectiveKind kind) { return KIND_NAMES[static_cast<std::size_t>(kind)]; }
-std::string_view to_string(Protocol protocol) { return PROTOCOL_NAMES[static_cast<std::size_t>(protocol)]; }
+std::string_view to_string(CollectiveKind kind) {
+  return KIND_NAMES[static_cast<std::size_t>(kind)];
+}
+std::string_view to_string(Protocol protocol) {
+  return PROTOCOL_NAMES[static_cast<std::size_t>(protocol)];
+}
 
 std::optional<CollectiveKind> collective_kind(std::string_view name) {
   for (std::size_t i = 0; i < KIND_NAMES.size(); ++i)
@@ -67,11 +73,14 @@ std::optional<Protocol> protocol(std::string_view name) {
 double bus_bandwidth_factor(CollectiveKind kind, int ranks) {
   const double n = ranks;
   switch (kind) {
-    case CollectiveKind::all_reduce: return 2 * (n - 1) / n;
+    case CollectiveKind::all_reduce:
+      return 2 * (n - 1) / n;
     case CollectiveKind::all_gather:
     case CollectiveKind::reduce_scatter:
-    case CollectiveKind::all_to_all: return (n - 1) / n;
-    case CollectiveKind::broadcast: return 1;
+    case CollectiveKind::all_to_all:
+      return (n - 1) / n;
+    case CollectiveKind::broadcast:
+      return 1;
   }
   return 1;
 }
@@ -80,8 +89,8 @@ CollectivePlan CollectiveModel::plan(CollectiveKind kind, Bytes size, int ranks,
                                      Seconds hop_latency, std::optional<Protocol> forced) const {
   auto make_plan = [&](Protocol p) {
     const auto& params = this->params(p);
-    CollectivePlan plan{p, 0, Bytes{0}, 1, params.base_latency, params.step_latency, params.efficiency,
-                        params.max_bandwidth};
+    CollectivePlan plan{
+        p, 0, Bytes{0}, 1, params.base_latency, params.step_latency, params.efficiency, params.max_bandwidth};
     const auto n = static_cast<std::uint64_t>(ranks);
     switch (kind) {
       case CollectiveKind::all_reduce:

@@ -33,22 +33,22 @@ std::optional<Protocol> protocol(std::string_view name);
 double bus_bandwidth_factor(CollectiveKind kind, int ranks);
 
 struct ProtocolParams {
-  double efficiency = 1;          // payload share of a line after flags (LL 8 of 16 B, LL128 120 of 128 B)
-  BytesPerSecond max_bandwidth;   // per-rank payload rate cap; 0 = none (LL's llMaxBw)
-  Seconds base_latency;           // once per collective (kernel start, setup)
-  Seconds step_latency;           // per algorithm step, on top of the route's wire latency
+  double efficiency = 1;         // payload share of a line after flags (LL 8 of 16 B, LL128 120 of 128 B)
+  BytesPerSecond max_bandwidth;  // per-rank payload rate cap; 0 = none (LL's llMaxBw)
+  Seconds base_latency;          // once per collective (kernel start, setup)
+  Seconds step_latency;          // per algorithm step, on top of the route's wire latency
 };
 
 /// What one rank does for one collective: how many steps of how many bytes, at which protocol.
 struct CollectivePlan {
   Protocol protocol = Protocol::simple;
   int steps = 0;
-  Bytes step_bytes;     // payload each rank sends per step (per peer for all_to_all, per chunk for broadcast)
-  int chunks = 1;       // broadcast pipeline chunks
+  Bytes step_bytes;  // payload each rank sends per step (per peer for all_to_all, per chunk for broadcast)
+  int chunks = 1;    // broadcast pipeline chunks
   Seconds base_latency;
   Seconds step_latency;
-  double efficiency = 1;          // protocol payload efficiency (SM copy efficiency is applied by the caller)
-  BytesPerSecond max_bandwidth;   // payload rate cap per transfer; 0 = none
+  double efficiency = 1;         // protocol payload efficiency (SM copy efficiency is applied by the caller)
+  BytesPerSecond max_bandwidth;  // payload rate cap per transfer; 0 = none
 };
 
 class CollectiveModel final : public Model {

@@ -17,9 +17,10 @@ Models defaults() {
 
 TEST_CASE("collective: ring all_reduce is 2(n-1) steps of S/n") {
   const auto m = defaults();
-  const auto plan = m.collective->plan(CollectiveKind::all_reduce, 1_GiB, 8, 370_GBps, Seconds{0.7e-6}, Protocol::simple);
+  const auto plan =
+      m.collective->plan(CollectiveKind::all_reduce, 1_GiB, 8, 370_GBps, Seconds{0.7e-6}, Protocol::simple);
   CHECK(plan.steps == 14);
-  CHECK(plan.step_bytes == Bytes{1_GiB .count() / 8});
+  CHECK(plan.step_bytes == Bytes{(1_GiB).count() / 8});
 }
 
 TEST_CASE("collective: the protocol is chosen by size like NCCL") {

@@ -33,7 +33,9 @@ std::unique_ptr<Model> make(const ConfigNode& node) {
 }
 }  // namespace
 
-std::string_view to_string(CopyEngine engine) { return engine == CopyEngine::ce ? "ce" : "sm"; }
+std::string_view to_string(CopyEngine engine) {
+  return engine == CopyEngine::ce ? "ce" : "sm";
+}
 
 Bytes CopyModel::wire_bytes(Bytes payload, CopyEngine engine) const {
   return Bytes{static_cast<std::uint64_t>(std::ceil(static_cast<double>(payload.count()) / efficiency(engine)))};

@@ -18,10 +18,10 @@ std::string_view to_string(CopyEngine engine);
 
 class CopyModel final : public Model {
  public:
-  double ce_efficiency = 0;   // payload share of the line rate reached by copy engines
-  double sm_efficiency = 0;   // same for SM-driven loads/stores
-  Seconds ce_setup;           // fixed cost of one copy-engine copy before bytes move
-  Seconds sm_launch;          // fixed cost of an SM copy kernel before bytes move
+  double ce_efficiency = 0;         // payload share of the line rate reached by copy engines
+  double sm_efficiency = 0;         // same for SM-driven loads/stores
+  Seconds ce_setup;                 // fixed cost of one copy-engine copy before bytes move
+  Seconds sm_launch;                // fixed cost of an SM copy kernel before bytes move
   double local_hbm_efficiency = 0;  // share of HBM bandwidth a device-local copy reaches (reads + writes)
 
   double efficiency(CopyEngine engine) const { return engine == CopyEngine::ce ? ce_efficiency : sm_efficiency; }

@@ -7,19 +7,24 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 namespace snsim {
 namespace {
 
 std::string kind_of(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Map: return "a map";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Scalar: return fmt::format("'{}'", node.Scalar());
-    case YAML::NodeType::Null: return "nothing";
-    default: return "an undefined value";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Scalar:
+      return fmt::format("'{}'", node.Scalar());
+    case YAML::NodeType::Null:
+      return "nothing";
+    default:
+      return "an undefined value";
   }
 }
 
@@ -92,8 +97,12 @@ T parse_quantity(const ConfigNode& node, Parse parse) {
   }
 }
 
-std::string format_value(const std::string& v) { return v; }
-std::string format_value(bool v) { return v ? "true" : "false"; }
+std::string format_value(const std::string& v) {
+  return v;
+}
+std::string format_value(bool v) {
+  return v ? "true" : "false";
+}
 template <class T>
 std::string format_value(const T& v) {
   if constexpr (std::is_arithmetic_v<T>)
@@ -124,9 +133,15 @@ std::string ConfigNode::child_path(std::string_view key) const {
   return path_.empty() ? std::string(key) : fmt::format("{}.{}", path_, key);
 }
 
-bool ConfigNode::is_map() const { return node_->IsMap(); }
-bool ConfigNode::is_sequence() const { return node_->IsSequence(); }
-bool ConfigNode::is_scalar() const { return node_->IsScalar(); }
+bool ConfigNode::is_map() const {
+  return node_->IsMap();
+}
+bool ConfigNode::is_sequence() const {
+  return node_->IsSequence();
+}
+bool ConfigNode::is_scalar() const {
+  return node_->IsScalar();
+}
 
 std::string ConfigNode::scalar() const {
   if (!node_->IsScalar()) fail(fmt::format("expected a single value, found {}", kind_of(*node_)));
@@ -141,7 +156,9 @@ SourceLocation ConfigNode::location() const {
   return {doc_->file_, mark.line + 1, mark.column + 1};  // yaml-cpp counts from 0
 }
 
-void ConfigNode::fail(std::string_view message) const { throw_input_error(location(), path_, message); }
+void ConfigNode::fail(std::string_view message) const {
+  throw_input_error(location(), path_, message);
+}
 
 void ConfigNode::fail_key(std::string_view key, std::string_view message) const {
   if (auto c = lookup(key)) c->fail(message);
@@ -158,7 +175,9 @@ std::optional<ConfigNode> ConfigNode::lookup(std::string_view key) const {
   return ConfigNode(doc_, child, child_path(key));
 }
 
-bool ConfigNode::has(std::string_view key) const { return lookup(key).has_value(); }
+bool ConfigNode::has(std::string_view key) const {
+  return lookup(key).has_value();
+}
 
 ConfigNode ConfigNode::child(std::string_view key) const {
   auto c = lookup(key);
@@ -166,7 +185,9 @@ ConfigNode ConfigNode::child(std::string_view key) const {
   return *c;
 }
 
-std::optional<ConfigNode> ConfigNode::maybe_child(std::string_view key) const { return lookup(key); }
+std::optional<ConfigNode> ConfigNode::maybe_child(std::string_view key) const {
+  return lookup(key);
+}
 
 ConfigNode ConfigNode::section(std::string_view key) const {
   if (auto c = lookup(key)) return *c;
@@ -189,7 +210,9 @@ std::vector<std::string> ConfigNode::keys() const {
   return out;
 }
 
-void ConfigNode::record(const std::string& text) const { doc_->effective_.emplace_back(path_, text); }
+void ConfigNode::record(const std::string& text) const {
+  doc_->effective_.emplace_back(path_, text);
+}
 
 template <>
 std::string ConfigNode::as<std::string>() const {
@@ -282,9 +305,9 @@ std::optional<T> ConfigNode::maybe(std::string_view key) const {
   return std::nullopt;
 }
 
-#define SNSIM_CONFIG_INSTANTIATE(T)                                         \
-  template T ConfigNode::required<T>(std::string_view) const;               \
-  template T ConfigNode::optional<T>(std::string_view, T) const;            \
+#define SNSIM_CONFIG_INSTANTIATE(T)                              \
+  template T ConfigNode::required<T>(std::string_view) const;    \
+  template T ConfigNode::optional<T>(std::string_view, T) const; \
   template std::optional<T> ConfigNode::maybe<T>(std::string_view) const;
 SNSIM_CONFIG_INSTANTIATE(std::string)
 SNSIM_CONFIG_INSTANTIATE(bool)
@@ -326,7 +349,9 @@ std::shared_ptr<ConfigDocument> ConfigDocument::load_file(const std::string& pat
   return load_string(text.str(), path);
 }
 
-ConfigNode ConfigDocument::root() { return ConfigNode(shared_from_this(), *root_, ""); }
+ConfigNode ConfigDocument::root() {
+  return ConfigNode(shared_from_this(), *root_, "");
+}
 
 void ConfigDocument::set(std::string_view assignment) {
   const SourceLocation where{fmt::format("--set {}", assignment), 0, 0};

@@ -100,17 +100,28 @@ class ConfigNode {
 };
 
 // The supported value types of ConfigNode::as (defined in config.cpp).
-template <> std::string ConfigNode::as<std::string>() const;
-template <> bool ConfigNode::as<bool>() const;
-template <> int ConfigNode::as<int>() const;
-template <> std::int64_t ConfigNode::as<std::int64_t>() const;
-template <> std::uint64_t ConfigNode::as<std::uint64_t>() const;
-template <> double ConfigNode::as<double>() const;
-template <> Bytes ConfigNode::as<Bytes>() const;
-template <> Seconds ConfigNode::as<Seconds>() const;
-template <> BytesPerSecond ConfigNode::as<BytesPerSecond>() const;
-template <> Flops ConfigNode::as<Flops>() const;
-template <> FlopsPerSecond ConfigNode::as<FlopsPerSecond>() const;
+template <>
+std::string ConfigNode::as<std::string>() const;
+template <>
+bool ConfigNode::as<bool>() const;
+template <>
+int ConfigNode::as<int>() const;
+template <>
+std::int64_t ConfigNode::as<std::int64_t>() const;
+template <>
+std::uint64_t ConfigNode::as<std::uint64_t>() const;
+template <>
+double ConfigNode::as<double>() const;
+template <>
+Bytes ConfigNode::as<Bytes>() const;
+template <>
+Seconds ConfigNode::as<Seconds>() const;
+template <>
+BytesPerSecond ConfigNode::as<BytesPerSecond>() const;
+template <>
+Flops ConfigNode::as<Flops>() const;
+template <>
+FlopsPerSecond ConfigNode::as<FlopsPerSecond>() const;
 
 /// The one format of range errors, pointing at `key` of `parent`: "must be between 2 and 8, got 9".
 template <class T>
@@ -160,7 +171,7 @@ class ConfigDocument : public std::enable_shared_from_this<ConfigDocument> {
   std::string file_;
   std::map<std::string, std::set<std::string>, std::less<>> known_keys_;  // map path -> keys asked for
   std::map<std::string, std::string, std::less<>> overrides_;             // path -> "--set a.b=v"
-  std::vector<std::pair<std::string, std::string>> effective_;             // path -> value, in read order
+  std::vector<std::pair<std::string, std::string>> effective_;            // path -> value, in read order
 };
 
 }  // namespace snsim

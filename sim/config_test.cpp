@@ -7,7 +7,9 @@ using namespace snsim;
 using namespace snsim::literals;
 
 namespace {
-std::shared_ptr<ConfigDocument> doc(const std::string& text) { return ConfigDocument::load_string(text, "t.yaml"); }
+std::shared_ptr<ConfigDocument> doc(const std::string& text) {
+  return ConfigDocument::load_string(text, "t.yaml");
+}
 }  // namespace
 
 TEST_CASE("config: values are read with units and defaults") {
@@ -51,8 +53,8 @@ TEST_CASE("config: errors name file, line, column and key path") {
                          "t.yaml:1:7: gpus: must be between 2 and 8, got 9", InputError);
   }
   SUBCASE("malformed YAML names the file") {
-    CHECK_THROWS_WITH_AS(doc("topology: {gpus: 8\nname: x\n"),
-                         "t.yaml:2:5: invalid YAML: end of map flow not found", InputError);
+    CHECK_THROWS_WITH_AS(doc("topology: {gpus: 8\nname: x\n"), "t.yaml:2:5: invalid YAML: end of map flow not found",
+                         InputError);
   }
 }
 

@@ -12,24 +12,32 @@ namespace snsim {
 
 std::string_view to_string(DeviceKind kind) {
   switch (kind) {
-    case DeviceKind::gpu: return "gpu";
-    case DeviceKind::host: return "host";
-    case DeviceKind::nvswitch: return "nvswitch";
-    case DeviceKind::pcie_switch: return "pcie_switch";
+    case DeviceKind::gpu:
+      return "gpu";
+    case DeviceKind::host:
+      return "host";
+    case DeviceKind::nvswitch:
+      return "nvswitch";
+    case DeviceKind::pcie_switch:
+      return "pcie_switch";
   }
   return "?";
 }
 
 std::string_view to_string(ChannelKind kind) {
   switch (kind) {
-    case ChannelKind::nvlink: return "nvlink";
-    case ChannelKind::pcie: return "pcie";
+    case ChannelKind::nvlink:
+      return "nvlink";
+    case ChannelKind::pcie:
+      return "pcie";
   }
   return "?";
 }
 
 namespace {
-bool forwards(DeviceKind kind) { return kind == DeviceKind::nvswitch || kind == DeviceKind::pcie_switch; }
+bool forwards(DeviceKind kind) {
+  return kind == DeviceKind::nvswitch || kind == DeviceKind::pcie_switch;
+}
 
 constexpr std::size_t unreached = std::numeric_limits<std::size_t>::max();
 

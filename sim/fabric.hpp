@@ -31,25 +31,25 @@ std::string_view to_string(ChannelKind kind);
 
 /// What a GPU can do; the compute model reads it. Sources are given where presets are defined (topologies/).
 struct GpuSpec {
-  std::string model;               // "h200"
-  FlopsPerSecond dense_bf16;       // peak dense tensor rate
-  BytesPerSecond hbm_bandwidth;    // peak HBM bandwidth
-  Bytes memory;                    // HBM capacity
+  std::string model;             // "h200"
+  FlopsPerSecond dense_bf16;     // peak dense tensor rate
+  BytesPerSecond hbm_bandwidth;  // peak HBM bandwidth
+  Bytes memory;                  // HBM capacity
 };
 
 struct Device {
   std::string name;  // unique path name used in errors, logs and reports: "gpu3", "nvswitch0", "host"
   DeviceKind kind = DeviceKind::gpu;
-  int index = 0;                 // rank for GPUs; plane number for NVSwitch chips
-  std::optional<GpuSpec> gpu;    // set for GPUs
+  int index = 0;               // rank for GPUs; plane number for NVSwitch chips
+  std::optional<GpuSpec> gpu;  // set for GPUs
 };
 
 /// One direction of one physical connection, possibly several bonded lanes (NVLinks) wide.
 struct Channel {
   ChannelKind kind = ChannelKind::nvlink;
-  int lanes = 1;                 // bonded links, e.g. 5 NVLinks from a GPU to one NVSwitch chip
-  BytesPerSecond lane_bandwidth; // line rate per lane, this direction
-  Seconds latency;               // wire and switch traversal of this hop
+  int lanes = 1;                  // bonded links, e.g. 5 NVLinks from a GPU to one NVSwitch chip
+  BytesPerSecond lane_bandwidth;  // line rate per lane, this direction
+  Seconds latency;                // wire and switch traversal of this hop
 
   BytesPerSecond bandwidth() const { return lane_bandwidth * static_cast<double>(lanes); }
 };

@@ -56,8 +56,7 @@ class Registry {
   }
 
   /// Builds the named plugin from its parameters (the node may hold a `type` key too).
-  std::unique_ptr<Interface> create(const std::string& type, const ConfigNode& node,
-                                    const Context&... context) const {
+  std::unique_ptr<Interface> create(const std::string& type, const ConfigNode& node, const Context&... context) const {
     const Entry* entry = find(type);
     if (!entry) {
       std::vector<std::string> names;

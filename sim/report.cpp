@@ -72,7 +72,8 @@ nlohmann::json Report::timeline() const {
   int ranks = 0;
   for (const auto& o : ops) ranks = std::max(ranks, o.rank + 1);
   for (int r = 0; r < ranks; ++r)
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", r}, {"args", {{"name", fmt::format("gpu{}", r)}}}});
+    events.push_back(
+        {{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", r}, {"args", {{"name", fmt::format("gpu{}", r)}}}});
   for (const auto& o : ops)
     events.push_back({{"name", o.label},
                       {"cat", o.kind},
@@ -125,7 +126,8 @@ std::string format_table(const Table& table) {
   out += "\n";
   for (const auto& row : table.rows) {
     out += " ";
-    for (std::size_t i = 0; i < width.size() && i < row.size(); ++i) out += fmt::format(" {:>{}}", cell(row[i]), width[i]);
+    for (std::size_t i = 0; i < width.size() && i < row.size(); ++i)
+      out += fmt::format(" {:>{}}", cell(row[i]), width[i]);
     out += "\n";
   }
   return out;

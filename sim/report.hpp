@@ -18,11 +18,11 @@ namespace snsim {
 /// One op executed by one rank.
 struct OpRecord {
   int rank = 0;
-  int phase = 0;        // index of the workload in the scenario
-  int tag = -1;         // the generator's sweep point, -1 when none
-  std::string kind;     // "copy", "collective", "compute", "barrier"
-  std::string label;    // "all_reduce 1 GiB ring/Simple"
-  Bytes bytes;          // payload the op moves (or reads, for compute)
+  int phase = 0;      // index of the workload in the scenario
+  int tag = -1;       // the generator's sweep point, -1 when none
+  std::string kind;   // "copy", "collective", "compute", "barrier"
+  std::string label;  // "all_reduce 1 GiB ring/Simple"
+  Bytes bytes;        // payload the op moves (or reads, for compute)
   Seconds start;
   Seconds end;
 };
@@ -30,14 +30,14 @@ struct OpRecord {
 /// A result table, printed like the tool it imitates (nccl-tests, p2pBandwidthLatencyTest) and stored in JSON.
 struct Table {
   std::string title;
-  std::vector<std::string> columns;           // with units: "time_us", "busbw_GBps"
+  std::vector<std::string> columns;  // with units: "time_us", "busbw_GBps"
   std::vector<std::vector<nlohmann::json>> rows;
 };
 
 struct Report {
-  std::string scenario;       // scenario name
+  std::string scenario;  // scenario name
   std::uint64_t seed = 0;
-  nlohmann::json config;      // the effective configuration, defaults included
+  nlohmann::json config;  // the effective configuration, defaults included
   std::string outcome = "completed";
   Seconds simulated_time;
   std::vector<OpRecord> ops;

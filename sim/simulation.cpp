@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <simgrid/s4u.hpp>
 #include <xbt/log.h>
+#include <simgrid/s4u.hpp>
 
 XBT_LOG_NEW_DEFAULT_CATEGORY(snsim_simulation, "snsim: platform building and the engine");
 
@@ -19,7 +19,9 @@ namespace {
 // Compute rate given to host CPUs; no workload computes on them yet.
 constexpr double HOST_CPU_FLOPS = 1e12;
 
-bool is_endpoint(DeviceKind kind) { return kind == DeviceKind::gpu || kind == DeviceKind::host; }
+bool is_endpoint(DeviceKind kind) {
+  return kind == DeviceKind::gpu || kind == DeviceKind::host;
+}
 
 /// "nvswitch[0-3]" for nvswitch0..nvswitch3, "gpu0" for one device, "a+b" otherwise.
 std::string device_list(const Fabric& fabric, const std::set<DeviceId>& ids) {
@@ -118,13 +120,14 @@ Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& eng
 
 Simulation::~Simulation() = default;
 
-sg4::Host* Simulation::host(DeviceId device) const { return hosts_.at(device); }
+sg4::Host* Simulation::host(DeviceId device) const {
+  return hosts_.at(device);
+}
 
 const PlatformRoute& Simulation::route(DeviceId from, DeviceId to) const {
   auto it = routes_.find({from, to});
   if (it == routes_.end())
-    throw std::logic_error(
-        fmt::format("no route from {} to {}", fabric_.device(from).name, fabric_.device(to).name));
+    throw std::logic_error(fmt::format("no route from {} to {}", fabric_.device(from).name, fabric_.device(to).name));
   return it->second;
 }
 
@@ -137,7 +140,9 @@ Seconds Simulation::run() {
   return now();
 }
 
-Seconds Simulation::now() { return Seconds{sg4::Engine::get_clock()}; }
+Seconds Simulation::now() {
+  return Seconds{sg4::Engine::get_clock()};
+}
 
 void Simulation::transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload, Seconds fixed_cost) {
   const Seconds delay = route(from, to).latency + fixed_cost;

@@ -13,12 +13,15 @@ Fabric star(int n, BytesPerSecond bandwidth, Seconds latency) {
   Fabric f;
   const auto sw = f.add_device({"nvswitch0", DeviceKind::nvswitch, 0, {}});
   for (int i = 0; i < n; ++i) {
-    const auto g = f.add_device({fmt::format("gpu{}", i), DeviceKind::gpu, i, GpuSpec{"test", FlopsPerSecond{1e15}, 1_GBps, 1_GiB}});
+    const auto g = f.add_device(
+        {fmt::format("gpu{}", i), DeviceKind::gpu, i, GpuSpec{"test", FlopsPerSecond{1e15}, 1_GBps, 1_GiB}});
     f.add_duplex(g, sw, {ChannelKind::nvlink, 1, bandwidth, latency});
   }
   return f;
 }
-double relative_error(double a, double b) { return std::abs(a - b) / std::abs(b); }
+double relative_error(double a, double b) {
+  return std::abs(a - b) / std::abs(b);
+}
 }  // namespace
 
 TEST_CASE("simulation: a lone transfer takes latency + size/bandwidth") {
@@ -32,7 +35,7 @@ TEST_CASE("simulation: a lone transfer takes latency + size/bandwidth") {
     end = Simulation::now();
   });
   sim.run();
-  const double expected = 1e-6 + 2e-6 + static_cast<double>(1_GiB .count()) / 100e9;
+  const double expected = 1e-6 + 2e-6 + static_cast<double>((1_GiB).count()) / 100e9;
   CHECK(relative_error(end.count(), expected) <= 1e-9);
 }
 
@@ -50,7 +53,7 @@ TEST_CASE("simulation: two flows into one GPU share its link equally") {
     end1 = Simulation::now();
   });
   sim.run();
-  const double expected = 2.0 * static_cast<double>(1_GiB .count()) / 100e9;  // each gets half the down link
+  const double expected = 2.0 * static_cast<double>((1_GiB).count()) / 100e9;  // each gets half the down link
   CHECK(relative_error(end0.count(), expected) <= 1e-9);
   CHECK(relative_error(end1.count(), expected) <= 1e-9);
 }
@@ -64,11 +67,20 @@ TEST_CASE("simulation: max-min gives the unconstrained flow the leftover bandwid
   Simulation sim(f);
   const auto g = f.gpus();
   std::array<Seconds, 3> end{};
-  sim.spawn("a", g[0], [&] { sim.transfer(g[0], g[2], 1_GiB, 1_GiB); end[0] = Simulation::now(); });
-  sim.spawn("b", g[1], [&] { sim.transfer(g[1], g[2], 1_GiB, 1_GiB); end[1] = Simulation::now(); });
-  sim.spawn("c", g[1], [&] { sim.transfer(g[1], g[3], Bytes{1_GiB .count() / 2}, Bytes{1_GiB .count() / 2}); end[2] = Simulation::now(); });
+  sim.spawn("a", g[0], [&] {
+    sim.transfer(g[0], g[2], 1_GiB, 1_GiB);
+    end[0] = Simulation::now();
+  });
+  sim.spawn("b", g[1], [&] {
+    sim.transfer(g[1], g[2], 1_GiB, 1_GiB);
+    end[1] = Simulation::now();
+  });
+  sim.spawn("c", g[1], [&] {
+    sim.transfer(g[1], g[3], Bytes{(1_GiB).count() / 2}, Bytes{(1_GiB).count() / 2});
+    end[2] = Simulation::now();
+  });
   sim.run();
-  const double gib = static_cast<double>(1_GiB .count());
+  const double gib = static_cast<double>((1_GiB).count());
   // Phase 1: all three at 50 GB/s until c finishes (0.5 GiB at 50 GB/s); then b has gpu1.up alone but still
   // shares gpu2.down with a: both stay at 50 GB/s and finish together at 1 GiB / 50 GB/s.
   CHECK(relative_error(end[2].count(), 0.5 * gib / 50e9) <= 1e-9);

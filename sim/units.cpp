@@ -27,7 +27,8 @@ Quantity split(std::string_view text, std::string_view what, std::string_view ex
   double value = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
   if (ec != std::errc{} || end == s.data())
-    throw UnitError(fmt::format("cannot parse '{}' as {}: expected a number and a unit, like '{}'", text, what, example));
+    throw UnitError(
+        fmt::format("cannot parse '{}' as {}: expected a number and a unit, like '{}'", text, what, example));
   if (!std::isfinite(value))
     throw UnitError(fmt::format("cannot parse '{}' as {}: the number is not finite", text, what));
   std::string_view unit = trim(s.substr(static_cast<std::size_t>(end - s.data())));
@@ -61,13 +62,14 @@ std::optional<double> data_scale(std::string_view unit) {
 Bytes parse_bytes(std::string_view text) {
   const auto q = split(text, "a size", "64MiB");
   if (q.unit.empty())
-    throw UnitError(fmt::format("cannot parse '{}' as a size: missing unit (try '{}B' or '{}MiB')", text, q.value,
-                                q.value));
+    throw UnitError(
+        fmt::format("cannot parse '{}' as a size: missing unit (try '{}B' or '{}MiB')", text, q.value, q.value));
   const auto scale = data_scale(q.unit);
   if (!scale)
-    throw UnitError(fmt::format("cannot parse '{}' as a size: unknown unit '{}' (expected B, KiB, MiB, GiB, TiB, kB, "
-                                "MB, GB, TB or bits: b, Gb)",
-                                text, q.unit));
+    throw UnitError(
+        fmt::format("cannot parse '{}' as a size: unknown unit '{}' (expected B, KiB, MiB, GiB, TiB, kB, "
+                    "MB, GB, TB or bits: b, Gb)",
+                    text, q.unit));
   const double bytes = q.value * *scale;
   if (bytes < 0) throw UnitError(fmt::format("cannot parse '{}' as a size: a size cannot be negative", text));
   if (bytes >= 0x1p64) throw UnitError(fmt::format("cannot parse '{}' as a size: more than 16 EiB", text));
@@ -79,21 +81,21 @@ Bytes parse_bytes(std::string_view text) {
 Seconds parse_seconds(std::string_view text) {
   const auto q = split(text, "a time", "1.5us");
   static constexpr std::array<std::pair<std::string_view, double>, 9> units{{{"s", 1.0},
-                                                                           {"ms", 1e-3},
-                                                                           {"us", 1e-6},
-                                                                           {"µs", 1e-6},
-                                                                           {"ns", 1e-9},
-                                                                           {"ps", 1e-12},
-                                                                           {"min", 60.0},
-                                                                           {"h", 3600.0},
-                                                                           {"sec", 1.0}}};
+                                                                             {"ms", 1e-3},
+                                                                             {"us", 1e-6},
+                                                                             {"µs", 1e-6},
+                                                                             {"ns", 1e-9},
+                                                                             {"ps", 1e-12},
+                                                                             {"min", 60.0},
+                                                                             {"h", 3600.0},
+                                                                             {"sec", 1.0}}};
   if (q.unit.empty())
-    throw UnitError(fmt::format("cannot parse '{}' as a time: missing unit (try '{}us' or '{}s')", text, q.value,
-                                q.value));
+    throw UnitError(
+        fmt::format("cannot parse '{}' as a time: missing unit (try '{}us' or '{}s')", text, q.value, q.value));
   for (auto [name, scale] : units)
     if (name == q.unit) return Seconds{q.value * scale};
-  throw UnitError(
-      fmt::format("cannot parse '{}' as a time: unknown unit '{}' (expected s, ms, us, ns, ps, min or h)", text, q.unit));
+  throw UnitError(fmt::format("cannot parse '{}' as a time: unknown unit '{}' (expected s, ms, us, ns, ps, min or h)",
+                              text, q.unit));
 }
 
 BytesPerSecond parse_bandwidth(std::string_view text) {
@@ -110,9 +112,10 @@ BytesPerSecond parse_bandwidth(std::string_view text) {
     data = {};
   const auto scale = data.empty() ? std::nullopt : data_scale(data);
   if (!scale)
-    throw UnitError(fmt::format("cannot parse '{}' as a bandwidth: unknown unit '{}' (expected bytes per second like "
-                                "GBps, GB/s, GiBps, or bits per second like Gbps)",
-                                text, q.unit));
+    throw UnitError(
+        fmt::format("cannot parse '{}' as a bandwidth: unknown unit '{}' (expected bytes per second like "
+                    "GBps, GB/s, GiBps, or bits per second like Gbps)",
+                    text, q.unit));
   return BytesPerSecond{q.value * *scale};
 }
 
@@ -129,9 +132,10 @@ Flops parse_flops(std::string_view text) {
   const auto q = split(text, "an amount of work", "2.2TFLOP");
   const auto scale = flop_scale(q.unit);
   if (!scale)
-    throw UnitError(fmt::format("cannot parse '{}' as an amount of work: {} (expected FLOP with a prefix, like "
-                                "'2.2TFLOP')",
-                                text, q.unit.empty() ? std::string("missing unit") : fmt::format("unknown unit '{}'", q.unit)));
+    throw UnitError(
+        fmt::format("cannot parse '{}' as an amount of work: {} (expected FLOP with a prefix, like "
+                    "'2.2TFLOP')",
+                    text, q.unit.empty() ? std::string("missing unit") : fmt::format("unknown unit '{}'", q.unit)));
   if (q.value < 0) throw UnitError(fmt::format("cannot parse '{}' as an amount of work: cannot be negative", text));
   return Flops{q.value * *scale};
 }
@@ -146,9 +150,10 @@ FlopsPerSecond parse_flop_rate(std::string_view text) {
     if (scale) break;
   }
   if (!scale)
-    throw UnitError(fmt::format("cannot parse '{}' as a compute rate: {} (expected FLOP/s with a prefix, like "
-                                "'989TFLOP/s')",
-                                text, q.unit.empty() ? std::string("missing unit") : fmt::format("unknown unit '{}'", q.unit)));
+    throw UnitError(
+        fmt::format("cannot parse '{}' as a compute rate: {} (expected FLOP/s with a prefix, like "
+                    "'989TFLOP/s')",
+                    text, q.unit.empty() ? std::string("missing unit") : fmt::format("unknown unit '{}'", q.unit)));
   return FlopsPerSecond{q.value * *scale};
 }
 
@@ -192,8 +197,14 @@ std::string to_string(Seconds time) {
   return scaled(t, 1, "s");
 }
 
-std::string to_string(BytesPerSecond rate) { return decimal(rate.count(), "B/s"); }
-std::string to_string(Flops work) { return decimal(work.count(), "FLOP"); }
-std::string to_string(FlopsPerSecond rate) { return decimal(rate.count(), "FLOP/s"); }
+std::string to_string(BytesPerSecond rate) {
+  return decimal(rate.count(), "B/s");
+}
+std::string to_string(Flops work) {
+  return decimal(work.count(), "FLOP");
+}
+std::string to_string(FlopsPerSecond rate) {
+  return decimal(rate.count(), "FLOP/s");
+}
 
 }  // namespace snsim

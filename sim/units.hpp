@@ -104,7 +104,9 @@ constexpr Seconds operator/(Bytes size, BytesPerSecond rate) {
 constexpr BytesPerSecond operator/(Bytes size, Seconds time) {
   return BytesPerSecond{static_cast<double>(size.count()) / time.count()};
 }
-constexpr Seconds operator/(Flops work, FlopsPerSecond rate) { return Seconds{work.count() / rate.count()}; }
+constexpr Seconds operator/(Flops work, FlopsPerSecond rate) {
+  return Seconds{work.count() / rate.count()};
+}
 
 /// A string that is not a valid quantity. The message says what was found and what is expected; callers
 /// that know the file and key wrap it into an InputError.
@@ -115,42 +117,64 @@ class UnitError : public std::invalid_argument {
 
 // Parsers. Grammar: a decimal number, optional spaces, a unit. Prefixes k M G T P E are decimal, Ki Mi Gi Ti Pi Ei
 // binary; `B` is bytes and `b` bits (SimGrid's grammar). A number without a unit is an error with a hint.
-Bytes parse_bytes(std::string_view text);                   // "1GiB" "64 MiB" "4B" "1GB" "800Gb"
-Seconds parse_seconds(std::string_view text);               // "1.5us" "700ns" "2ms" "1s"
-BytesPerSecond parse_bandwidth(std::string_view text);      // "450GBps" "450GB/s" "3600Gbps" "100GiBps"
-Flops parse_flops(std::string_view text);                   // "2.2TFLOP" "1e12FLOP" "5Gflop"
-FlopsPerSecond parse_flop_rate(std::string_view text);      // "989TFLOPps" "989TFLOP/s" "989Tflops" "1Pf"
+Bytes parse_bytes(std::string_view text);               // "1GiB" "64 MiB" "4B" "1GB" "800Gb"
+Seconds parse_seconds(std::string_view text);           // "1.5us" "700ns" "2ms" "1s"
+BytesPerSecond parse_bandwidth(std::string_view text);  // "450GBps" "450GB/s" "3600Gbps" "100GiBps"
+Flops parse_flops(std::string_view text);               // "2.2TFLOP" "1e12FLOP" "5Gflop"
+FlopsPerSecond parse_flop_rate(std::string_view text);  // "989TFLOPps" "989TFLOP/s" "989Tflops" "1Pf"
 
 // Human-readable text, as a user would write it in YAML.
-std::string to_string(Bytes size);             // "1 GiB", "1.5 KiB", "4 B"
-std::string to_string(Seconds time);           // "700 ns", "1.5 us", "2.0013 ms"
-std::string to_string(BytesPerSecond rate);    // "450 GB/s"
-std::string to_string(Flops work);             // "2.2 TFLOP"
-std::string to_string(FlopsPerSecond rate);    // "989 TFLOP/s"
+std::string to_string(Bytes size);           // "1 GiB", "1.5 KiB", "4 B"
+std::string to_string(Seconds time);         // "700 ns", "1.5 us", "2.0013 ms"
+std::string to_string(BytesPerSecond rate);  // "450 GB/s"
+std::string to_string(Flops work);           // "2.2 TFLOP"
+std::string to_string(FlopsPerSecond rate);  // "989 TFLOP/s"
 
 namespace literals {
-constexpr Bytes operator""_B(unsigned long long n) { return Bytes{n}; }
-constexpr Bytes operator""_KiB(unsigned long long n) { return Bytes{n << 10}; }
-constexpr Bytes operator""_MiB(unsigned long long n) { return Bytes{n << 20}; }
-constexpr Bytes operator""_GiB(unsigned long long n) { return Bytes{n << 30}; }
-constexpr Seconds operator""_s(long double v) { return Seconds{static_cast<double>(v)}; }
-constexpr Seconds operator""_s(unsigned long long v) { return Seconds{static_cast<double>(v)}; }
-constexpr Seconds operator""_us(long double v) { return Seconds{static_cast<double>(v) * 1e-6}; }
-constexpr Seconds operator""_us(unsigned long long v) { return Seconds{static_cast<double>(v) * 1e-6}; }
-constexpr Seconds operator""_ns(unsigned long long v) { return Seconds{static_cast<double>(v) * 1e-9}; }
-constexpr BytesPerSecond operator""_GBps(long double v) { return BytesPerSecond{static_cast<double>(v) * 1e9}; }
-constexpr BytesPerSecond operator""_GBps(unsigned long long v) { return BytesPerSecond{static_cast<double>(v) * 1e9}; }
+constexpr Bytes operator""_B(unsigned long long n) {
+  return Bytes{n};
+}
+constexpr Bytes operator""_KiB(unsigned long long n) {
+  return Bytes{n << 10};
+}
+constexpr Bytes operator""_MiB(unsigned long long n) {
+  return Bytes{n << 20};
+}
+constexpr Bytes operator""_GiB(unsigned long long n) {
+  return Bytes{n << 30};
+}
+constexpr Seconds operator""_s(long double v) {
+  return Seconds{static_cast<double>(v)};
+}
+constexpr Seconds operator""_s(unsigned long long v) {
+  return Seconds{static_cast<double>(v)};
+}
+constexpr Seconds operator""_us(long double v) {
+  return Seconds{static_cast<double>(v) * 1e-6};
+}
+constexpr Seconds operator""_us(unsigned long long v) {
+  return Seconds{static_cast<double>(v) * 1e-6};
+}
+constexpr Seconds operator""_ns(unsigned long long v) {
+  return Seconds{static_cast<double>(v) * 1e-9};
+}
+constexpr BytesPerSecond operator""_GBps(long double v) {
+  return BytesPerSecond{static_cast<double>(v) * 1e9};
+}
+constexpr BytesPerSecond operator""_GBps(unsigned long long v) {
+  return BytesPerSecond{static_cast<double>(v) * 1e9};
+}
 }  // namespace literals
 
 }  // namespace snsim
 
 // fmt prints quantities the way to_string does: fmt::format("{}", 1_GiB) == "1 GiB".
-#define SNSIM_UNIT_FORMATTER(T)                                                  \
-  template <>                                                                    \
-  struct fmt::formatter<snsim::T> : fmt::formatter<std::string> {                \
-    auto format(snsim::T v, format_context& ctx) const -> decltype(ctx.out()) {  \
-      return fmt::formatter<std::string>::format(snsim::to_string(v), ctx);      \
-    }                                                                            \
+#define SNSIM_UNIT_FORMATTER(T)                                                 \
+  template <>                                                                   \
+  struct fmt::formatter<snsim::T> : fmt::formatter<std::string> {               \
+    auto format(snsim::T v, format_context& ctx) const -> decltype(ctx.out()) { \
+      return fmt::formatter<std::string>::format(snsim::to_string(v), ctx);     \
+    }                                                                           \
   };
 SNSIM_UNIT_FORMATTER(Bytes)
 SNSIM_UNIT_FORMATTER(Seconds)

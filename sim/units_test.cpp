@@ -29,9 +29,10 @@ TEST_CASE("units: times, bandwidths and compute parse") {
 }
 
 TEST_CASE("units: bad strings name what was found and what is expected") {
-  CHECK_THROWS_WITH_AS(parse_bandwidth("450"), "cannot parse '450' as a bandwidth: missing unit (try '450GBps' or '450Gbps')",
+  CHECK_THROWS_WITH_AS(parse_bandwidth("450"),
+                       "cannot parse '450' as a bandwidth: missing unit (try '450GBps' or '450Gbps')", UnitError);
+  CHECK_THROWS_WITH_AS(parse_bytes("12"), "cannot parse '12' as a size: missing unit (try '12B' or '12MiB')",
                        UnitError);
-  CHECK_THROWS_WITH_AS(parse_bytes("12"), "cannot parse '12' as a size: missing unit (try '12B' or '12MiB')", UnitError);
   CHECK_THROWS_WITH_AS(parse_bytes("-1MiB"), "cannot parse '-1MiB' as a size: a size cannot be negative", UnitError);
   CHECK_THROWS_WITH_AS(parse_bytes("20EiB"), "cannot parse '20EiB' as a size: more than 16 EiB", UnitError);
   CHECK_THROWS_WITH_AS(parse_bytes("1.3B"), "cannot parse '1.3B' as a size: not a whole number of bytes", UnitError);
@@ -39,8 +40,8 @@ TEST_CASE("units: bad strings name what was found and what is expected") {
                        "cannot parse '3 fortnights' as a time: unknown unit 'fortnights' (expected s, ms, us, ns, ps, "
                        "min or h)",
                        UnitError);
-  CHECK_THROWS_WITH_AS(parse_bytes("lots"),
-                       "cannot parse 'lots' as a size: expected a number and a unit, like '64MiB'", UnitError);
+  CHECK_THROWS_WITH_AS(parse_bytes("lots"), "cannot parse 'lots' as a size: expected a number and a unit, like '64MiB'",
+                       UnitError);
 }
 
 TEST_CASE("units: quantities print in human units") {

@@ -50,7 +50,8 @@ int run_command(const RunOptions& options) {
     out = options.out;
     std::error_code ec;
     std::filesystem::create_directories(out, ec);
-    if (ec) throw_input_error({options.out, 0, 0}, "--out", fmt::format("cannot create the directory: {}", ec.message()));
+    if (ec)
+      throw_input_error({options.out, 0, 0}, "--out", fmt::format("cannot create the directory: {}", ec.message()));
   }
   const auto& fabric = scenario.fabric();
   const auto& gpu = *fabric.device(fabric.gpus().front()).gpu;
@@ -92,8 +93,9 @@ int info_command() {
   print_params(models);
   fmt::print("\nworkloads (workloads[].type):\n");
   print_params(workloads);
-  fmt::print("\nunits: sizes 4B 64KiB 1GiB (binary) or 1GB (decimal); bandwidth 450GBps 450GB/s 3600Gbps (per "
-             "direction); time 700ns 1.5us 2ms; work 2.2TFLOP\n");
+  fmt::print(
+      "\nunits: sizes 4B 64KiB 1GiB (binary) or 1GB (decimal); bandwidth 450GBps 450GB/s 3600Gbps (per "
+      "direction); time 700ns 1.5us 2ms; work 2.2TFLOP\n");
   return 0;
 }
 

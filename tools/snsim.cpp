@@ -1,8 +1,8 @@
 // The `snsim` command line. Exit codes (design.md): 0 ok, 1 a check failed, 2 bad input, 3 internal error.
 #include <iostream>
 
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 
 #include "sim/error.hpp"
 #include "tools/commands.hpp"
@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--out", run.out, "write report.json, report.csv, run.json (and timeline.json) here");
   run_cmd->add_option("--seed", run.seed, "override the scenario's seed");
   run_cmd->add_option("--set", run.sets, "override one value: key.path=value (YAML scalar), repeatable");
-  run_cmd->add_option("--engine", run.engine, "pass an option to SimGrid, e.g. --engine=--log=snsim_runner.thres:debug");
+  run_cmd->add_option("--engine", run.engine,
+                      "pass an option to SimGrid, e.g. --engine=--log=snsim_runner.thres:debug");
   run_cmd->add_flag("--quiet", run.quiet, "print nothing; write only the --out files");
 
   auto* info_cmd = app.add_subcommand("info", "list every topology, model and workload with parameters and defaults");

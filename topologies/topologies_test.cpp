@@ -49,8 +49,8 @@ TEST_CASE("pcie: peers talk through the switch") {
 }
 
 TEST_CASE("topologies: bad parameters are pinned errors") {
-  CHECK_THROWS_WITH_AS(build("topology: {type: hgx, gpus: 9}"), "t.yaml:1:29: topology.gpus: must be between 2 and 8, got 9",
-                       InputError);
+  CHECK_THROWS_WITH_AS(build("topology: {type: hgx, gpus: 9}"),
+                       "t.yaml:1:29: topology.gpus: must be between 2 and 8, got 9", InputError);
   CHECK_THROWS_WITH_AS(build("topology: {type: hgx, nvlink_bandwidth: 0GBps}"),
                        "t.yaml:1:41: topology.nvlink_bandwidth: must be > 0, got 0 B/s", InputError);
   CHECK_THROWS_WITH_AS(build("topology: {type: hgx, nvlink_bandwidth: -5GBps}"),

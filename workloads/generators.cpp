@@ -155,13 +155,15 @@ class CollectiveSweep final : public Workload {
       const auto& p = points[static_cast<std::size_t>(tag)];
       const std::string title = fmt::format("{} on {} ranks (nccl-tests columns)", models::to_string(p.kind), n);
       if (tables.empty() || tables.back().title != title)
-        tables.push_back({title, {"size_B", "count", "type", "redop", "root", "time_us", "algbw_GBps", "busbw_GBps"}, {}});
+        tables.push_back(
+            {title, {"size_B", "count", "type", "redop", "root", "time_us", "algbw_GBps", "busbw_GBps"}, {}});
       const double time = (times.second - times.first).count();
       const double algbw = static_cast<double>(p.bytes.count()) / time / 1e9;
-      const bool reduces = p.kind == models::CollectiveKind::all_reduce || p.kind == models::CollectiveKind::reduce_scatter;
+      const bool reduces =
+          p.kind == models::CollectiveKind::all_reduce || p.kind == models::CollectiveKind::reduce_scatter;
       tables.back().rows.push_back({p.bytes.count(), p.bytes.count() / 4, "float", reduces ? "sum" : "none",
-                                    p.kind == models::CollectiveKind::broadcast ? group->front() : -1, time * 1e6, algbw,
-                                    algbw * models::bus_bandwidth_factor(p.kind, n)});
+                                    p.kind == models::CollectiveKind::broadcast ? group->front() : -1, time * 1e6,
+                                    algbw, algbw * models::bus_bandwidth_factor(p.kind, n)});
     }
     return tables;
   }
@@ -183,9 +185,10 @@ std::unique_ptr<Workload> make_collective_sweep(const ConfigNode& node, const Fa
     const auto name = e.as<std::string>();
     const auto k = models::collective_kind(name);
     if (!k)
-      e.fail(fmt::format("unknown collective '{}'; known: all_gather, all_reduce, all_to_all, broadcast, "
-                         "reduce_scatter",
-                         name));
+      e.fail(
+          fmt::format("unknown collective '{}'; known: all_gather, all_reduce, all_to_all, broadcast, "
+                      "reduce_scatter",
+                      name));
     kinds.push_back(*k);
   }
   if (auto p = node.maybe<std::string>("protocol")) {
@@ -221,8 +224,9 @@ WorkloadRegistry::Entry program_entry() {
   return {"program",
           "explicit per-rank ops: compute, copy, collective, barrier, repeat",
           {{"ranks", "all|even|odd|N|\"A-B\"|[list]", "all", "the ranks that run the ops"},
-           {"ops", "list of ops", "", "compute {flops, bytes | time}, copy {to, bytes, engine}, collective {op, "
-                                      "bytes, root, protocol}, barrier {}, repeat N with ops"}},
+           {"ops", "list of ops", "",
+            "compute {flops, bytes | time}, copy {to, bytes, engine}, collective {op, "
+            "bytes, root, protocol}, barrier {}, repeat N with ops"}},
           make_program};
 }
 

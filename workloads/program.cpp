@@ -18,14 +18,18 @@ std::optional<int> to_int(std::string_view text) {
   return value;
 }
 
-std::string gpu_range(int gpus) { return fmt::format("the topology has {} GPUs: 0-{}", gpus, gpus - 1); }
+std::string gpu_range(int gpus) {
+  return fmt::format("the topology has {} GPUs: 0-{}", gpus, gpus - 1);
+}
 
 int checked_rank(const ConfigNode& node, int rank, int gpus) {
   if (rank < 0 || rank >= gpus) node.fail(fmt::format("GPU {} does not exist ({})", rank, gpu_range(gpus)));
   return rank;
 }
 
-Group make_group(const std::vector<int>& ranks) { return std::make_shared<const std::vector<int>>(ranks); }
+Group make_group(const std::vector<int>& ranks) {
+  return std::make_shared<const std::vector<int>>(ranks);
+}
 
 template <class T>
 void for_each_rank(const std::vector<int>& ranks, std::vector<Program>& programs, int phase, T make_op) {
@@ -64,8 +68,7 @@ void parse_one(const ConfigNode& item, const std::vector<int>& ranks, const Fabr
     c.duration = op.maybe<Seconds>("time");
     c.flops = op.optional<Flops>("flops", Flops{0});
     c.bytes = op.optional<Bytes>("bytes", Bytes{0});
-    if (c.duration && (op.has("flops") || op.has("bytes")))
-      op.fail("give either time, or flops and bytes, not both");
+    if (c.duration && (op.has("flops") || op.has("bytes"))) op.fail("give either time, or flops and bytes, not both");
     if (!c.duration && c.flops.count() == 0 && c.bytes.count() == 0)
       op.fail("expected time, or flops and bytes (for the roofline)");
     if (c.duration) check_positive(op, "time", *c.duration);
@@ -78,8 +81,7 @@ void parse_one(const ConfigNode& item, const std::vector<int>& ranks, const Fabr
       op.fail_key("engine", fmt::format("expected ce or sm, found '{}'", engine_name));
     const auto engine = engine_name == "ce" ? models::CopyEngine::ce : models::CopyEngine::sm;
     const ConfigNode to = op.child("to");
-    for_each_rank(ranks, programs, phase,
-                  [&](int r) { return CopyOp{parse_peer(to, r, gpus), bytes, engine}; });
+    for_each_rank(ranks, programs, phase, [&](int r) { return CopyOp{parse_peer(to, r, gpus), bytes, engine}; });
   } else if (kind == "collective") {
     const auto name = op.required<std::string>("op");
     const auto k = models::collective_kind(name);
@@ -127,8 +129,7 @@ std::vector<int> parse_ranks(const ConfigNode& node, int gpus) {
     } else if (auto dash = text.find('-'); dash != std::string::npos) {
       const auto first = to_int(std::string_view(text).substr(0, dash));
       const auto last = to_int(std::string_view(text).substr(dash + 1));
-      if (!first || !last || *first > *last)
-        node.fail(fmt::format("expected a range like \"0-3\", found '{}'", text));
+      if (!first || !last || *first > *last) node.fail(fmt::format("expected a range like \"0-3\", found '{}'", text));
       for (int r = *first; r <= *last; ++r) ranks.push_back(checked_rank(node, r, gpus));
     } else {
       node.fail(fmt::format("expected all, even, odd, a rank, a range like \"0-3\" or a list, found '{}'", text));
@@ -162,8 +163,7 @@ void parse_ops(const ConfigNode& ops, const std::vector<int>& ranks, const Fabri
 void check_size(const ConfigNode& parent, std::string_view key, Bytes bytes, const Fabric& fabric) {
   if (bytes.count() == 0) parent.fail_key(key, "must be > 0, got 0 B");
   const Bytes memory = fabric.device(fabric.gpus().front()).gpu->memory;
-  if (bytes > memory)
-    parent.fail_key(key, fmt::format("{} does not fit in one GPU's memory ({})", bytes, memory));
+  if (bytes > memory) parent.fail_key(key, fmt::format("{} does not fit in one GPU's memory ({})", bytes, memory));
 }
 
 std::uint64_t expanded_size(const std::vector<Op>& ops) {

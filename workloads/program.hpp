@@ -26,8 +26,8 @@ inline constexpr int HOST = -1;
 
 struct ComputeOp {
   Flops flops;
-  Bytes bytes;                     // HBM traffic
-  std::optional<Seconds> duration; // a fixed time instead of the roofline
+  Bytes bytes;                      // HBM traffic
+  std::optional<Seconds> duration;  // a fixed time instead of the roofline
 };
 
 struct CopyOp {
@@ -38,9 +38,9 @@ struct CopyOp {
 
 struct CollectiveOp {
   models::CollectiveKind kind = models::CollectiveKind::all_reduce;
-  Bytes bytes;                              // nccl-tests' size: see models/collective.hpp
-  int root = 0;                             // broadcast
-  std::optional<models::Protocol> protocol; // forced, else chosen by size
+  Bytes bytes;                               // nccl-tests' size: see models/collective.hpp
+  int root = 0;                              // broadcast
+  std::optional<models::Protocol> protocol;  // forced, else chosen by size
   Group group;
 };
 

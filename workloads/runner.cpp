@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include <fmt/format.h>
-#include <simgrid/s4u.hpp>
 #include <xbt/log.h>
+#include <simgrid/s4u.hpp>
 
 XBT_LOG_NEW_DEFAULT_CATEGORY(snsim_runner, "snsim: executing programs");
 
@@ -51,7 +51,8 @@ std::string label(const Op& op) {
           if (o.duration) return fmt::format("compute {}", *o.duration);
           return fmt::format("compute {} {}", o.flops, o.bytes);
         } else if constexpr (std::is_same_v<T, CopyOp>) {
-          return fmt::format("copy {} to {} {}", o.bytes, o.to == HOST ? std::string("host") : fmt::format("gpu{}", o.to),
+          return fmt::format("copy {} to {} {}", o.bytes,
+                             o.to == HOST ? std::string("host") : fmt::format("gpu{}", o.to),
                              models::to_string(o.engine));
         } else if constexpr (std::is_same_v<T, CollectiveOp>) {
           return fmt::format("{} {}", models::to_string(o.kind), o.bytes);
@@ -65,7 +66,10 @@ std::string label(const Op& op) {
 }
 
 Runner::Runner(Simulation& simulation, const models::Models& models, std::vector<Program> programs)
-    : simulation_{simulation}, models_{models}, programs_{std::move(programs)}, records_(programs_.size()),
+    : simulation_{simulation},
+      models_{models},
+      programs_{std::move(programs)},
+      records_(programs_.size()),
       finished_(programs_.size(), false) {}
 
 DeviceId Runner::device(int rank) const {
@@ -123,7 +127,8 @@ void Runner::copy(int rank, const CopyOp& op) {
   const auto& copy = *models_.copy;
   if (op.to == rank) {  // device-local: reads and writes HBM
     const auto& gpu = *simulation_.fabric().device(device(rank)).gpu;
-    sleep_for(copy.fixed_cost(op.engine) + Bytes{2 * op.bytes.count()} / (gpu.hbm_bandwidth * copy.local_hbm_efficiency));
+    sleep_for(copy.fixed_cost(op.engine) +
+              Bytes{2 * op.bytes.count()} / (gpu.hbm_bandwidth * copy.local_hbm_efficiency));
     return;
   }
   simulation_.transfer(device(rank), device(op.to), copy.wire_bytes(op.bytes, op.engine), op.bytes,
@@ -142,8 +147,12 @@ void Runner::collective(int rank, const CollectiveOp& op) {
   switch (op.kind) {
     case models::CollectiveKind::all_reduce:
     case models::CollectiveKind::all_gather:
-    case models::CollectiveKind::reduce_scatter: ring(rank, group, position, plan); break;
-    case models::CollectiveKind::all_to_all: all_to_all(rank, group, plan); break;
+    case models::CollectiveKind::reduce_scatter:
+      ring(rank, group, position, plan);
+      break;
+    case models::CollectiveKind::all_to_all:
+      all_to_all(rank, group, plan);
+      break;
     case models::CollectiveKind::broadcast: {
       const auto root = static_cast<std::size_t>(std::ranges::find(group, op.root) - group.begin());
       broadcast(group, position, root, plan);

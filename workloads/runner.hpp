@@ -43,7 +43,7 @@ class Runner {
   const models::Models& models_;
   std::vector<Program> programs_;
   std::vector<std::vector<OpRecord>> records_;  // by rank
-  std::vector<bool> finished_;                   // by rank
+  std::vector<bool> finished_;                  // by rank
   std::map<std::pair<int, int>, simgrid::s4u::Mailbox*> mailboxes_;
   std::map<const void*, simgrid::s4u::BarrierPtr> barriers_;  // by Group identity
 };

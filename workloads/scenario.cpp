@@ -64,7 +64,8 @@ Report Scenario::run(const std::vector<std::string>& engine_args) const {
   if (const auto stuck = runner.unfinished(); !stuck.empty())
     report.outcome = fmt::format("deadlock: ranks {} did not finish their programs", fmt::join(stuck, ", "));
   for (std::size_t phase = 0; phase < workloads_.size(); ++phase)
-    for (auto& t : workloads_[phase]->summarize(report.ops, static_cast<int>(phase))) report.tables.push_back(std::move(t));
+    for (auto& t : workloads_[phase]->summarize(report.ops, static_cast<int>(phase)))
+      report.tables.push_back(std::move(t));
   return report;
 }
 

@@ -11,7 +11,9 @@ using namespace snsim;
 using namespace snsim::workloads;
 
 namespace {
-Scenario load(const std::string& yaml) { return Scenario::load(ConfigDocument::load_string(yaml, "t.yaml")); }
+Scenario load(const std::string& yaml) {
+  return Scenario::load(ConfigDocument::load_string(yaml, "t.yaml"));
+}
 
 /// From the first start to the last end of the ops of one phase.
 double span(const Report& report, int phase) {
@@ -23,7 +25,9 @@ double span(const Report& report, int phase) {
     }
   return last - first;
 }
-double relative_error(double a, double b) { return std::abs(a - b) / std::abs(b); }
+double relative_error(double a, double b) {
+  return std::abs(a - b) / std::abs(b);
+}
 }  // namespace
 
 TEST_CASE("workloads: a ring all-reduce without contention takes 2(n-1)(alpha + S/(nB))") {
