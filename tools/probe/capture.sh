@@ -8,6 +8,10 @@
 #          copy | latency-jitter | launch-1gpu | collective | nvshmem | uvm
 #                         a full capture into OUT_DIR/<prefix>-<step>.jsonl (PREFIX, default h200x2;
 #                         launch-1gpu runs with CUDA_VISIBLE_DEVICES=0 and is named h200x1-launch.jsonl)
+#          collective-proto
+#                         the collective family three more times with NCCL_PROTO forced to LL, LL128 and
+#                         Simple, tarred into OUT_DIR/<prefix>-collective-proto.tar.gz (one file comes back)
+# Trace files are named relative to OUT_DIR, so their headers carry no directory of the capturing machine.
 set -uo pipefail
 
 out=${1:?usage: capture.sh OUT_DIR STEP...}
@@ -19,9 +23,11 @@ prefix=${PREFIX:-h200x2}
 # NVLink multicast stays off in every process (the probe forces this too).
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
 extra=$(mktemp -d)
 
 "$here/build.sh" || exit 1
+cd "$out" || exit 1
 probe="$repo/build-probe/snsim-probe"
 site=$(python3 -c 'import nvidia, os; print(os.path.dirname(list(nvidia.__path__)[0]))' 2>/dev/null || true)
 if [[ -n "$site" ]]; then
@@ -56,14 +62,23 @@ for step in "$@"; do
       fi ;;
     quick)
       for family in $("$probe" --list | awk -F'[: ]' '/^[a-z]/ {print $1}'); do
-        run "quick-$family" 120 -- --quick --family "$family" --out "$extra/quick-$family.jsonl"
+        run "quick-$family" 120 -- --quick --family "$family" --out "quick-$family.jsonl"
+        mv "quick-$family.jsonl" "$extra/"
       done ;;
-    copy) run copy 300 -- --family copy --out "$out/$prefix-copy.jsonl" ;;
-    latency-jitter) run latency-jitter 180 -- --family latency,jitter --out "$out/$prefix-latency-jitter.jsonl" ;;
-    launch-1gpu) run launch-1gpu 120 CUDA_VISIBLE_DEVICES=0 -- --family launch --out "$out/h200x1-launch.jsonl" ;;
-    collective) run collective 240 -- --family collective --out "$out/$prefix-collective.jsonl" ;;
-    nvshmem) run nvshmem 180 -- --family nvshmem --out "$out/$prefix-nvshmem.jsonl" ;;
-    uvm) run uvm 300 -- --family uvm --out "$out/$prefix-uvm.jsonl" ;;
+    copy) run copy 300 -- --family copy --out "$prefix-copy.jsonl" ;;
+    latency-jitter) run latency-jitter 180 -- --family latency,jitter --out "$prefix-latency-jitter.jsonl" ;;
+    launch-1gpu) run launch-1gpu 120 CUDA_VISIBLE_DEVICES=0 -- --family launch --out "h200x1-launch.jsonl" ;;
+    collective) run collective 240 -- --family collective --out "$prefix-collective.jsonl" ;;
+    collective-proto)
+      mkdir -p proto
+      for proto in LL LL128 Simple; do
+        name=$prefix-collective-proto-$(tr '[:upper:]' '[:lower:]' <<<"$proto").jsonl
+        cd proto && run "collective-$proto" 240 NCCL_PROTO=$proto -- --family collective --out "$name"
+        cd "$out" || exit 1
+      done
+      tar -czf "$prefix-collective-proto.tar.gz" -C proto . && rm -rf proto ;;
+    nvshmem) run nvshmem 180 -- --family nvshmem --out "$prefix-nvshmem.jsonl" ;;
+    uvm) run uvm 300 -- --family uvm --out "$prefix-uvm.jsonl" ;;
     *) echo "unknown step $step"; status=1 ;;
   esac
 done

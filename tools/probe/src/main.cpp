@@ -199,6 +199,20 @@ std::string first_line(const std::string& text) {
   return line;
 }
 
+// nvidia-smi underlines the matrix heading with ANSI escapes even when writing to a pipe.
+std::string strip_terminal_escapes(const std::string& text) {
+  std::string plain;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\x1b' && i + 1 < text.size() && text[i + 1] == '[') {
+      i += 2;
+      while (i < text.size() && !(text[i] >= '@' && text[i] <= '~')) ++i;  // up to the final byte
+      continue;
+    }
+    plain += text[i];
+  }
+  return plain;
+}
+
 std::string iso8601_now() {
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
@@ -262,9 +276,11 @@ Inventory take_inventory(const Options& options) {
   return inventory;
 }
 
-// Variables that change what is measured; path-like values are left out (they say nothing about the GPUs).
+// Variables that change what is measured. Left out: path-like values (they say nothing about the GPUs) and
+// the container image's *_VERSION labels (the header's own version fields say what actually ran).
 bool is_recorded_variable(const std::string& name, const std::string& value) {
   if (!value.empty() && value[0] == '/') return false;
+  if (name.size() > 8 && name.compare(name.size() - 8, 8, "_VERSION") == 0) return false;
   for (const char* prefix : {"NCCL_", "NVSHMEM_", "CUDA_", "TORCH_SYMM_MEM_"})
     if (name.rfind(prefix, 0) == 0) return true;
   return false;
@@ -323,7 +339,7 @@ std::string header_line(const Command& command, const Inventory& inventory) {
   ::gethostname(host, sizeof host - 1);
   const std::string driver =
       first_line(run_text_command("nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null"));
-  const std::string topo = run_text_command("nvidia-smi topo -m 2>/dev/null");
+  const std::string topo = strip_terminal_escapes(run_text_command("nvidia-smi topo -m 2>/dev/null"));
   JsonWriter json;
   json.begin_object().field("schema", kSchema).field("probe", kProbeVersion).field("host", host);
   json.key("gpus").raw(inventory.gpus_json);
