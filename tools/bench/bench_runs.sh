@@ -5,7 +5,8 @@
 #   tools/bench/bench_runs.sh [-n REPS] [SNSIM]        e.g. tools/bench/bench_runs.sh build/tools/snsim
 #
 # Runs every scenario in workloads/examples/ and a few generated ones REPS times (default 5) and prints one row per
-# scenario: GPUs, ops executed, median wall time of the process, median in-process wall time (run.json), peak RSS
+# scenario: GPUs, ops executed, median wall time of the process, median in-process wall time (run.json: measured
+# before the --out files are written, so it leaves out JSON/CSV output, which dominates large runs), peak RSS
 # (the largest over the repetitions, from /usr/bin/time -f %M, else run.json's peak_memory_MiB) and the simulated
 # time (report.json). A run that fails stops the script with its stderr.
 set -euo pipefail
@@ -69,6 +70,15 @@ workloads:
           - compute: {flops: 2.2TFLOP, bytes: 512MiB}
           - copy: {to: next, bytes: 64MiB, engine: sm}
           - collective: {op: all_reduce, bytes: 256MiB}
+EOF
+cat >"$tmp/scenarios/gen_hgx8_copies_x20000.yaml" <<'EOF'
+name: hgx8-copies-x20000
+topology: {type: hgx, gpu: h200, gpus: 8}
+workloads:
+  - type: program
+    ops:
+      - repeat: 20000
+        ops: [{copy: {to: next, bytes: 1MiB}}]
 EOF
 cat >"$tmp/scenarios/gen_pcie8_all_to_all_sweep.yaml" <<'EOF'
 name: pcie8-all-to-all-sweep
