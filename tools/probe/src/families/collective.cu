@@ -5,6 +5,7 @@
 // Each sample is one iteration's time, taken as the slowest rank's (a max-reduction over ranks, done after
 // timing) because an operation finishes when its last rank does. algbw = bytes / median time; busbw =
 // algbw x nccl-tests' factor. Out-of-place only. Every size's result is checked once before timing.
+// Variant `graph` replays the same operation from a CUDA graph (device-side cost without host launches).
 //
 // bytes (as nccl-tests' size column):  all_reduce, broadcast: the buffer;  all_gather: the gathered output
 // (count x nranks);  reduce_scatter: the input (count x nranks);  all_to_all: each rank's send buffer.
@@ -249,11 +250,50 @@ class CollectiveFamily {
     std::vector<double> times(iterations);
     for (int i = 0; i < iterations; ++i) times[i] = elapsed_seconds(*events_[i], *events_[i + 1]);
     slowest_rank(times);
+    Record record = make_record(info, s, "out_of_place", std::move(times));
+    record.extra("warmup", static_cast<std::int64_t>(warmup));
+    context_.emit(record);
 
+    measure_graph(info, s, small ? 50 : medium ? 20 : 5);
+  }
+
+  // The same operation captured `ops` times into a CUDA graph and replayed: no host launch in the loop, so
+  // small sizes show the device-side cost per operation (the out_of_place samples of small sizes also
+  // contain the host's launch rate, as nccl-tests' do). A sample is one replay's time divided by `ops`.
+  void measure_graph(const CollectiveInfo& info, const Shape& s, int ops) {
+    if (options_.quick) ops = 2;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t graph_exec = nullptr;
+    CHECK_CUDA(cudaStreamBeginCapture(*stream_, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < ops; ++i) enqueue(info.op, s);
+    CHECK_CUDA(cudaStreamEndCapture(*stream_, &graph));
+    CHECK_CUDA(cudaGraphInstantiate(&graph_exec, graph, 0));
+    CHECK_CUDA(cudaGraphLaunch(graph_exec, *stream_));  // warm-up: the first replay uploads the graph
+    stream_->synchronize();
+    const int replays = options_.quick ? 2 : 20;
+    Event start(context_.rank), stop(context_.rank);
+    std::vector<double> times;
+    barrier();
+    for (int r = 0; r < replays; ++r) {
+      start.record(*stream_);
+      CHECK_CUDA(cudaGraphLaunch(graph_exec, *stream_));
+      stop.record(*stream_);
+      times.push_back(elapsed_seconds(start, stop) / ops);
+    }
+    CHECK_CUDA(cudaGraphExecDestroy(graph_exec));
+    CHECK_CUDA(cudaGraphDestroy(graph));
+    slowest_rank(times);
+    Record record = make_record(info, s, "graph", std::move(times));
+    record.extra("ops_per_graph", static_cast<std::int64_t>(ops));
+    context_.emit(record);
+  }
+
+  Record make_record(const CollectiveInfo& info, const Shape& s, const char* variant, std::vector<double> times) const {
+    const int n = context_.nranks;
     Record record;
     record.family = "collective";
     record.test = info.name;
-    record.variant = "out_of_place";
+    record.variant = variant;
     for (int r = 0; r < n; ++r) record.ranks.push_back(r);
     record.bytes = s.bytes;
     record.unit = "s";
@@ -265,8 +305,7 @@ class CollectiveFamily {
     record.extra("busbw_factor", busbw_factor(info.op, n));
     record.extra("count", static_cast<std::int64_t>(s.count));
     record.extra("dtype", std::string(info.reduces ? "float32" : "int8"));
-    record.extra("warmup", static_cast<std::int64_t>(warmup));
-    context_.emit(record);
+    return record;
   }
 
   // Replaces each iteration's time with the largest over all ranks.

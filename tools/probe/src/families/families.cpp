@@ -35,8 +35,8 @@ const std::vector<Family>& all_families() {
        "NCCL collectives, one process per GPU, 8 B - 1 GiB, timed like nccl-tests",
        true,
        2,
-       {"all_reduce/out_of_place", "all_gather/out_of_place", "reduce_scatter/out_of_place", "all_to_all/out_of_place",
-        "broadcast/out_of_place"},
+       {"all_reduce/{out_of_place,graph}", "all_gather/{out_of_place,graph}", "reduce_scatter/{out_of_place,graph}",
+        "all_to_all/{out_of_place,graph}", "broadcast/{out_of_place,graph}"},
        run_collective_family},
 #endif
 #ifdef PROBE_HAVE_NVSHMEM

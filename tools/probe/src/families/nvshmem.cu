@@ -8,7 +8,7 @@
 //   put_signal_pingpong/round_trip  PE0 putmem_signal_nbi -> PE1 signal_wait_until -> PE1 putmem_signal_nbi
 //                                    -> PE0 wait: one round trip (not halved); scope thread or block
 //   put_latency/thread               putmem (blocking) + quiet, PE0 only
-//   get_latency/thread               getmem (blocking), PE0 reading PE1
+//   get_latency/thread               getmem (blocking), PE0 reading PE1, each get depending on the last one
 //   put_rate/{thread,warp,block}     PE0 puts `bytes` split over 32 blocks x 256 threads (one slice per
 //                                    thread, warp or block), `iters` times, then quiet; B/s = bytes*iters/time
 //   put_rate_blocks/block            the same at 64 MiB, block scope, 1..128 blocks
@@ -92,12 +92,21 @@ __global__ void put_latency_kernel(char* receive, const char* send, std::size_t 
   *elapsed_ns = global_time_ns() - start;
 }
 
-__global__ void get_latency_kernel(char* local, const char* remote, std::size_t bytes, int warmup, int iters, int peer,
-                                   unsigned long long* elapsed_ns) {
+// Each get's source offset depends on the data the previous get returned (pattern bytes are never 0, so the
+// factor is always 1, but neither compiler nor hardware can know): gets cannot overlap, and every iteration
+// reads a new 64 KiB-aligned slot of the peer's buffer, so no cache holds it from the iteration before.
+// (Without the dependency, successive blocking gets of one thread overlap: NVSHMEM's P2P get is a plain
+// load/store copy, and a loop of them measures issue throughput, not latency.)
+__global__ void get_latency_kernel(char* local, const char* remote, std::size_t bytes, std::size_t slots, int warmup,
+                                   int iters, int peer, unsigned long long* elapsed_ns) {
+  constexpr std::size_t kSlotBytes = 64 * 1024;
   std::uint64_t start = 0;
+  std::size_t offset = 0;
   for (int it = 0; it < warmup + iters; ++it) {
     if (it == warmup) start = global_time_ns();
-    nvshmem_getmem(local, remote, bytes, peer);
+    nvshmem_getmem(local, remote + offset, bytes, peer);
+    const unsigned char first = *reinterpret_cast<volatile unsigned char*>(local);
+    offset = ((it + 1) % slots) * kSlotBytes * (first != 0);
   }
   *elapsed_ns = global_time_ns() - start;
 }
@@ -200,6 +209,7 @@ class NvshmemFamily {
   static std::uint32_t seed_of(int pe) { return 1 + pe; }
   bool active() const { return me_ < 2; }  // point-to-point tests use PE 0 and PE 1 only
   int peer() const { return 1 - me_; }
+  std::size_t get_slots() const { return std::min<std::size_t>(1024, largest_ / (64 * KiB)); }
   int sample_count() const { return options_.quick ? 3 : 20; }
 
   double kernel_elapsed_seconds() {
@@ -280,13 +290,20 @@ class NvshmemFamily {
           put_latency_kernel<<<1, 1, 0, *stream_>>>(receive_, send_, bytes, warmup, iters, 1,
                                                     elapsed_.as<unsigned long long>());
         else
-          get_latency_kernel<<<1, 1, 0, *stream_>>>(receive_, send_, bytes, warmup, iters, 1,
+          get_latency_kernel<<<1, 1, 0, *stream_>>>(receive_, send_, bytes, get_slots(), warmup, iters, 1,
                                                     elapsed_.as<unsigned long long>());
         CHECK_LAUNCH();
         stream_->synchronize();
         samples.push_back(kernel_elapsed_seconds() / iters);
       }
-      if (!put) verify_receive(bytes, 1, "get_latency");
+      if (!put) {
+        // One more get, from slot 0 alone, whose result the pattern check can predict.
+        get_latency_kernel<<<1, 1, 0, *stream_>>>(receive_, send_, bytes, 1, 0, 1, 1,
+                                                  elapsed_.as<unsigned long long>());
+        CHECK_LAUNCH();
+        stream_->synchronize();
+        verify_receive(bytes, 1, "get_latency");
+      }
     }
     nvshmem_barrier_all();
     if (put && me_ == 1) verify_receive(bytes, 0, "put_latency");
