@@ -353,8 +353,8 @@ ConfigNode ConfigDocument::root() {
   return ConfigNode(shared_from_this(), *root_, "");
 }
 
-void ConfigDocument::set(std::string_view assignment) {
-  const SourceLocation where{fmt::format("--set {}", assignment), 0, 0};
+void ConfigDocument::set(std::string_view assignment, std::string origin) {
+  const SourceLocation where{origin.empty() ? fmt::format("--set {}", assignment) : std::move(origin), 0, 0};
   const auto eq = assignment.find('=');
   const auto steps = eq == std::string_view::npos ? std::nullopt : split_path(assignment.substr(0, eq));
   if (!steps) throw_input_error({"--set", 0, 0}, "", fmt::format("expected key.path=value, found '{}'", assignment));

@@ -143,8 +143,9 @@ class ConfigDocument : public std::enable_shared_from_this<ConfigDocument> {
   /// Parses text; `file_name` is what errors call it ("<embedded default>").
   static std::shared_ptr<ConfigDocument> load_string(const std::string& text, std::string file_name);
 
-  /// Applies one `--set key.path=value` override (YAML scalar syntax) before anything is read.
-  void set(std::string_view assignment);
+  /// Applies one `--set key.path=value` override (YAML scalar syntax) before anything is read. Errors about the
+  /// value name `origin` (default: "--set key.path=value").
+  void set(std::string_view assignment, std::string origin = "");
 
   ConfigNode root();
   const std::string& file() const { return file_; }

@@ -1,5 +1,7 @@
 #include "sim/simulation.hpp"
 
+#include "sim/error.hpp"
+
 #include <algorithm>
 #include <set>
 #include <stdexcept>
@@ -59,7 +61,11 @@ Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& eng
   argv.push_back(nullptr);
   int argc = static_cast<int>(args.size());
   xbt_log_control_set("xbt_cfg.thres:warning");  // hide "Configuration change" lines
-  engine_ = std::make_unique<sg4::Engine>(&argc, argv.data());
+  try {
+    engine_ = std::make_unique<sg4::Engine>(&argc, argv.data());
+  } catch (const std::exception& e) {  // a bad --log or --cfg passed through to SimGrid
+    throw InputError(fmt::format("--engine: {}", e.what()));
+  }
   // The exact fluid model (reference/simgrid-3.32.md §3): no latency or bandwidth factors, no reverse-path cross
   // traffic, no TCP window cap. Must be set before any zone exists.
   sg4::Engine::set_config("network/model:CM02");

@@ -67,7 +67,7 @@ Bytes parse_bytes(std::string_view text) {
   const auto scale = data_scale(q.unit);
   if (!scale)
     throw UnitError(
-        fmt::format("cannot parse '{}' as a size: unknown unit '{}' (expected B, KiB, MiB, GiB, TiB, kB, "
+        fmt::format("cannot parse '{}' as a size: unknown unit '{}' (expected B, KiB, MiB, GiB, TiB, PiB, EiB, kB, "
                     "MB, GB, TB or bits: b, Gb)",
                     text, q.unit));
   const double bytes = q.value * *scale;

@@ -147,7 +147,7 @@ TEST_CASE("cli: a wrong unit") {
   TempDir dir;
   check_input_error(run_scenario(dir, scenario(HGX8, "[{copy: {to: next, bytes: 12ms}}]")),
                     "s.yaml:6:36: workloads[0].ops[0].copy.bytes: cannot parse '12ms' as a size: unknown unit 'ms' "
-                    "(expected B, KiB, MiB, GiB, TiB, kB, MB, GB, TB or bits: b, Gb)");
+                    "(expected B, KiB, MiB, GiB, TiB, PiB, EiB, kB, MB, GB, TB or bits: b, Gb)");
 }
 
 TEST_CASE("cli: a size where a bandwidth belongs") {
@@ -262,8 +262,37 @@ TEST_CASE("cli: --seed that is not a number") {
   TempDir dir;
   const Result r = snsim(dir, {"run", "--seed", "abc"});
   CHECK(r.code == 2);
-  CHECK(r.err == "Could not convert: --seed = abc\nRun with --help for more information.\n");
+  CHECK(r.err == "--seed abc: seed: expected a non-negative integer, found 'abc'\n");
   CHECK(r.out.empty());
+  const Result negative = snsim(dir, {"run", "--seed", "-1"});
+  CHECK(negative.code == 2);
+  CHECK(negative.err == "--seed -1: seed: expected a non-negative integer, found '-1'\n");
+  const Result huge = snsim(dir, {"run", "--seed", "99999999999999999999999"});
+  CHECK(huge.code == 2);
+  CHECK(huge.err == "--seed 99999999999999999999999: seed: 99999999999999999999999 is out of range\n");
+}
+
+TEST_CASE("cli: a collective on ranks without rank 0 and a broadcast root outside the group") {
+  TempDir dir;
+  const std::string yaml =
+      "topology: {type: hgx, gpus: 4}\nworkloads:\n  - type: program\n    ranks: [1, 2]\n    ops: [{collective: "
+      "{op: all_reduce, bytes: 1MiB}}]\n";
+  CHECK(run_scenario(dir, yaml, {"--quiet"}).code == 0);
+  const std::string bad =
+      "topology: {type: hgx, gpus: 4}\nworkloads:\n  - type: program\n    ranks: [1, 2]\n    ops: [{collective: "
+      "{op: broadcast, bytes: 1MiB, root: 0}}]\n";
+  check_input_error(run_scenario(dir, bad),
+                    "s.yaml:5:59: workloads[0].ops[0].collective.root: rank 0 is not one of the ranks 1, 2");
+}
+
+TEST_CASE("cli: nested repeats beyond 2^64 ops are refused, not wrapped") {
+  TempDir dir;
+  const std::string yaml =
+      "topology: {type: hgx, gpus: 2}\nworkloads:\n  - type: program\n    ops:\n      - repeat: 536870912\n        "
+      "ops:\n          - repeat: 536870912\n            ops:\n              - repeat: 536870912\n                ops: "
+      "[{compute: {time: 1us}}]\n";
+  check_input_error(run_scenario(dir, yaml),
+                    "s.yaml:3:3: workloads: rank 0 would run more than 2^64 ops; the limit is 1000000 per rank");
 }
 
 TEST_CASE("cli: no command") {

@@ -33,7 +33,7 @@ void print_params(const R& registry) {
   for (const auto& e : registry.entries()) {
     fmt::print("  {:<18} {}\n", e.name, e.summary);
     for (const auto& p : e.params)
-      fmt::print("      {:<22} {:<28} default {:<10} {}\n", p.name, p.unit,
+      fmt::print("      {:<22} {:<32} default {:<10} {}\n", p.name, p.unit,
                  p.default_value.empty() ? "(required)" : p.default_value, p.summary);
   }
 }
@@ -43,7 +43,7 @@ void print_params(const R& registry) {
 int run_command(const RunOptions& options) {
   const auto started = std::chrono::steady_clock::now();
   auto doc = load_document(options.scenario, options.sets);
-  if (options.seed) doc->set(fmt::format("seed={}", *options.seed));
+  if (options.seed) doc->set(fmt::format("seed={}", *options.seed), fmt::format("--seed {}", *options.seed));
   const auto scenario = workloads::Scenario::load(doc);
   std::filesystem::path out;
   if (!options.out.empty()) {
@@ -66,14 +66,15 @@ int run_command(const RunOptions& options) {
     fmt::print("# simulated time: {}   ops: {}   outcome: {}\n", report.simulated_time, report.ops.size(),
                report.outcome);
   }
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  const RunRecord run = RunRecord::measure(wall);
   if (!out.empty()) {
     write_file(out / "report.json", report.to_json().dump(1) + "\n");
     write_file(out / "report.csv", report.ops_csv());
-    write_file(out / "run.json", run.to_json().dump(1) + "\n");
     if (scenario.timeline()) write_file(out / "timeline.json", report.timeline().dump() + "\n");
   }
+  // Measured last, so that the run record includes the cost of writing the report.
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const RunRecord run = RunRecord::measure(wall);
+  if (!out.empty()) write_file(out / "run.json", run.to_json().dump(1) + "\n");
   if (!options.quiet)
     fmt::print("# wall time: {:.3f} s   peak memory: {:.1f} MiB{}\n", run.wall_time_s, run.peak_memory_mib,
                out.empty() ? "" : fmt::format("   wrote {}", out.string()));

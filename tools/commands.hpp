@@ -12,11 +12,11 @@ extern const char* const DEFAULT_SCENARIO;
 extern const char* const DEFAULT_SCENARIO_NAME;
 
 struct RunOptions {
-  std::string scenario;               // empty: the embedded default
-  std::string out;                    // output directory, empty: none
-  std::optional<std::uint64_t> seed;  // overrides the scenario's seed
-  std::vector<std::string> sets;      // --set key.path=value
-  std::vector<std::string> engine;    // --log=... / --cfg=... passed to SimGrid
+  std::string scenario;             // empty: the embedded default
+  std::string out;                  // output directory, empty: none
+  std::optional<std::string> seed;  // overrides the scenario's seed (checked like the YAML value)
+  std::vector<std::string> sets;    // --set key.path=value
+  std::vector<std::string> engine;  // --log=... / --cfg=... passed to SimGrid
   bool quiet = false;
 };
 

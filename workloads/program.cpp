@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -91,8 +92,8 @@ void parse_one(const ConfigNode& item, const std::vector<int>& ranks, const Fabr
                                     name));
     CollectiveOp c{*k, op.required<Bytes>("bytes"), 0, std::nullopt, group};
     check_size(op, "bytes", c.bytes, fabric);
-    c.root = op.optional<int>("root", 0);
-    if (std::ranges::find(*group, c.root) == group->end())
+    c.root = op.optional<int>("root", group->front());
+    if (c.kind == models::CollectiveKind::broadcast && std::ranges::find(*group, c.root) == group->end())
       op.fail_key("root", fmt::format("rank {} is not one of the ranks {}", c.root, fmt::join(*group, ", ")));
     if (auto p = op.maybe<std::string>("protocol")) {
       c.protocol = models::protocol(*p);
@@ -169,10 +170,15 @@ void check_size(const ConfigNode& parent, std::string_view key, Bytes bytes, con
 std::uint64_t expanded_size(const std::vector<Op>& ops) {
   std::uint64_t total = 0;
   for (const auto& op : ops) {
-    if (const auto* r = std::get_if<RepeatOp>(&op.what))
-      total += static_cast<std::uint64_t>(r->count) * expanded_size(r->body);
-    else
-      ++total;
+    // Saturating: nested repeats can exceed 2^64 ops, which must not wrap around below the limit.
+    constexpr auto most = std::numeric_limits<std::uint64_t>::max();
+    std::uint64_t n = 1;
+    if (const auto* r = std::get_if<RepeatOp>(&op.what)) {
+      const std::uint64_t body = expanded_size(r->body);
+      const auto count = static_cast<std::uint64_t>(r->count);
+      n = body != 0 && count > most / body ? most : count * body;
+    }
+    total = n > most - total ? most : total + n;
   }
   return total;
 }

@@ -2,6 +2,8 @@
 
 #include <fmt/ranges.h>
 
+#include <limits>
+
 #include "topologies/register.hpp"
 #include "workloads/runner.hpp"
 
@@ -33,7 +35,9 @@ Scenario Scenario::load(std::shared_ptr<ConfigDocument> document) {
   const auto programs = s.programs();
   for (std::size_t r = 0; r < programs.size(); ++r)
     if (const auto n = expanded_size(programs[r].ops); n > MAX_OPS_PER_RANK)
-      list.fail(fmt::format("rank {} would run {} ops; the limit is {} per rank", r, n, MAX_OPS_PER_RANK));
+      list.fail(n == std::numeric_limits<std::uint64_t>::max()
+                    ? fmt::format("rank {} would run more than 2^64 ops; the limit is {} per rank", r, MAX_OPS_PER_RANK)
+                    : fmt::format("rank {} would run {} ops; the limit is {} per rank", r, n, MAX_OPS_PER_RANK));
   return s;
 }
 

@@ -133,8 +133,8 @@ TEST_CASE("workloads: program mistakes are pinned errors") {
         "'sideways'");
   CHECK(error("[{copy: {to: next, bytes: 1EiB}}]") ==
         "t.yaml:2:60: workloads[0].ops[0].copy.bytes: 1 EiB does not fit in one GPU's memory (140.401 GiB)");
-  CHECK(error("[{collective: {op: all_reduce, bytes: 1MiB, root: 7}}]") ==
-        "t.yaml:2:84: workloads[0].ops[0].collective.root: rank 7 is not one of the ranks 0, 1, 2, 3");
+  CHECK(error("[{collective: {op: broadcast, bytes: 1MiB, root: 7}}]") ==
+        "t.yaml:2:83: workloads[0].ops[0].collective.root: rank 7 is not one of the ranks 0, 1, 2, 3");
   CHECK(error("[{compute: {}}]") ==
         "t.yaml:2:45: workloads[0].ops[0].compute: expected time, or flops and bytes (for the roofline)");
   CHECK(error("[{barrier: {}}]", ", ranks: 5-6") ==
