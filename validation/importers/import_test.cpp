@@ -16,9 +16,16 @@ TEST_CASE("import: formats are recognised by content") {
   CHECK(sniff_format(sample_text("p2p_bandwidth_latency.txt")) == TraceFormat::p2p_bandwidth_latency);
   CHECK(sniff_format(sample_text("perftest_pt_to_pt.txt")) == TraceFormat::nvshmem_perftest);
   CHECK(sniff_format(sample_text("perftest_machine_readable.txt")) == TraceFormat::nvshmem_perftest);
-  CHECK(sniff_format("{\"schema\": \"snsim-trace/1\", \"host\": \"h\"}\n") == TraceFormat::snsim_trace);
+  CHECK(sniff_format(sample_text("snsim_trace.jsonl")) == TraceFormat::snsim_trace);
   CHECK_FALSE(sniff_format(sample_text("unknown.txt")).has_value());
   CHECK_FALSE(sniff_format("").has_value());
+}
+
+TEST_CASE("import: an snsim trace is read by the trace reader") {
+  const Trace trace = import_sample("snsim_trace.jsonl");
+  CHECK(trace.complete);
+  CHECK(trace.records.size() == 4);
+  CHECK(record(trace, "launch/empty_kernel/0").extra["note"] == "extra fields are kept");
 }
 
 TEST_CASE("import: unknown content lists the known formats") {
