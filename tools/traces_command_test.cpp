@@ -101,7 +101,7 @@ TEST_CASE("traces show: the command exits 0 on good traces and 2 with one line o
     std::ofstream(dir / "bad.jsonl") << R"({"schema": "snsim-trace/1", "probe": 1})" << '\n';
     const CommandResult r = run_snsim("traces show '" + (dir / "bad.jsonl").string() + "'", dir);
     CHECK(r.exit_code == 2);
-    CHECK(r.err == (dir / "bad.jsonl").string() + ":1: probe: expected a string, found 1\n");
+    CHECK(r.err == (dir / "bad.jsonl").string() + ":1: probe: expected a string or null, found 1\n");
   }
 }
 

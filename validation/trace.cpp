@@ -60,6 +60,14 @@ class LineReader {
     return v.get<std::string>();
   }
 
+  /// A string that may be null for "not known": null reads as empty.
+  std::string string_or_null(std::string_view key) const {
+    const Json& v = field(key);
+    if (v.is_null()) return {};
+    if (!v.is_string()) fail(key, fmt::format("expected a string or null, found {}", shown(v)));
+    return v.get<std::string>();
+  }
+
   double number(std::string_view key) const {
     const Json& v = field(key);
     if (!v.is_number()) fail(key, fmt::format("expected a number, found {}", shown(v)));
@@ -105,8 +113,8 @@ TraceHeader read_header(const Json& object, const SourceLocation& where) {
   const std::string schema = in.string("schema");
   if (schema != trace_schema) in.fail("schema", fmt::format("expected \"{}\", found \"{}\"", trace_schema, schema));
   TraceHeader header;
-  header.probe = in.string("probe");
-  header.host = in.string("host");
+  header.probe = in.string_or_null("probe");
+  header.host = in.string_or_null("host");
   const Json& gpus = in.array("gpus", "an array of {index, name, pci}");
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     const std::string key = fmt::format("gpus[{}]", i);
@@ -115,16 +123,19 @@ TraceHeader read_header(const Json& object, const SourceLocation& where) {
     const std::uint64_t index = gpu.count("index", "a GPU index (an integer >= 0)");
     if (index > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
       gpu.fail("index", fmt::format("too large: {}", index));
-    header.gpus.push_back({static_cast<int>(index), gpu.string("name"), gpu.string("pci")});
+    TraceGpu entry{static_cast<int>(index), gpu.string("name"), gpu.string("pci")};
+    for (const auto& [gpu_key, value] : gpus[i].items())
+      if (gpu_key != "index" && gpu_key != "name" && gpu_key != "pci") entry.extra[gpu_key] = value;
+    header.gpus.push_back(std::move(entry));
   }
-  header.driver = in.string("driver");
-  header.cuda = in.string("cuda");
-  header.nccl = in.string("nccl");
-  header.nvshmem = in.string("nvshmem");
-  header.topo = in.string("topo");
+  header.driver = in.string_or_null("driver");
+  header.cuda = in.string_or_null("cuda");
+  header.nccl = in.string_or_null("nccl");
+  header.nvshmem = in.string_or_null("nvshmem");
+  header.topo = in.string_or_null("topo");
   header.env = in.field("env");
   if (!header.env.is_object()) in.fail("env", fmt::format("expected an object, found {}", shown(header.env)));
-  header.started = in.string("started");
+  header.started = in.string_or_null("started");
   for (const auto& [key, value] : object.items())
     if (!is_known(key, header_fields)) header.extra[key] = value;
   return header;
@@ -282,7 +293,7 @@ void check_record(const TraceRecord& r, const SourceLocation& where) {
   if (r.max < r.p99) fail("max", fmt::format("must be >= p99 ({}), found {}", r.p99, r.max));
   for (std::size_t i = 0; i < r.samples.size(); ++i) {
     const double s = r.samples[i];
-    if (!std::isfinite(s) || s < r.min || s > r.max)
+    if (!std::isfinite(s) || s < r.min * (1 - sample_rounding) || s > r.max * (1 + sample_rounding))
       fail(fmt::format("samples[{}]", i),
            fmt::format("must lie within [min, max] = [{}, {}], found {}", r.min, r.max, s));
   }
@@ -367,8 +378,11 @@ std::string write_trace(const Trace& trace) {
   header["probe"] = h.probe;
   header["host"] = h.host;
   header["gpus"] = Json::array();
-  for (const TraceGpu& gpu : h.gpus)
-    header["gpus"].push_back({{"index", gpu.index}, {"name", gpu.name}, {"pci", gpu.pci}});
+  for (const TraceGpu& gpu : h.gpus) {
+    Json entry = {{"index", gpu.index}, {"name", gpu.name}, {"pci", gpu.pci}};
+    for (const auto& [key, value] : gpu.extra.items()) entry[key] = value;
+    header["gpus"].push_back(std::move(entry));
+  }
   header["driver"] = h.driver;
   header["cuda"] = h.cuda;
   header["nccl"] = h.nccl;

@@ -47,12 +47,14 @@ std::string_view to_string(MeasureUnit unit);
 struct TraceGpu {
   int index = 0;
   std::string name;
-  std::string pci;  ///< PCI bus id as the driver prints it, e.g. "00000000:18:00.0"
+  std::string pci;              ///< PCI bus id as the driver prints it, e.g. "00000000:18:00.0"
+  Json extra = Json::object();  ///< further properties the probe records (sms, memory_bytes, ...), kept as read
   friend bool operator==(const TraceGpu&, const TraceGpu&) = default;
 };
 
 /// The first line of a trace: where and with what software it was captured. Strings the source does not know
-/// are empty (importers cannot tell the driver version from an nccl-tests log, for instance).
+/// are empty (importers cannot tell the driver version from an nccl-tests log, for instance); in a file they may
+/// also be written as null (the probe writes "nccl": null when built without NCCL), which reads as empty.
 struct TraceHeader {
   std::string probe;  ///< version of snsim-probe, empty for imported traces
   std::string host;
@@ -116,9 +118,14 @@ std::string write_trace(const Trace& trace);
 /// Writes write_trace(trace) to `file`. Throws InputError if the file cannot be written.
 void write_trace_file(const Trace& trace, const std::filesystem::path& file);
 
+/// How far (relative) a sample may lie outside [min, max]: writers may print samples with fewer digits than the
+/// statistics (the probe uses 7 significant digits for samples, 9 for statistics), and rounding must not make a
+/// good trace invalid.
+inline constexpr double sample_rounding = 1e-6;
+
 /// Checks a record's values: non-empty id and test, ranks >= 0, reps >= 1, finite non-negative statistics in
-/// order, samples within [min, max]. Throws InputError at `where` naming the field. Importers call it too, so
-/// that imported and captured records obey the same rules.
+/// order, samples within [min, max] (give or take sample_rounding). Throws InputError at `where` naming the field.
+/// Importers call it too, so that imported and captured records obey the same rules.
 void check_record(const TraceRecord& record, const SourceLocation& where);
 
 }  // namespace snsim::validation

@@ -258,6 +258,33 @@ TEST_CASE("trace: record errors name the line and field") {
   }
 }
 
+TEST_CASE("trace: what the probe writes is accepted") {
+  SUBCASE("null for a library the probe was built without") {
+    Json header = Json::parse(header_line);
+    header["nccl"] = nullptr;
+    header["nvshmem"] = nullptr;
+    const Trace trace = parse_trace(header.dump() + "\n", "t.jsonl");
+    CHECK(trace.header.nccl.empty());
+    CHECK(trace.header.nvshmem.empty());
+  }
+  SUBCASE("a number where a string belongs is still an error") {
+    Json header = Json::parse(header_line);
+    header["nccl"] = 2;
+    CHECK(error_of(header.dump() + "\n") == "t.jsonl:1: nccl: expected a string or null, found 2");
+  }
+  SUBCASE("GPU properties beyond index, name and pci are kept") {
+    Json header = Json::parse(header_line);
+    header["gpus"][0]["sms"] = 132;
+    const Trace trace = parse_trace(header.dump() + "\n", "t.jsonl");
+    CHECK(trace.header.gpus[0].extra["sms"] == 132);
+    CHECK(parse_trace(write_trace(trace), "t.jsonl").header == trace.header);
+  }
+  SUBCASE("samples printed with fewer digits than max") {
+    // max 2.99999996e-6 at 9 digits; the same sample at 7 digits rounds up to 3e-6.
+    CHECK(error_of_record(R"({"p99": 2.99999996e-6, "max": 2.99999996e-6, "samples": [3e-6]})") == "no error");
+  }
+}
+
 TEST_CASE("trace: families are a fixed list") {
   CHECK(all_families().size() == 7);
   for (Family f : all_families()) CHECK(family_from_string(to_string(f)) == f);
