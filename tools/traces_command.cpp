@@ -61,28 +61,34 @@ std::string record_label(const TraceRecord& r) {
   return r.variant.empty() ? r.test : r.test + "/" + r.variant;
 }
 
-/// The representative numbers of one family: the highest rate, the lowest time, and the highest bus bandwidth
-/// where records carry one (collectives). Each is a record's median.
+/// The representative numbers of one family: the highest data rate (validation::record_rate), the highest bus
+/// bandwidth where records carry one (collectives), and the lowest median time.
 std::string representative(const std::vector<const TraceRecord*>& records) {
-  const TraceRecord* fastest = nullptr;   // highest median rate
-  const TraceRecord* quickest = nullptr;  // lowest median time
-  const TraceRecord* best_bus = nullptr;  // highest busbw
-  auto busbw = [](const TraceRecord* r) {
-    const auto it = r->extra.find("busbw");
-    return it != r->extra.end() && it->is_number() ? std::optional<double>(it->get<double>()) : std::nullopt;
-  };
+  const TraceRecord* fastest = nullptr;
+  BytesPerSecond fastest_rate{0};
+  const TraceRecord* best_bus = nullptr;
+  double best_busbw = 0;
+  const TraceRecord* quickest = nullptr;
   for (const TraceRecord* r : records) {
-    if (r->unit == MeasureUnit::bytes_per_second && (!fastest || r->median > fastest->median)) fastest = r;
+    if (const auto rate = validation::record_rate(*r); rate && (!fastest || *rate > fastest_rate)) {
+      fastest = r;
+      fastest_rate = *rate;
+    }
+    if (const auto it = r->extra.find("busbw"); it != r->extra.end() && it->is_number()) {
+      if (!best_bus || it->get<double>() > best_busbw) {
+        best_bus = r;
+        best_busbw = it->get<double>();
+      }
+    }
     if (r->unit == MeasureUnit::seconds && (!quickest || r->median < quickest->median)) quickest = r;
-    if (busbw(r) && (!best_bus || *busbw(r) > *busbw(best_bus))) best_bus = r;
   }
   std::vector<std::string> parts;
   if (fastest)
-    parts.push_back(fmt::format("peak {} ({}, {})", fastest->format_value(fastest->median), record_label(*fastest),
-                                to_string(fastest->bytes)));
+    parts.push_back(
+        fmt::format("peak {} ({}, {})", to_string(fastest_rate), record_label(*fastest), to_string(fastest->bytes)));
   if (best_bus)
     parts.push_back(
-        fmt::format("peak busbw {} ({})", to_string(BytesPerSecond{*busbw(best_bus)}), to_string(best_bus->bytes)));
+        fmt::format("peak busbw {} ({})", to_string(BytesPerSecond{best_busbw}), to_string(best_bus->bytes)));
   if (quickest)
     parts.push_back(fmt::format("lowest {} ({}, {})", quickest->format_value(quickest->median), record_label(*quickest),
                                 to_string(quickest->bytes)));

@@ -266,6 +266,17 @@ std::string TraceRecord::format_value(double value) const {
   return unit == MeasureUnit::seconds ? to_string(Seconds{value}) : to_string(BytesPerSecond{value});
 }
 
+std::optional<BytesPerSecond> record_rate(const TraceRecord& r) {
+  if (r.unit == MeasureUnit::bytes_per_second) return BytesPerSecond{r.median};
+  for (const char* key : {"bw", "sum_bw", "algbw"}) {
+    const auto it = r.extra.find(key);
+    if (it != r.extra.end() && it->is_number()) return BytesPerSecond{it->get<double>()};
+  }
+  if ((r.family == Family::copy || r.family == Family::uvm) && r.bytes.count() > 0 && r.median > 0)
+    return r.bytes / Seconds{r.median};
+  return std::nullopt;
+}
+
 bool operator==(const TraceRecord& a, const TraceRecord& b) {
   return a.id == b.id && a.family == b.family && a.test == b.test && a.variant == b.variant && a.ranks == b.ranks &&
          a.bytes == b.bytes && a.reps == b.reps && a.unit == b.unit && a.median == b.median && a.p01 == b.p01 &&

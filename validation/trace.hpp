@@ -96,6 +96,11 @@ struct TraceRecord {
   friend bool operator==(const TraceRecord& a, const TraceRecord& b);
 };
 
+/// The data rate a record shows, for summaries and plots: its median if measured in B/s; else its `bw`,
+/// `sum_bw` (both directions summed) or `algbw` extra field; else, for a timed copy or uvm record that moved
+/// bytes, bytes / median time. nullopt for records that measure no transfer (latency, launch, jitter).
+std::optional<BytesPerSecond> record_rate(const TraceRecord& record);
+
 /// A whole trace file, read or about to be written.
 struct Trace {
   std::string source;  ///< file name used in messages

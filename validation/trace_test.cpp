@@ -294,3 +294,25 @@ TEST_CASE("trace: families are a fixed list") {
 TEST_CASE("trace: a missing file is an input error") {
   CHECK_THROWS_WITH_AS(read_trace("no/such/trace.jsonl"), "no/such/trace.jsonl: cannot open the file", InputError);
 }
+
+TEST_CASE("trace: the rate a record shows") {
+  TraceRecord r;
+  r.family = Family::copy;
+  r.bytes = Bytes{1'000'000};
+  r.unit = MeasureUnit::seconds;
+  r.median = 1e-5;
+  SUBCASE("a timed copy: bytes over the median time") { CHECK(record_rate(r)->count() == doctest::Approx(1e11)); }
+  SUBCASE("an explicit rate wins") {
+    r.extra["sum_bw"] = 2e11;
+    CHECK(record_rate(r)->count() == 2e11);
+  }
+  SUBCASE("a rate record: its median") {
+    r.unit = MeasureUnit::bytes_per_second;
+    r.median = 3e11;
+    CHECK(record_rate(r)->count() == 3e11);
+  }
+  SUBCASE("a latency measures no transfer") {
+    r.family = Family::latency;
+    CHECK_FALSE(record_rate(r).has_value());
+  }
+}

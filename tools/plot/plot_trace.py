@@ -68,6 +68,18 @@ def title_of(header, complete, what):
     return f"{what}\n{host}, {len(gpus)} x {gpu}{suffix}"
 
 
+def record_rate(r):
+    """The data rate a record shows, in B/s, or None: the same rule as validation::record_rate in C++."""
+    if r["unit"] == "B/s":
+        return r["median"]
+    for key in ("bw", "sum_bw", "algbw"):
+        if isinstance(r.get(key), (int, float)):
+            return r[key]
+    if r["family"] in ("copy", "uvm") and r["bytes"] > 0 and r["median"] > 0:
+        return r["bytes"] / r["median"]
+    return None
+
+
 def curves(records, value):
     """Groups records by test/variant; per size, the median across records (e.g. GPU pairs) and the spread."""
     groups = defaultdict(lambda: defaultdict(list))
@@ -154,12 +166,12 @@ def main():
     for r in records:
         by_family[r["family"]].append(r)
     for family, recs in sorted(by_family.items()):
-        rates = [r for r in recs if r["unit"] == "B/s"]
+        rates = [r for r in recs if record_rate(r) is not None]
         times = [r for r in recs if r["unit"] == "s"]
         if rates:
-            groups = curves(rates, lambda r: r["median"] / 1e9)
+            groups = curves(rates, lambda r: record_rate(r) / 1e9)
             path = os.path.join(args.out, f"{stem}_{family}_bandwidth.{args.format}")
-            written.append(draw_against_size(plt, groups, "bandwidth (GB/s, median)",
+            written.append(draw_against_size(plt, groups, "bandwidth (GB/s, from the median)",
                                              title_of(header, complete, f"{family}: bandwidth against size"), path,
                                              log_y=False))
         busbw = [r for r in recs if isinstance(r.get("busbw"), (int, float))]
