@@ -6,6 +6,7 @@
 
 #include "sim/error.hpp"
 #include "tools/commands.hpp"
+#include "tools/traces_command.hpp"
 
 int main(int argc, char** argv) {
   using namespace snsim::tools;
@@ -30,6 +31,9 @@ int main(int argc, char** argv) {
   topo_cmd->add_option("scenario", topo_scenario, "scenario YAML file (default: the embedded default)");
   topo_cmd->add_option("--set", topo_sets, "override one value: key.path=value");
 
+  int traces_exit_code = 0;  // set by `snsim traces ...` while parsing
+  add_traces_command(app, traces_exit_code);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -39,6 +43,7 @@ int main(int argc, char** argv) {
     if (*run_cmd) return run_command(run);
     if (*info_cmd) return info_command();
     if (*topo_cmd) return topo_command(topo_scenario, topo_sets);
+    if (app.got_subcommand("traces")) return traces_exit_code;
   } catch (const snsim::InputError& e) {
     std::cout.flush();
     fmt::print(stderr, "{}\n", e.what());

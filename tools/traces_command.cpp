@@ -1,0 +1,294 @@
+#include "tools/traces_command.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "validation/importers/import.hpp"
+
+extern char** environ;
+
+namespace snsim::tools {
+
+namespace {
+
+namespace fs = std::filesystem;
+using validation::Family;
+using validation::MeasureUnit;
+using validation::Trace;
+using validation::TraceRecord;
+
+std::string or_unknown(const std::string& text) {
+  return text.empty() ? "unknown" : text;
+}
+
+std::string extra_string(const validation::Json& extra, const char* key) {
+  const auto it = extra.find(key);
+  return it != extra.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+/// "8 x NVIDIA H200" per distinct GPU name, in index order.
+std::string gpu_list(const std::vector<validation::TraceGpu>& gpus) {
+  if (gpus.empty()) return "unknown";
+  std::vector<std::pair<std::string, int>> counts;
+  for (const auto& gpu : gpus) {
+    if (!counts.empty() && counts.back().first == gpu.name)
+      ++counts.back().second;
+    else
+      counts.emplace_back(gpu.name, 1);
+  }
+  std::vector<std::string> parts;
+  for (const auto& [name, count] : counts) parts.push_back(fmt::format("{} x {}", count, name));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::string record_label(const TraceRecord& r) {
+  return r.variant.empty() ? r.test : r.test + "/" + r.variant;
+}
+
+/// The representative numbers of one family: the highest data rate (validation::record_rate), the highest bus
+/// bandwidth where records carry one (collectives), and the lowest median time.
+std::string representative(const std::vector<const TraceRecord*>& records) {
+  const TraceRecord* fastest = nullptr;
+  BytesPerSecond fastest_rate{0};
+  const TraceRecord* best_bus = nullptr;
+  double best_busbw = 0;
+  const TraceRecord* quickest = nullptr;
+  for (const TraceRecord* r : records) {
+    if (const auto rate = validation::record_rate(*r); rate && (!fastest || *rate > fastest_rate)) {
+      fastest = r;
+      fastest_rate = *rate;
+    }
+    if (const auto it = r->extra.find("busbw"); it != r->extra.end() && it->is_number()) {
+      if (!best_bus || it->get<double>() > best_busbw) {
+        best_bus = r;
+        best_busbw = it->get<double>();
+      }
+    }
+    if (r->unit == MeasureUnit::seconds && (!quickest || r->median < quickest->median)) quickest = r;
+  }
+  std::vector<std::string> parts;
+  if (fastest)
+    parts.push_back(
+        fmt::format("peak {} ({}, {})", to_string(fastest_rate), record_label(*fastest), to_string(fastest->bytes)));
+  if (best_bus)
+    parts.push_back(
+        fmt::format("peak busbw {} ({})", to_string(BytesPerSecond{best_busbw}), to_string(best_bus->bytes)));
+  if (quickest)
+    parts.push_back(fmt::format("lowest {} ({}, {})", quickest->format_value(quickest->median), record_label(*quickest),
+                                to_string(quickest->bytes)));
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+int show(const std::vector<std::string>& files) {
+  int exit_code = 0;
+  bool first = true;
+  for (const std::string& file : files) {
+    try {
+      const Trace trace = validation::import_any(file);
+      if (!first) std::cout << '\n';
+      first = false;
+      std::cout << trace_summary(trace);
+    } catch (const InputError& e) {
+      std::cerr << e.what() << '\n';
+      exit_code = 2;
+    }
+  }
+  return exit_code;
+}
+
+std::string read_text(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw_input_error({file, 0, 0}, "", "cannot open the file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// Runs `program` (looked up on PATH) with `args`; returns its exit status, or nullopt if it cannot be started.
+/// `quiet` sends its output to /dev/null. No shell: file names need no quoting.
+std::optional<int> run_program(const std::string& program, const std::vector<std::string>& args, bool quiet) {
+  std::vector<char*> argv;
+  std::vector<std::string> storage{program};
+  storage.insert(storage.end(), args.begin(), args.end());
+  for (std::string& s : storage) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (quiet) {
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  }
+  pid_t pid = 0;
+  const int spawned = posix_spawnp(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) return std::nullopt;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return std::nullopt;
+  }
+  if (!WIFEXITED(status)) return std::nullopt;
+  return WEXITSTATUS(status);
+}
+
+/// The first Python interpreter that can import matplotlib. SNSIM_PYTHON chooses one; otherwise "python3" on PATH,
+/// then Debian's own interpreter, because a pyenv or conda python earlier on PATH often lacks python3-matplotlib.
+std::optional<std::string> find_python(std::vector<std::string>& tried) {
+  std::vector<std::string> candidates;
+  if (const char* chosen = std::getenv("SNSIM_PYTHON"); chosen && *chosen)
+    candidates.emplace_back(chosen);
+  else
+    candidates = {"python3", "/usr/bin/python3"};
+  for (const std::string& python : candidates) {
+    const auto status = run_program(python, {"-c", "import matplotlib"}, /*quiet=*/true);
+    if (status == 0) return python;
+    tried.push_back(fmt::format("{} ({})", python, status ? "no matplotlib" : "not found"));
+  }
+  return std::nullopt;
+}
+
+int plot(const std::string& file, const std::string& out_dir, const std::string& image_format) {
+  const std::string text = read_text(file);
+  const Trace trace = validation::import_text(text, file);  // validates before anything is drawn
+  fs::create_directories(out_dir);
+  // The script reads snsim traces only: other formats are converted first, and the conversion is kept.
+  std::string jsonl = file;
+  if (validation::sniff_format(text) != validation::TraceFormat::snsim_trace) {
+    jsonl = (fs::path(out_dir) / (fs::path(file).stem().string() + ".jsonl")).string();
+    validation::write_trace_file(trace, jsonl);
+    std::cout << fmt::format("wrote {} (converted to an snsim trace)\n", jsonl) << std::flush;
+  }
+  const std::string script = SNSIM_PLOT_SCRIPT;
+  if (!fs::exists(script)) {
+    std::cerr << fmt::format("snsim traces plot: the plotting script {} is missing (moved source tree?)\n", script);
+    return 3;
+  }
+  std::vector<std::string> tried;
+  const auto python = find_python(tried);
+  if (!python) {
+    std::cerr << fmt::format(
+        "snsim traces plot: needs python3 with matplotlib (Debian: apt install python3-matplotlib; or set "
+        "SNSIM_PYTHON); tried: {}\n",
+        fmt::join(tried, ", "));
+    return 3;
+  }
+  const auto status = run_program(*python, {script, jsonl, "--out", out_dir, "--format", image_format}, false);
+  if (!status) return 3;
+  return *status == 0 ? 0 : (*status == 2 ? 2 : 3);
+}
+
+int import_to_snsim(const std::string& file, const std::string& out_file) {
+  const Trace trace = validation::import_any(file);
+  validation::write_trace_file(trace, out_file);
+  for (const std::string& note : trace.notes) std::cerr << "note: " << note << '\n';
+  std::cout << fmt::format("wrote {}: {} records{}\n", out_file, trace.records.size(),
+                           trace.complete ? "" : " (incomplete)");
+  return 0;
+}
+
+/// Runs one command, turning exceptions into design.md's exit codes.
+template <class Command>
+int guarded(Command command) {
+  try {
+    return command();
+  } catch (const InputError& e) {
+    std::cerr << e.what() << '\n';
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "snsim traces: internal error: " << e.what() << '\n';
+    return 3;
+  }
+}
+
+}  // namespace
+
+std::string trace_summary(const Trace& trace) {
+  const auto& h = trace.header;
+  std::string out = fmt::format("{}: {}, {} records\n", trace.source,
+                                trace.complete ? "complete" : "INCOMPLETE (capture cut short?)", trace.records.size());
+  const std::string source = extra_string(h.extra, "source");
+  const std::string source_version = extra_string(h.extra, "source_version");
+  const std::string made_by = source.empty() ? fmt::format("snsim-probe {}", or_unknown(h.probe))
+                                             : fmt::format("{} {}", source, or_unknown(source_version));
+  out += fmt::format("  from     {}\n", made_by);
+  out += fmt::format("  host     {}   started {}\n", or_unknown(h.host), or_unknown(h.started));
+  out += fmt::format("  gpus     {}\n", gpu_list(h.gpus));
+  out += fmt::format("  driver   {}   cuda {}   nccl {}   nvshmem {}\n", or_unknown(h.driver), or_unknown(h.cuda),
+                     or_unknown(h.nccl), or_unknown(h.nvshmem));
+  for (const std::string& note : trace.notes) out += fmt::format("  note: {}\n", note);
+  if (trace.records.empty()) return out;
+
+  out += fmt::format("  {:<11} {:>7} {:>5}  {:<21} {}\n", "family", "records", "tests", "sizes", "representative");
+  for (Family family : validation::all_families()) {
+    std::vector<const TraceRecord*> records;
+    std::set<std::string> tests;
+    for (const TraceRecord& r : trace.records) {
+      if (r.family != family) continue;
+      records.push_back(&r);
+      tests.insert(r.test);
+    }
+    if (records.empty()) continue;
+    const auto [smallest, largest] = std::minmax_element(
+        records.begin(), records.end(), [](const TraceRecord* a, const TraceRecord* b) { return a->bytes < b->bytes; });
+    const std::string sizes =
+        (*smallest)->bytes == (*largest)->bytes
+            ? to_string((*smallest)->bytes)
+            : fmt::format("{} .. {}", to_string((*smallest)->bytes), to_string((*largest)->bytes));
+    out += fmt::format("  {:<11} {:>7} {:>5}  {:<21} {}\n", to_string(family), records.size(), tests.size(), sizes,
+                       representative(records));
+  }
+  return out;
+}
+
+void add_traces_command(CLI::App& app, int& exit_code) {
+  CLI::App* traces = app.add_subcommand("traces", "Look at captured or imported measurement traces");
+  traces->require_subcommand(1);
+
+  // The option values live as long as the App, which owns the callbacks that read them.
+  auto files = std::make_shared<std::vector<std::string>>();
+  CLI::App* show_cmd = traces->add_subcommand("show", "Summarise traces: header, completeness, records per family");
+  show_cmd->add_option("files", *files, "trace files (snsim JSONL or any importable format)")->required();
+  show_cmd->callback([files, &exit_code] { exit_code = guarded([&] { return show(*files); }); });
+
+  struct PlotOptions {
+    std::string file;
+    std::string out = "trace-plots";
+    std::string format = "png";
+  };
+  auto plot_options = std::make_shared<PlotOptions>();
+  CLI::App* plot_cmd = traces->add_subcommand("plot", "Draw bandwidth-against-size curves and latency distributions");
+  plot_cmd->add_option("file", plot_options->file, "trace file (snsim JSONL or any importable format)")->required();
+  plot_cmd->add_option("--out", plot_options->out, "folder for the images")->capture_default_str();
+  plot_cmd->add_option("--format", plot_options->format, "image format")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"png", "svg"}));
+  plot_cmd->callback([plot_options, &exit_code] {
+    exit_code = guarded([&] { return plot(plot_options->file, plot_options->out, plot_options->format); });
+  });
+
+  auto import_options = std::make_shared<std::pair<std::string, std::string>>();
+  CLI::App* import_cmd =
+      traces->add_subcommand("import", "Convert nccl-tests, nvbandwidth, p2pBandwidthLatencyTest or perftest output");
+  import_cmd->add_option("file", import_options->first, "output of a benchmark tool")->required();
+  import_cmd->add_option("--out", import_options->second, "the snsim trace to write (.jsonl)")->required();
+  import_cmd->callback([import_options, &exit_code] {
+    exit_code = guarded([&] { return import_to_snsim(import_options->first, import_options->second); });
+  });
+}
+
+}  // namespace snsim::tools

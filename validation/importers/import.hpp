@@ -1,0 +1,45 @@
+// Importers: other tools' benchmark output read into snsim trace records (validation/traces/README.md says how
+// each format maps). Every importer validates what it builds with check_record, so an imported trace obeys the
+// same rules as a captured one; values are converted to SI units (GB/s -> B/s x1e9, us -> s x1e-6).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string_view>
+
+#include "validation/trace.hpp"
+
+namespace snsim::validation {
+
+/// The formats import_any recognises by content.
+enum class TraceFormat {
+  snsim_trace,            ///< our own JSON Lines (design.md, "Traces")
+  nccl_tests,             ///< all_reduce_perf & co., text output
+  nvbandwidth_text,       ///< nvbandwidth, plain-text output
+  nvbandwidth_json,       ///< nvbandwidth -j
+  p2p_bandwidth_latency,  ///< cuda-samples p2pBandwidthLatencyTest
+  nvshmem_perftest,       ///< NVSHMEM perftest tables or "&&&& PERF" lines
+};
+
+/// A short human name: "nccl-tests", "nvbandwidth (JSON)", ...
+std::string_view to_string(TraceFormat format);
+/// All formats' names, for "unknown format" messages.
+std::string known_format_names();
+
+/// Which format `text` is in, judged by content alone; nullopt if none fits.
+std::optional<TraceFormat> sniff_format(std::string_view text);
+
+/// Reads `file` in whatever known format it is in. Throws InputError for unknown content (listing the known
+/// formats) and for malformed content ("file:line: field: message").
+Trace import_any(const std::filesystem::path& file);
+/// Same, from text in memory; `source_name` is what messages call the file.
+Trace import_text(std::string_view text, std::string_view source_name);
+
+// One function per format, for callers that know the format already. `source_name` names the file in messages.
+Trace import_nccl_tests(std::string_view text, std::string_view source_name);
+Trace import_nvbandwidth_text(std::string_view text, std::string_view source_name);
+Trace import_nvbandwidth_json(std::string_view text, std::string_view source_name);
+Trace import_p2p_bandwidth_latency(std::string_view text, std::string_view source_name);
+Trace import_nvshmem_perftest(std::string_view text, std::string_view source_name);
+
+}  // namespace snsim::validation

@@ -1,0 +1,97 @@
+#include <doctest/doctest.h>
+
+#include "validation/importers/import.hpp"
+#include "validation/importers/sample_files.hpp"
+
+using namespace snsim;
+using namespace snsim::validation;
+using namespace snsim::validation::testing;
+
+TEST_CASE("import nvbandwidth text: one record per measured cell, direction from the arrow") {
+  const Trace trace = import_sample("nvbandwidth.txt");
+  CHECK(trace.complete);
+  CHECK(trace.header.host == "gpunode");
+  CHECK(trace.header.driver == "580.159");
+  CHECK(trace.header.cuda == "13.0");
+  CHECK(trace.header.extra["source_version"] == "v0.8");
+  REQUIRE(trace.header.gpus.size() == 2);
+  CHECK(trace.header.gpus[0] == TraceGpu{0, "NVIDIA H200", "00000000:18:00"});
+  CHECK(trace.records.size() == 14);
+
+  SUBCASE("GPU(row) <- GPU(column): bytes flow column to row") {
+    const TraceRecord& r = record(trace, "nvbandwidth/device_to_device_memcpy_read_ce/gpu1-gpu0");
+    CHECK(r.family == Family::copy);
+    CHECK(r.ranks == std::vector<int>{1, 0});
+    CHECK(r.unit == MeasureUnit::bytes_per_second);
+    CHECK(r.median == doctest::Approx(389.12e9));
+    CHECK(r.bytes == Bytes{512ull << 20});
+    CHECK(r.extra["engine"] == "ce");
+    CHECK(r.extra["direction"] == "uni");
+    CHECK(r.extra["statistic"] == "median");
+    CHECK(r.extra["assumed"] == Json::array({"bytes", "reps"}));
+  }
+  SUBCASE("host to device: the CPU is no rank") {
+    const TraceRecord& r = record(trace, "nvbandwidth/host_to_device_memcpy_ce/cpu0-gpu1");
+    CHECK(r.ranks == std::vector<int>{1});
+    CHECK(r.extra["src"] == "cpu0");
+    CHECK(r.median == doctest::Approx(55.34e9));
+  }
+  SUBCASE("bidirectional: per direction and the sum") {
+    CHECK(
+        record(trace, "nvbandwidth/device_to_device_bidirectional_memcpy_read_ce/read1/gpu0-gpu1").extra["direction"] ==
+        "bidir_one");
+    const TraceRecord& total =
+        record(trace, "nvbandwidth/device_to_device_bidirectional_memcpy_read_ce/total/gpu0-gpu1");
+    CHECK(total.variant == "total");
+    CHECK(total.extra["direction"] == "bidir_sum");
+    CHECK(total.median == doctest::Approx(740.41e9));
+  }
+  SUBCASE("local copy and latency") {
+    CHECK(record(trace, "nvbandwidth/device_local_copy/gpu1-gpu1").ranks == std::vector<int>{1});
+    const TraceRecord& lat = record(trace, "nvbandwidth/device_to_device_latency_sm/gpu1-gpu0");
+    CHECK(lat.family == Family::latency);
+    CHECK(lat.unit == MeasureUnit::seconds);
+    CHECK(lat.median == doctest::Approx(811.95e-9));
+    CHECK(lat.bytes == Bytes{0});
+  }
+}
+
+TEST_CASE("import nvbandwidth JSON: cells are strings, bidirectional matrices are split in three") {
+  const Trace trace = import_sample("nvbandwidth.json");
+  CHECK(trace.header.host == "gpunode");
+  CHECK(trace.header.cuda == "13.0");
+  REQUIRE(trace.header.gpus.size() == 2);
+  CHECK(trace.header.gpus[1] == TraceGpu{1, "NVIDIA H200", "00000000:2a:00"});
+  CHECK(trace.records.size() == 10);
+  REQUIRE(trace.notes.size() == 1);
+  CHECK(trace.notes[0] ==
+        "nvbandwidth.json: testcase multinode_device_to_device_memcpy_read_ce skipped: status Waived");
+
+  CHECK(record(trace, "nvbandwidth/device_to_device_memcpy_write_ce/gpu0-gpu1").median == doctest::Approx(391.5e9));
+  CHECK(record(trace, "nvbandwidth/device_to_device_bidirectional_memcpy_write_ce/write1/gpu1-gpu0").median ==
+        doctest::Approx(370.9e9));
+  CHECK(record(trace, "nvbandwidth/device_to_device_bidirectional_memcpy_write_ce/write2/gpu0-gpu1").median ==
+        doctest::Approx(370.8e9));
+  const TraceRecord& total =
+      record(trace, "nvbandwidth/device_to_device_bidirectional_memcpy_write_ce/total/gpu1-gpu0");
+  CHECK(total.median == doctest::Approx(742.0e9));
+  CHECK(total.extra["direction"] == "bidir_sum");
+  CHECK(record(trace, "nvbandwidth/host_to_device_memcpy_sm/cpu0-gpu1").extra["engine"] == "sm");
+}
+
+TEST_CASE("import nvbandwidth: malformed output gives one exact error") {
+  SUBCASE("text: a short row") {
+    CHECK(import_error("nvbandwidth_bad_row.txt") ==
+          "nvbandwidth_bad_row.txt:6: device_to_device_memcpy_write_sm: expected 2 cells as in the column labels on "
+          "line 4, found 1");
+  }
+  SUBCASE("JSON: a cell that is not a number") {
+    CHECK(import_error("nvbandwidth_bad_cell.json") ==
+          "nvbandwidth_bad_cell.json: nvbandwidth.testcases[0].bandwidth_matrix[0][1]: expected a number, found "
+          "'fast'");
+  }
+  SUBCASE("JSON: not nvbandwidth's shape") {
+    CHECK_THROWS_WITH_AS(import_nvbandwidth_json("{\"nvbandwidth\": 3}", "x.json"),
+                         "x.json: nvbandwidth: expected an object {\"nvbandwidth\": {...}}", InputError);
+  }
+}

@@ -1,0 +1,102 @@
+#include "validation/importers/text_scan.hpp"
+
+#include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace snsim::validation::detail {
+
+std::vector<TextLine> text_lines(std::string_view text) {
+  std::vector<TextLine> lines;
+  std::size_t start = 0;
+  int number = 1;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    lines.push_back({number++, line});
+    start = end + 1;
+  }
+  return lines;
+}
+
+std::string_view trim(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  const auto last = text.find_last_not_of(" \t");
+  return text.substr(first, last - first + 1);
+}
+
+std::vector<std::string_view> split_words(std::string_view text) {
+  std::vector<std::string_view> words;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+    std::size_t j = i;
+    while (j < text.size() && text[j] != ' ' && text[j] != '\t') ++j;
+    if (j > i) words.push_back(text.substr(i, j - i));
+    i = j;
+  }
+  return words;
+}
+
+bool is_unsigned_integer(std::string_view word) {
+  return !word.empty() && word.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+std::optional<double> to_number(std::string_view word) {
+  if (!word.empty() && word.front() == '+') word.remove_prefix(1);
+  double value = 0;
+  auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), value);
+  if (ec != std::errc{} || end != word.data() + word.size() || !std::isfinite(value)) return std::nullopt;
+  return value;
+}
+
+double number_at(std::string_view word, const SourceLocation& where, std::string_view key) {
+  const auto value = to_number(word);
+  if (!value) throw_input_error(where, key, fmt::format("expected a number, found '{}'", word));
+  return *value;
+}
+
+std::uint64_t count_at(std::string_view word, const SourceLocation& where, std::string_view key) {
+  std::uint64_t value = 0;
+  auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), value);
+  if (ec != std::errc{} || end != word.data() + word.size())
+    throw_input_error(where, key, fmt::format("expected a whole number >= 0, found '{}'", word));
+  return value;
+}
+
+Trace imported_trace(std::string_view source_name, std::string_view format_name) {
+  Trace trace;
+  trace.source = std::string(source_name);
+  trace.header.extra["source"] = format_name;
+  trace.complete = true;  // importers clear it when the log shows it was cut short
+  return trace;
+}
+
+TraceRecord& RecordCollector::add(std::string id, const SingleValue& value, const SourceLocation& where) {
+  const int use = ++uses_[id];
+  if (use > 1) id += fmt::format("~{}", use);
+  TraceRecord r;
+  r.id = std::move(id);
+  r.family = value.family;
+  r.test = value.test;
+  r.variant = value.variant;
+  r.ranks = value.ranks;
+  r.bytes = value.bytes;
+  r.reps = value.reps;
+  r.unit = value.unit;
+  r.median = r.p01 = r.p99 = r.min = r.max = value.value;
+  r.extra["statistic"] = value.statistic;
+  r.line = where.line;
+  trace_.records.push_back(std::move(r));
+  return trace_.records.back();
+}
+
+void check_imported(const Trace& trace) {
+  for (const TraceRecord& r : trace.records) check_record(r, {trace.source, r.line, 0});
+}
+
+}  // namespace snsim::validation::detail

@@ -1,0 +1,71 @@
+// Small helpers shared by the importers: lines with their numbers, words, numbers that fail with file:line, and
+// the common shape of an imported trace and record.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "validation/trace.hpp"
+
+namespace snsim::validation::detail {
+
+/// One line of a text file and its number (from 1).
+struct TextLine {
+  int number = 0;
+  std::string_view text;
+};
+
+/// The lines of `text`, without line ends ("\n" or "\r\n").
+std::vector<TextLine> text_lines(std::string_view text);
+std::string_view trim(std::string_view text);
+/// Words separated by spaces or tabs.
+std::vector<std::string_view> split_words(std::string_view text);
+bool is_unsigned_integer(std::string_view word);
+/// A finite decimal number, or nullopt.
+std::optional<double> to_number(std::string_view word);
+
+/// `word` as a number; otherwise an InputError at `where`: "key: expected a number, found 'word'".
+double number_at(std::string_view word, const SourceLocation& where, std::string_view key);
+/// `word` as a whole number >= 0; otherwise an InputError at `where`.
+std::uint64_t count_at(std::string_view word, const SourceLocation& where, std::string_view key);
+
+/// An empty imported trace: the header names the source format; everything the source does not say is empty.
+Trace imported_trace(std::string_view source_name, std::string_view format_name);
+
+/// A record built from one reported value. The tools print one statistic per measurement (a mean or a median),
+/// so every order statistic takes that value, `samples` stays empty and the extra field `statistic` says which.
+struct SingleValue {
+  Family family = Family::copy;
+  std::string test;
+  std::string variant;
+  std::vector<int> ranks;
+  Bytes bytes{0};
+  std::uint64_t reps = 1;
+  MeasureUnit unit = MeasureUnit::seconds;
+  double value = 0;            ///< already in SI units
+  std::string_view statistic;  ///< "mean" or "median"
+};
+
+/// Collects imported records: gives each a unique id, checks it, and remembers where it came from.
+class RecordCollector {
+ public:
+  explicit RecordCollector(Trace& trace) : trace_{trace} {}
+
+  /// Adds a record for `value` read at `where`; returns it so the caller can add extra fields. If `id` is
+  /// taken (a log holding two runs of one test), "~2", "~3", ... is appended. The reference is valid until the
+  /// next add.
+  TraceRecord& add(std::string id, const SingleValue& value, const SourceLocation& where);
+
+ private:
+  Trace& trace_;
+  std::map<std::string, int, std::less<>> uses_;
+};
+
+/// Runs check_record on every record of `trace` at its source line: importers call it once extras are set.
+void check_imported(const Trace& trace);
+
+}  // namespace snsim::validation::detail
