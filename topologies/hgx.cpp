@@ -13,12 +13,6 @@ using namespace snsim::literals;
 // HGX H100 [unverified from a primary source, hardware.md §1.2]; it matters only when a plane fails.
 constexpr std::array<int, 4> LINKS_PER_PLANE{5, 4, 4, 5};
 constexpr double NVLINK4_LANE_GBPS = 25.0;
-// PCIe Gen5 x16: 32 GT/s x 16 lanes with 128b/130b encoding = 63.0 GB/s per direction [spec: PCI-SIG].
-constexpr double PCIE5_X16_GBPS = 63.0;
-// Wire plus switch traversal per hop. Not measured directly in public sources (hardware.md §2.2 lists only
-// end-to-end numbers that include software); these defaults are recalibrated from our latency traces.
-constexpr double NVLINK_HOP_NS = 350;
-constexpr double PCIE_HOP_NS = 500;
 
 class Hgx final : public Topology {
  public:

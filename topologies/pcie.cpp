@@ -5,10 +5,6 @@
 namespace snsim::topologies {
 namespace {
 
-// PCIe Gen5 x16: 63.0 GB/s per direction [spec: PCI-SIG]; see hgx.cpp for the hop latency default.
-constexpr double PCIE5_X16_GBPS = 63.0;
-constexpr double PCIE_HOP_NS = 500;
-
 class PcieSwitch final : public Topology {
  public:
   GpuSpec gpu;
