@@ -88,15 +88,6 @@ T parse_integer(const ConfigNode& node, std::string_view expected) {
   return value;
 }
 
-template <class T, class Parse>
-T parse_quantity(const ConfigNode& node, Parse parse) {
-  try {
-    return parse(node.scalar());
-  } catch (const UnitError& e) {
-    node.fail(e.what());
-  }
-}
-
 std::string format_value(const std::string& v) {
   return v;
 }
@@ -256,35 +247,37 @@ double ConfigNode::as<double>() const {
   record(format_value(value));
   return value;
 }
+template <class T>
+T ConfigNode::as_quantity(T (*parse)(std::string_view)) const {
+  const std::string text = scalar();
+  try {
+    const T value = parse(text);
+    record(text);
+    return value;
+  } catch (const UnitError& e) {
+    fail(e.what());
+  }
+}
+
 template <>
 Bytes ConfigNode::as<Bytes>() const {
-  auto v = parse_quantity<Bytes>(*this, parse_bytes);
-  record(scalar());
-  return v;
+  return as_quantity<Bytes>(parse_bytes);
 }
 template <>
 Seconds ConfigNode::as<Seconds>() const {
-  auto v = parse_quantity<Seconds>(*this, parse_seconds);
-  record(scalar());
-  return v;
+  return as_quantity<Seconds>(parse_seconds);
 }
 template <>
 BytesPerSecond ConfigNode::as<BytesPerSecond>() const {
-  auto v = parse_quantity<BytesPerSecond>(*this, parse_bandwidth);
-  record(scalar());
-  return v;
+  return as_quantity<BytesPerSecond>(parse_bandwidth);
 }
 template <>
 Flops ConfigNode::as<Flops>() const {
-  auto v = parse_quantity<Flops>(*this, parse_flops);
-  record(scalar());
-  return v;
+  return as_quantity<Flops>(parse_flops);
 }
 template <>
 FlopsPerSecond ConfigNode::as<FlopsPerSecond>() const {
-  auto v = parse_quantity<FlopsPerSecond>(*this, parse_flop_rate);
-  record(scalar());
-  return v;
+  return as_quantity<FlopsPerSecond>(parse_flop_rate);
 }
 
 template <class T>

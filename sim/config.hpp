@@ -93,6 +93,9 @@ class ConfigNode {
   std::string child_path(std::string_view key) const;
   std::optional<ConfigNode> lookup(std::string_view key) const;
   void record(const std::string& text) const;
+  /// Parses this scalar with a unit parser (UnitError becomes this node's InputError) and records it as written.
+  template <class T>
+  T as_quantity(T (*parse)(std::string_view)) const;
 
   std::shared_ptr<ConfigDocument> doc_;
   std::unique_ptr<YAML::Node> node_;

@@ -151,9 +151,11 @@ Seconds Simulation::now() {
 }
 
 void Simulation::transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload, Seconds fixed_cost) {
-  const Seconds delay = route(from, to).latency + fixed_cost;
+  const PlatformRoute& path = route(from, to);
+  const Seconds delay = path.latency + fixed_cost;
   if (delay > Seconds{0}) sg4::this_actor::sleep_for(delay.count());
-  start_transfer(from, to, wire, payload)->wait();
+  add_bytes(path, wire, payload);
+  sg4::Comm::sendto(host(from), host(to), wire.count());
 }
 
 sg4::CommPtr Simulation::start_transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload) {
@@ -162,7 +164,11 @@ sg4::CommPtr Simulation::start_transfer(DeviceId from, DeviceId to, Bytes wire, 
 }
 
 void Simulation::account(DeviceId from, DeviceId to, Bytes wire, Bytes payload) {
-  for (auto index : route(from, to).links) {
+  add_bytes(route(from, to), wire, payload);
+}
+
+void Simulation::add_bytes(const PlatformRoute& path, Bytes wire, Bytes payload) {
+  for (auto index : path.links) {
     links_[index].wire_bytes += wire;
     links_[index].payload_bytes += payload;
   }

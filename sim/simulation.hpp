@@ -77,6 +77,8 @@ class Simulation {
   static std::string hop_name(const Fabric& fabric, const Hop& hop);
 
  private:
+  void add_bytes(const PlatformRoute& path, Bytes wire, Bytes payload);
+
   const Fabric& fabric_;
   std::unique_ptr<simgrid::s4u::Engine> engine_;
   std::vector<simgrid::s4u::Host*> hosts_;  // by DeviceId; null for switches

@@ -39,12 +39,7 @@ std::unique_ptr<Workload> make_program(const ConfigNode& node, const Fabric& fab
   auto w = std::make_unique<ExplicitProgram>();
   const int gpus = static_cast<int>(fabric.gpus().size());
   w->programs.resize(static_cast<std::size_t>(gpus));
-  std::vector<int> ranks;
-  if (auto r = node.maybe_child("ranks"))
-    ranks = parse_ranks(*r, gpus);
-  else
-    ranks = *all_ranks(gpus);
-  parse_ops(node.child("ops"), ranks, fabric, 0, w->programs);
+  parse_ops(node.child("ops"), parse_ranks_or_all(node, gpus), fabric, 0, w->programs);
   return w;
 }
 
@@ -172,29 +167,14 @@ class CollectiveSweep final : public Workload {
 std::unique_ptr<Workload> make_collective_sweep(const ConfigNode& node, const Fabric& fabric) {
   auto w = std::make_unique<CollectiveSweep>();
   w->gpus = static_cast<int>(fabric.gpus().size());
-  std::vector<int> ranks;
-  if (auto r = node.maybe_child("ranks"))
-    ranks = parse_ranks(*r, w->gpus);
-  else
-    ranks = *all_ranks(w->gpus);
+  const auto ranks = parse_ranks_or_all(node, w->gpus);
   if (ranks.size() < 2) node.fail_key("ranks", "a collective needs at least 2 ranks");
   w->group = std::make_shared<const std::vector<int>>(ranks);
   std::vector<models::CollectiveKind> kinds;
   const ConfigNode ops = node.child("ops");
-  for (const auto& e : ops.is_sequence() ? ops.elements() : std::vector<ConfigNode>{ops}) {
-    const auto name = e.as<std::string>();
-    const auto k = models::collective_kind(name);
-    if (!k)
-      e.fail(
-          fmt::format("unknown collective '{}'; known: all_gather, all_reduce, all_to_all, broadcast, "
-                      "reduce_scatter",
-                      name));
-    kinds.push_back(*k);
-  }
-  if (auto p = node.maybe<std::string>("protocol")) {
-    w->protocol = models::protocol(*p);
-    if (!w->protocol) node.fail_key("protocol", fmt::format("expected LL, LL128 or Simple, found '{}'", *p));
-  }
+  for (const auto& e : ops.is_sequence() ? ops.elements() : std::vector<ConfigNode>{ops})
+    kinds.push_back(parse_collective_kind(e));
+  w->protocol = parse_protocol(node);
   const auto sizes = parse_sizes(node.section("sizes"), fabric, Bytes{8}, Bytes{1ull << 30});
   for (auto k : kinds)
     for (auto s : sizes) w->points.push_back({k, s});

@@ -84,21 +84,11 @@ void parse_one(const ConfigNode& item, const std::vector<int>& ranks, const Fabr
     const ConfigNode to = op.child("to");
     for_each_rank(ranks, programs, phase, [&](int r) { return CopyOp{parse_peer(to, r, gpus), bytes, engine}; });
   } else if (kind == "collective") {
-    const auto name = op.required<std::string>("op");
-    const auto k = models::collective_kind(name);
-    if (!k)
-      op.fail_key("op", fmt::format("unknown collective '{}'; known: all_gather, all_reduce, all_to_all, "
-                                    "broadcast, reduce_scatter",
-                                    name));
-    CollectiveOp c{*k, op.required<Bytes>("bytes"), 0, std::nullopt, group};
+    CollectiveOp c{parse_collective_kind(op.child("op")), op.required<Bytes>("bytes"), 0, parse_protocol(op), group};
     check_size(op, "bytes", c.bytes, fabric);
     c.root = op.optional<int>("root", group->front());
     if (c.kind == models::CollectiveKind::broadcast && std::ranges::find(*group, c.root) == group->end())
       op.fail_key("root", fmt::format("rank {} is not one of the ranks {}", c.root, fmt::join(*group, ", ")));
-    if (auto p = op.maybe<std::string>("protocol")) {
-      c.protocol = models::protocol(*p);
-      if (!c.protocol) op.fail_key("protocol", fmt::format("expected LL, LL128 or Simple, found '{}'", *p));
-    }
     if (group->size() < 2) op.fail("a collective needs at least 2 ranks");
     for_each_rank(ranks, programs, phase, [&](int) { return c; });
   } else {
@@ -140,6 +130,32 @@ std::vector<int> parse_ranks(const ConfigNode& node, int gpus) {
   if (std::ranges::adjacent_find(ranks) != ranks.end()) node.fail("a rank is listed twice");
   if (ranks.empty()) node.fail("selects no rank");
   return ranks;
+}
+
+std::vector<int> parse_ranks_or_all(const ConfigNode& parent, int gpus) {
+  if (auto r = parent.maybe_child("ranks")) return parse_ranks(*r, gpus);
+  std::vector<int> ranks(static_cast<std::size_t>(gpus));
+  for (int r = 0; r < gpus; ++r) ranks[static_cast<std::size_t>(r)] = r;
+  return ranks;
+}
+
+models::CollectiveKind parse_collective_kind(const ConfigNode& node) {
+  const auto name = node.as<std::string>();
+  const auto kind = models::collective_kind(name);
+  if (!kind)
+    node.fail(
+        fmt::format("unknown collective '{}'; known: all_gather, all_reduce, all_to_all, broadcast, "
+                    "reduce_scatter",
+                    name));
+  return *kind;
+}
+
+std::optional<models::Protocol> parse_protocol(const ConfigNode& parent) {
+  const auto name = parent.maybe<std::string>("protocol");
+  if (!name) return std::nullopt;
+  const auto p = models::protocol(*name);
+  if (!p) parent.fail_key("protocol", fmt::format("expected LL, LL128 or Simple, found '{}'", *name));
+  return p;
 }
 
 int parse_peer(const ConfigNode& node, int rank, int gpus) {

@@ -70,6 +70,15 @@ struct Program {
 /// Parses a rank selector: all | 3 | [0, 2] | "0-3" | even | odd. Fails on `node` for bad or absent ranks.
 std::vector<int> parse_ranks(const ConfigNode& node, int gpus);
 
+/// The `ranks` selector of `parent`, or every rank when it has none.
+std::vector<int> parse_ranks_or_all(const ConfigNode& parent, int gpus);
+
+/// A collective's name (all_reduce, ...); an unknown name lists the known ones.
+models::CollectiveKind parse_collective_kind(const ConfigNode& node);
+
+/// The optional `protocol` key of `parent` (LL, LL128, Simple).
+std::optional<models::Protocol> parse_protocol(const ConfigNode& parent);
+
 /// Parses a peer expression relative to `rank`: an index, next, prev, xor:K, host.
 int parse_peer(const ConfigNode& node, int rank, int gpus);
 
