@@ -1,14 +1,24 @@
 // How long a copy takes: the NVLink/PCIe line rate is in the Fabric; this model adds what the engine doing the copy
-// costs on top. Copy engines (CE) carry 256 B payloads and SM-driven copies 128 B, so they reach different shares of
-// the line rate; both pay a fixed cost before the first byte moves (copy-engine setup, kernel launch).
+// costs on top.
 //
-// Payload efficiency is applied by putting payload/efficiency bytes on the wire: headers take real link capacity,
-// so a CE copy and an SM copy sharing a link are shared max-min on what they really put on the wire.
+// Two separate limits, because the H200 traces show both (validation/traces/h200/h200x2-copy.jsonl, ce_sm_shared):
+// - the engine's own rate: a copy engine alone reaches ~88 % of the line rate, an SM copy ~82 %, a cap per copy
+//   (payload bytes/s = route bottleneck x engine efficiency);
+// - packet overhead on the wire: every packet carries a 16 B header, copy engines send 256 B payloads and SMs 128 B
+//   [maint.: sjeaugey, NVIDIA/nccl-tests#149 and #258], so a copy puts payload x (payload + header) / payload bytes
+//   on the wire, and copies sharing a link are shared max-min on those wire bytes.
+// A CE copy and an SM copy together therefore move more than either alone (the link is not what limits a lone
+// copy), as measured: 232 + 192 GB/s shared against 396 and 370 alone.
+//
+// Fixed costs: a single copy pays its engine's start-up (copy-engine setup or kernel launch) plus the route's wire
+// latency; a copy queued behind another on the same stream (`pipelined`) pays only the engine's per-copy gap.
+// Device-local copies read and write memory: from L2 when source and destination fit in it, else from HBM.
 #pragma once
 
 #include <string>
 
 #include "models/model.hpp"
+#include "sim/fabric.hpp"
 #include "sim/units.hpp"
 
 namespace snsim::models {
@@ -16,18 +26,32 @@ namespace snsim::models {
 enum class CopyEngine { ce, sm };
 std::string_view to_string(CopyEngine engine);
 
+struct EngineParams {
+  double efficiency = 0;  // payload rate of one copy alone, as a share of the route's line rate
+  Bytes packet_payload;   // payload bytes per packet
+  Seconds setup;          // fixed cost of one copy before bytes move (CE setup, SM kernel launch), wire latency aside
+  Seconds queue_gap;      // fixed cost of a copy queued behind another on the same stream, wire latency included
+  Seconds local_setup;    // fixed cost of a device-local copy
+};
+
 class CopyModel final : public Model {
  public:
-  double ce_efficiency = 0;         // payload share of the line rate reached by copy engines
-  double sm_efficiency = 0;         // same for SM-driven loads/stores
-  Seconds ce_setup;                 // fixed cost of one copy-engine copy before bytes move
-  Seconds sm_launch;                // fixed cost of an SM copy kernel before bytes move
+  EngineParams ce;
+  EngineParams sm;
+  Bytes packet_header;              // header bytes per packet on NVLink
   double local_hbm_efficiency = 0;  // share of HBM bandwidth a device-local copy reaches (reads + writes)
+  double local_l2_speedup = 0;      // local copy rate from L2 against from HBM, when source and destination fit in L2
 
-  double efficiency(CopyEngine engine) const { return engine == CopyEngine::ce ? ce_efficiency : sm_efficiency; }
-  Seconds fixed_cost(CopyEngine engine) const { return engine == CopyEngine::ce ? ce_setup : sm_launch; }
-  /// Bytes on the wire for `payload` bytes moved by `engine`.
+  const EngineParams& params(CopyEngine engine) const { return engine == CopyEngine::ce ? ce : sm; }
+  double efficiency(CopyEngine engine) const { return params(engine).efficiency; }
+  /// Fixed cost before the bytes of a peer copy move, excluding the route's wire latency.
+  Seconds fixed_cost(CopyEngine engine) const { return params(engine).setup; }
+  /// Bytes on the wire for `payload` bytes moved by `engine`: payload plus one header per packet.
   Bytes wire_bytes(Bytes payload, CopyEngine engine) const;
+  /// The most a lone copy moves per second on a route of `line_rate`, in wire bytes per second.
+  BytesPerSecond wire_rate_cap(BytesPerSecond line_rate, CopyEngine engine) const;
+  /// Time of a device-local copy of `bytes` on `gpu` (reads and writes its memory).
+  Seconds local_time(const GpuSpec& gpu, Bytes bytes, CopyEngine engine, bool pipelined) const;
 };
 
 Registry<Model>::Entry copy_model_entry();

@@ -35,6 +35,7 @@ struct GpuSpec {
   FlopsPerSecond dense_bf16;     // peak dense tensor rate
   BytesPerSecond hbm_bandwidth;  // peak HBM bandwidth
   Bytes memory;                  // HBM capacity
+  Bytes l2{};                    // L2 cache size; 0 = not modelled
 };
 
 struct Device {

@@ -150,12 +150,22 @@ Seconds Simulation::now() {
   return Seconds{sg4::Engine::get_clock()};
 }
 
-void Simulation::transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload, Seconds fixed_cost) {
+void Simulation::transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload, Seconds fixed_cost,
+                          BytesPerSecond max_rate) {
   const PlatformRoute& path = route(from, to);
   const Seconds delay = path.latency + fixed_cost;
   if (delay > Seconds{0}) sg4::this_actor::sleep_for(delay.count());
   add_bytes(path, wire, payload);
-  sg4::Comm::sendto(host(from), host(to), wire.count());
+  if (max_rate.count() <= 0) {
+    sg4::Comm::sendto(host(from), host(to), wire.count());
+    return;
+  }
+  // SimGrid 3.32 ignores Comm::set_rate on host-to-host (sendto) comms; mailbox comms honour it. A receiver actor
+  // on the destination takes the one message; receivers are interchangeable, so one mailbox per pair suffices.
+  auto* mailbox = sg4::Mailbox::by_name(fmt::format("transfer:{}>{}", from, to));
+  sg4::Actor::create("receive", host(to), [mailbox] { mailbox->get<int>(); });
+  static int token = 0;
+  mailbox->put_init(&token, wire.count())->set_rate(max_rate.count())->wait();
 }
 
 sg4::CommPtr Simulation::start_transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload) {

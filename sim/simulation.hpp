@@ -64,8 +64,11 @@ class Simulation {
   static Seconds now();
 
   /// Moves `wire` bytes from one endpoint to another, from the calling actor: waits the route's latency plus
-  /// `fixed_cost`, then the bytes flow, sharing links max-min with everything else. Returns when they arrived.
-  void transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload, Seconds fixed_cost = Seconds{0});
+  /// `fixed_cost` (which may be negative to hide part of the latency, never below zero in total), then the bytes
+  /// flow at most at `max_rate` wire bytes/s (0: no cap), sharing links max-min with everything else. Returns when
+  /// they arrived.
+  void transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload, Seconds fixed_cost = Seconds{0},
+                BytesPerSecond max_rate = BytesPerSecond{0});
   /// Starts the bytes flowing now (the caller has paid the latency) and returns the comm to wait on.
   simgrid::s4u::CommPtr start_transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload);
 

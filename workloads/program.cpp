@@ -81,8 +81,11 @@ void parse_one(const ConfigNode& item, const std::vector<int>& ranks, const Fabr
     if (engine_name != "ce" && engine_name != "sm")
       op.fail_key("engine", fmt::format("expected ce or sm, found '{}'", engine_name));
     const auto engine = engine_name == "ce" ? models::CopyEngine::ce : models::CopyEngine::sm;
+    const bool pipelined = op.optional<bool>("pipelined", false);
     const ConfigNode to = op.child("to");
-    for_each_rank(ranks, programs, phase, [&](int r) { return CopyOp{parse_peer(to, r, gpus), bytes, engine}; });
+    for_each_rank(ranks, programs, phase, [&](int r) {
+      return CopyOp{parse_peer(to, r, gpus), bytes, engine, pipelined};
+    });
   } else if (kind == "collective") {
     CollectiveOp c{parse_collective_kind(op.child("op")), op.required<Bytes>("bytes"), 0, parse_protocol(op), group};
     check_size(op, "bytes", c.bytes, fabric);

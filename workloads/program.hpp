@@ -34,6 +34,7 @@ struct CopyOp {
   int to = 0;  // destination rank, or HOST; the issuing rank is the source
   Bytes bytes;
   models::CopyEngine engine = models::CopyEngine::ce;
+  bool pipelined = false;  // queued behind the previous copy on the same stream: pays the engine's queue gap
 };
 
 struct CollectiveOp {

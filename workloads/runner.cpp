@@ -51,9 +51,9 @@ std::string label(const Op& op) {
           if (o.duration) return fmt::format("compute {}", *o.duration);
           return fmt::format("compute {} {}", o.flops, o.bytes);
         } else if constexpr (std::is_same_v<T, CopyOp>) {
-          return fmt::format("copy {} to {} {}", o.bytes,
+          return fmt::format("copy {} to {} {}{}", o.bytes,
                              o.to == HOST ? std::string("host") : fmt::format("gpu{}", o.to),
-                             models::to_string(o.engine));
+                             models::to_string(o.engine), o.pipelined ? " queued" : "");
         } else if constexpr (std::is_same_v<T, CollectiveOp>) {
           return fmt::format("{} {}", models::to_string(o.kind), o.bytes);
         } else if constexpr (std::is_same_v<T, BarrierOp>) {
@@ -125,14 +125,15 @@ void Runner::compute(int rank, const ComputeOp& op) {
 
 void Runner::copy(int rank, const CopyOp& op) {
   const auto& copy = *models_.copy;
-  if (op.to == rank) {  // device-local: reads and writes HBM
-    const auto& gpu = *simulation_.fabric().device(device(rank)).gpu;
-    sleep_for(copy.fixed_cost(op.engine) +
-              Bytes{2 * op.bytes.count()} / (gpu.hbm_bandwidth * copy.local_hbm_efficiency));
+  if (op.to == rank) {  // device-local: reads and writes memory
+    sleep_for(copy.local_time(*simulation_.fabric().device(device(rank)).gpu, op.bytes, op.engine, op.pipelined));
     return;
   }
-  simulation_.transfer(device(rank), device(op.to), copy.wire_bytes(op.bytes, op.engine), op.bytes,
-                       copy.fixed_cost(op.engine));
+  const auto& route = simulation_.route(device(rank), device(op.to));
+  // A queued copy's gap covers its wire latency too (the engine overlaps it with the previous copy's bytes).
+  const Seconds fixed = op.pipelined ? copy.params(op.engine).queue_gap - route.latency : copy.fixed_cost(op.engine);
+  simulation_.transfer(device(rank), device(op.to), copy.wire_bytes(op.bytes, op.engine), op.bytes, fixed,
+                       copy.wire_rate_cap(route.bottleneck, op.engine));
 }
 
 void Runner::collective(int rank, const CollectiveOp& op) {
@@ -141,7 +142,7 @@ void Runner::collective(int rank, const CollectiveOp& op) {
   const std::size_t position = static_cast<std::size_t>(std::ranges::find(group, rank) - group.begin());
   const int next = group[(position + 1) % n];
   const auto& route = simulation_.route(device(rank), device(next));
-  const BytesPerSecond rate = route.bottleneck * models_.copy->sm_efficiency;
+  const BytesPerSecond rate = route.bottleneck * models_.copy->efficiency(models::CopyEngine::sm);
   const auto plan = models_.collective->plan(op.kind, op.bytes, static_cast<int>(n), rate, route.latency, op.protocol);
   sleep_for(plan.base_latency);
   switch (op.kind) {
@@ -169,7 +170,7 @@ sg4::Mailbox* Runner::mailbox(int from, int to) {
 
 sg4::CommPtr Runner::put(int from, int to, Bytes payload, const models::CollectivePlan& plan) {
   // Collective kernels copy with SMs; the protocol's flags take a further share of each line.
-  const double efficiency = models_.copy->sm_efficiency * plan.efficiency;
+  const double efficiency = models_.copy->efficiency(models::CopyEngine::sm) * plan.efficiency;
   const Bytes wire{static_cast<std::uint64_t>(std::ceil(static_cast<double>(payload.count()) / efficiency))};
   simulation_.account(device(from), device(to), wire, payload);
   auto comm = mailbox(from, to)->put_init(&token, wire.count());

@@ -3,7 +3,7 @@
 //   name: hgx-h200-default
 //   seed: 42
 //   topology: {type: hgx, gpu: h200, gpus: 8}
-//   models: {copy: {ce_efficiency: 0.83}}      # optional: every model has sourced defaults
+//   models: {copy: {ce: {efficiency: 0.88}}}   # optional: every model has sourced defaults
 //   workloads:                                 # run one after another, as phases
 //     - {type: collective_sweep, ops: all_reduce, sizes: {from: 8B, to: 1GiB}}
 //   output: {timeline: true}

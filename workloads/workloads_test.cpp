@@ -43,7 +43,7 @@ TEST_CASE("workloads: a ring all-reduce without contention takes 2(n-1)(alpha + 
   }
   const auto s = load(
       "topology: {type: hgx, gpus: 4}\n"
-      "models: {collective: {Simple: {base_latency: 0us, step_latency: 1us}}, copy: {sm_efficiency: 0.5}}\n"
+      "models: {collective: {Simple: {base_latency: 0us, step_latency: 1us}}, copy: {sm: {efficiency: 0.5}}}\n"
       "workloads: [{type: program, ops: [{collective: {op: all_reduce, bytes: 256MiB, protocol: Simple}}]}]\n");
   const Report r = s.run();
   const double n = 4, S = 256.0 * (1 << 20), B = 450e9 * 0.5, alpha = 1e-6 + 0.7e-6;
@@ -53,7 +53,7 @@ TEST_CASE("workloads: a ring all-reduce without contention takes 2(n-1)(alpha + 
 TEST_CASE("workloads: a lone copy takes fixed cost + latency + size / (line rate x efficiency)") {
   const auto s = load(
       "topology: {type: hgx, gpus: 2}\n"
-      "models: {copy: {ce_efficiency: 0.5, ce_setup: 2us}}\n"
+      "models: {copy: {ce: {efficiency: 0.5, setup: 2us}}}\n"
       "workloads: [{type: program, ranks: 0, ops: [{copy: {to: 1, bytes: 1GiB, engine: ce}}]}]\n");
   const Report r = s.run();
   REQUIRE(r.ops.size() == 1);
@@ -79,14 +79,16 @@ TEST_CASE("workloads: all_to_all conserves bytes: every GPU receives (n-1)/n of 
   CHECK(received == sent);
 }
 
-TEST_CASE("workloads: two copies into one GPU share its NVLinks") {
+TEST_CASE("workloads: two copies into one GPU share its NVLinks max-min on wire bytes") {
   const auto s = load(
       "topology: {type: hgx, gpus: 3}\n"
-      "models: {copy: {ce_efficiency: 0.5, ce_setup: 0us}}\n"
+      "models: {copy: {ce: {efficiency: 0.5, setup: 0us}}}\n"
       "workloads: [{type: program, ranks: [0, 1], ops: [{copy: {to: 2, bytes: 1GiB}}]}]\n");
   const Report r = s.run();
   REQUIRE(r.ops.size() == 2);
-  const double expected = 0.7e-6 + 2 * 1073741824.0 / (450e9 * 0.5);
+  // Each copy alone could move 225 GB/s of payload; together they fill the 450 GB/s down-link with payload plus
+  // a 16 B header per 256 B packet, half each.
+  const double expected = 0.7e-6 + 2 * 1073741824.0 * (272.0 / 256) / 450e9;
   for (const auto& o : r.ops) CHECK(relative_error((o.end - o.start).count(), expected) <= 1e-9);
 }
 
@@ -94,7 +96,7 @@ TEST_CASE("workloads: a broadcast pipelines chunks down the chain") {
   const auto s = load(
       "topology: {type: hgx, gpus: 4}\n"
       "models: {collective: {Simple: {base_latency: 0us, step_latency: 0us}, broadcast_chunk: 16MiB}, copy: "
-      "{sm_efficiency: 0.5}}\n"
+      "{sm: {efficiency: 0.5}}}\n"
       "workloads: [{type: program, ops: [{collective: {op: broadcast, bytes: 256MiB, protocol: Simple}}]}]\n");
   const Report r = s.run();
   // 16 chunks through 3 hops: each hop forwards a chunk after receiving it, paying the wire latency per chunk, so
