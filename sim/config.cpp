@@ -140,8 +140,8 @@ std::string ConfigNode::scalar() const {
 }
 
 SourceLocation ConfigNode::location() const {
-  for (const auto& [path, option] : doc_->overrides_)
-    if (path_ == path || path_.starts_with(path + ".") || path_.starts_with(path + "[")) return {option, 0, 0};
+  for (const auto& [path, where] : doc_->overrides_)
+    if (path_ == path || path_.starts_with(path + ".") || path_.starts_with(path + "[")) return where;
   const YAML::Mark mark = node_->Mark();
   if (mark.is_null()) return {doc_->file_, 0, 0};
   return {doc_->file_, mark.line + 1, mark.column + 1};  // yaml-cpp counts from 0
@@ -381,7 +381,35 @@ void ConfigDocument::set(std::string_view assignment, std::string origin) {
       current.reset(next);
     }
   }
-  overrides_.emplace(std::string(assignment.substr(0, eq)), where.file);
+  overrides_.emplace(std::string(assignment.substr(0, eq)), where);
+}
+
+void ConfigDocument::overlay(const ConfigDocument& other, std::string_view section) {
+  const YAML::Node& other_root = *other.root_;
+  const YAML::Node from = other_root[std::string(section)];
+  if (!from || !from.IsMap()) return;
+  // yaml-cpp nodes are handles: `into` must be a fresh handle per level, never re-assigned with `=`.
+  auto merge = [&](auto& self, YAML::Node into, const YAML::Node& source, const std::string& path) -> void {
+    for (const auto& entry : source) {
+      const auto key = entry.first.as<std::string>();
+      const std::string child_path = path.empty() ? key : fmt::format("{}.{}", path, key);
+      YAML::Node target = into[key];
+      if (entry.second.IsMap()) {
+        if (!target.IsDefined() || target.IsNull()) target = YAML::Node(YAML::NodeType::Map);
+        if (target.IsMap()) self(self, target, entry.second, child_path);
+        continue;  // the document set a scalar here: it wins, and its own checks will speak
+      }
+      if (target.IsDefined() && !target.IsNull()) continue;
+      target = YAML::Clone(entry.second);
+      const YAML::Mark mark = entry.second.Mark();
+      overrides_.emplace(child_path, mark.is_null() ? SourceLocation{other.file_, 0, 0}
+                                                    : SourceLocation{other.file_, mark.line + 1, mark.column + 1});
+    }
+  };
+  YAML::Node root(*root_);
+  YAML::Node into = root[std::string(section)];
+  if (!into.IsDefined() || into.IsNull()) into = YAML::Node(YAML::NodeType::Map);
+  if (into.IsMap()) merge(merge, into, from, std::string(section));
 }
 
 void ConfigDocument::reject_unknown_keys() const {

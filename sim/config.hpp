@@ -150,6 +150,10 @@ class ConfigDocument : public std::enable_shared_from_this<ConfigDocument> {
   /// value name `origin` (default: "--set key.path=value").
   void set(std::string_view assignment, std::string origin = "");
 
+  /// Copies every value under `section` of `other` that this document does not set itself (a calibrated overlay:
+  /// the document's own values win). Errors about a copied value name its place in `other`.
+  void overlay(const ConfigDocument& other, std::string_view section);
+
   ConfigNode root();
   const std::string& file() const { return file_; }
 
@@ -174,7 +178,7 @@ class ConfigDocument : public std::enable_shared_from_this<ConfigDocument> {
   std::unique_ptr<YAML::Node> root_;
   std::string file_;
   std::map<std::string, std::set<std::string>, std::less<>> known_keys_;  // map path -> keys asked for
-  std::map<std::string, std::string, std::less<>> overrides_;             // path -> "--set a.b=v"
+  std::map<std::string, SourceLocation, std::less<>> overrides_;          // path -> "--set a.b=v" or overlay file
   std::vector<std::pair<std::string, std::string>> effective_;            // path -> value, in read order
 };
 

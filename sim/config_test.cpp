@@ -96,3 +96,17 @@ TEST_CASE("config: list elements carry their index in the path") {
                        "'12MiB')",
                        InputError);
 }
+
+TEST_CASE("config: an overlay fills what the document leaves out, and its errors name the overlay file") {
+  auto d = doc("models:\n  copy: {ce: {efficiency: 0.5}}\n");
+  auto params = ConfigDocument::load_string(
+      "models:\n  copy:\n    ce: {efficiency: 0.9, setup: 1us}\n    sm: {setup: 2}\n  stream: {event_wait: 4us}\n",
+      "p.yaml");
+  d->overlay(*params, "models");
+  auto copy = d->root().child("models").child("copy");
+  CHECK(copy.child("ce").required<double>("efficiency") == 0.5);  // the scenario wins
+  CHECK(copy.child("ce").required<Seconds>("setup") == Seconds{1e-6});
+  CHECK(d->root().child("models").child("stream").required<Seconds>("event_wait") == Seconds{4e-6});
+  CHECK_THROWS_WITH(copy.child("sm").required<Seconds>("setup"),
+                    "p.yaml:4:17: models.copy.sm.setup: cannot parse '2' as a time: missing unit (try '2us' or '2s')");
+}

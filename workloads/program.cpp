@@ -43,7 +43,22 @@ void parse_list(const ConfigNode& ops, const std::vector<int>& ranks, const Fabr
 void parse_one(const ConfigNode& item, const std::vector<int>& ranks, const Fabric& fabric, int phase,
                const Group& group, std::vector<Program>& programs) {
   const int gpus = static_cast<int>(fabric.gpus().size());
-  if (!item.is_map()) item.fail("expected an op (compute, copy, collective, barrier or repeat)");
+  if (!item.is_map()) item.fail("expected an op (compute, copy, collective, barrier, repeat or streams)");
+  if (item.has("streams")) {
+    const ConfigNode list = item.child("streams");
+    const auto lists = list.elements();
+    if (lists.size() < 2) list.fail(fmt::format("expected a list of 2 or more op lists, found {}", lists.size()));
+    std::vector<StreamsOp> ops(programs.size());
+    for (const auto& stream : lists) {
+      std::vector<Program> bodies(programs.size());
+      parse_list(stream, ranks, fabric, phase, group, bodies);
+      for (int r : ranks)
+        ops[static_cast<std::size_t>(r)].streams.push_back(std::move(bodies[static_cast<std::size_t>(r)].ops));
+    }
+    for (int r : ranks)
+      programs[static_cast<std::size_t>(r)].ops.push_back(Op{std::move(ops[static_cast<std::size_t>(r)]), phase, -1});
+    return;
+  }
   if (item.has("repeat")) {
     const int count = item.required<int>("repeat");
     check_between(item, "repeat", count, 1, MAX_REPEAT);
@@ -59,7 +74,7 @@ void parse_one(const ConfigNode& item, const std::vector<int>& ranks, const Fabr
   for (std::string_view kind : {"compute", "copy", "collective", "barrier"})
     if (item.has(kind)) present.emplace_back(kind);
   if (present.size() != 1)
-    item.fail(present.empty() ? "expected an op: compute, copy, collective, barrier or repeat"
+    item.fail(present.empty() ? "expected an op: compute, copy, collective, barrier, repeat or streams"
                               : fmt::format("one op per list item, found {}", fmt::join(present, " and ")));
   const ConfigNode op = item.child(present.front());
   const std::string& kind = present.front();
@@ -196,6 +211,12 @@ std::uint64_t expanded_size(const std::vector<Op>& ops) {
       const std::uint64_t body = expanded_size(r->body);
       const auto count = static_cast<std::uint64_t>(r->count);
       n = body != 0 && count > most / body ? most : count * body;
+    } else if (const auto* s = std::get_if<StreamsOp>(&op.what)) {
+      n = 0;
+      for (const auto& stream : s->streams) {
+        const std::uint64_t k = expanded_size(stream);
+        n = k > most - n ? most : n + k;
+      }
     }
     total = n > most - total ? most : total + n;
   }

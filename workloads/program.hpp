@@ -58,8 +58,14 @@ struct RepeatOp {
   std::vector<Op> body;
 };
 
+/// Runs op lists concurrently on the same GPU, like CUDA streams: each list in order, the lists at once; the op
+/// ends when every list has.
+struct StreamsOp {
+  std::vector<std::vector<Op>> streams;
+};
+
 struct Op {
-  std::variant<ComputeOp, CopyOp, CollectiveOp, BarrierOp, RepeatOp> what;
+  std::variant<ComputeOp, CopyOp, CollectiveOp, BarrierOp, RepeatOp, StreamsOp> what;
   int phase = 0;  // index of the workload that emitted it
   int tag = -1;   // generators' key for summarising records (a sweep point); -1 when not summarised
 };

@@ -29,6 +29,7 @@ std::string_view kind_name(const Op& op) {
         if constexpr (std::is_same_v<T, CopyOp>) return "copy";
         if constexpr (std::is_same_v<T, CollectiveOp>) return "collective";
         if constexpr (std::is_same_v<T, BarrierOp>) return "barrier";
+        if constexpr (std::is_same_v<T, StreamsOp>) return "streams";
         return "repeat";
       },
       op.what);
@@ -58,6 +59,8 @@ std::string label(const Op& op) {
           return fmt::format("{} {}", models::to_string(o.kind), o.bytes);
         } else if constexpr (std::is_same_v<T, BarrierOp>) {
           return "barrier";
+        } else if constexpr (std::is_same_v<T, StreamsOp>) {
+          return fmt::format("streams {}", o.streams.size());
         } else {
           return fmt::format("repeat {}", o.count);
         }
@@ -99,6 +102,18 @@ void Runner::execute(int rank, const Op& op, const Op& top) {
   if (const auto* repeat = std::get_if<RepeatOp>(&op.what)) {
     for (int i = 0; i < repeat->count; ++i)
       for (const auto& inner : repeat->body) execute(rank, inner, top);
+    return;
+  }
+  if (const auto* streams = std::get_if<StreamsOp>(&op.what)) {
+    // Every list but the first on its own actor on the same GPU; this actor runs the first and joins the others.
+    std::vector<sg4::ActorPtr> others;
+    for (std::size_t i = 1; i < streams->streams.size(); ++i)
+      others.push_back(sg4::Actor::create(fmt::format("rank{}.stream{}", rank, i), sg4::this_actor::get_host(),
+                                          [this, rank, &top, &list = streams->streams[i]] {
+                                            for (const auto& inner : list) execute(rank, inner, top);
+                                          }));
+    for (const auto& inner : streams->streams.front()) execute(rank, inner, top);
+    for (auto& actor : others) actor->join();
     return;
   }
   const Seconds start = Simulation::now();
@@ -239,7 +254,11 @@ void Runner::barrier(const BarrierOp& op) {
 
 std::vector<OpRecord> Runner::records() const {
   std::vector<OpRecord> all;
-  for (const auto& r : records_) all.insert(all.end(), r.begin(), r.end());
+  for (const auto& r : records_) {
+    const auto first = all.insert(all.end(), r.begin(), r.end());
+    // Ops of concurrent streams are recorded as they end; keep each rank's records in start order.
+    std::stable_sort(first, all.end(), [](const OpRecord& a, const OpRecord& b) { return a.start < b.start; });
+  }
   return all;
 }
 

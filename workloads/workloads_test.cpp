@@ -127,7 +127,7 @@ TEST_CASE("workloads: program mistakes are pinned errors") {
   };
   CHECK(error("[]") == "t.yaml:2:34: workloads[0].ops: the program is empty");
   CHECK(error("[{jump: {}}]") ==
-        "t.yaml:2:35: workloads[0].ops[0]: expected an op: compute, copy, collective, barrier or repeat");
+        "t.yaml:2:35: workloads[0].ops[0]: expected an op: compute, copy, collective, barrier, repeat or streams");
   CHECK(error("[{copy: {to: 9, bytes: 1MiB}}]") ==
         "t.yaml:2:47: workloads[0].ops[0].copy.to: GPU 9 does not exist (the topology has 4 GPUs: 0-3)");
   CHECK(error("[{copy: {to: sideways, bytes: 1MiB}}]") ==
@@ -170,4 +170,31 @@ TEST_CASE("workloads: the README's scenario parses and runs") {
   const Report r = s.run();
   CHECK(r.outcome == "completed");
   CHECK(r.ops.size() == 8 * 10 * 3);
+}
+
+TEST_CASE("workloads: streams run concurrently: a CE and an SM copy share one link and end later than alone") {
+  const auto s = load(
+      "topology: {type: hgx, gpus: 2}\n"
+      "models: {copy: {ce: {efficiency: 0.9, setup: 0us}, sm: {efficiency: 0.8, setup: 0us}}}\n"
+      "workloads: [{type: program, ranks: 0, ops: [{streams: [[{copy: {to: 1, bytes: 1GiB, engine: ce}}],\n"
+      "                                                      [{copy: {to: 1, bytes: 1GiB, engine: sm}}]]}]}]\n");
+  const Report r = s.run();
+  REQUIRE(r.ops.size() == 2);
+  // Alone each would move 405 / 360 GB/s; together they share the 450 GB/s up-link max-min on wire bytes
+  // (256 B + 16 B packets for CE, 128 B + 16 B for SM): equal wire shares of 225 GB/s until the first ends.
+  const double gib = 1073741824.0, ce_wire = gib * 272 / 256, sm_wire = gib * 144 / 128;
+  const double first = 0.7e-6 + ce_wire / 225e9;                                  // the CE copy has fewer wire bytes
+  const double second = first + (sm_wire - ce_wire) / (450e9 * 0.8 * 144 / 128);  // then the SM copy alone
+  std::vector<double> ends;
+  for (const auto& o : r.ops)
+    if (o.kind == "copy") ends.push_back(o.end.count());
+  std::ranges::sort(ends);
+  CHECK(relative_error(ends[0], first) <= 1e-9);
+  CHECK(relative_error(ends[1], second) <= 1e-9);
+}
+
+TEST_CASE("workloads: streams needs at least two op lists") {
+  CHECK_THROWS_WITH(load("topology: {type: hgx, gpus: 2}\n"
+                         "workloads: [{type: program, ops: [{streams: [[{compute: {time: 1us}}]]}]}]\n"),
+                    "t.yaml:2:45: workloads[0].ops[0].streams: expected a list of 2 or more op lists, found 1");
 }
