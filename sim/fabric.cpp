@@ -124,6 +124,27 @@ std::optional<Route> Fabric::route(DeviceId from, DeviceId to) const {
   return route;
 }
 
+RouteCost Fabric::cost(const Route& route) const {
+  RouteCost c{Seconds{0}, BytesPerSecond{std::numeric_limits<double>::infinity()}};
+  for (const auto& hop : route.hops) {
+    Seconds latency{0};
+    BytesPerSecond bandwidth{0};
+    for (auto ch : hop.channels) {
+      latency = std::max(latency, channel(ch).latency);
+      bandwidth = bandwidth + channel(ch).bandwidth();
+    }
+    c.latency += latency;
+    c.bottleneck = std::min(c.bottleneck, bandwidth);
+  }
+  return c;
+}
+
+RouteCost Fabric::cost(DeviceId from, DeviceId to) const {
+  const auto r = route(from, to);
+  if (!r) throw std::logic_error(fmt::format("no route from {} to {}", device(from).name, device(to).name));
+  return cost(*r);
+}
+
 BytesPerSecond Fabric::egress_bandwidth(DeviceId device) const {
   BytesPerSecond total{0};
   for (auto e : boost::make_iterator_range(boost::out_edges(device, graph_))) total = total + graph_[e].bandwidth();

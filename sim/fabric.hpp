@@ -69,6 +69,13 @@ struct Route {
   std::vector<Hop> hops;
 };
 
+/// What a route costs a lone transfer: the sum of its hops' latencies (the slowest channel of each hop) and the
+/// smallest hop bandwidth (a hop's channels summed: traffic is striped over them).
+struct RouteCost {
+  Seconds latency;
+  BytesPerSecond bottleneck;
+};
+
 class Fabric {
  public:
   DeviceId add_device(Device device);
@@ -93,6 +100,10 @@ class Fabric {
 
   /// ECMP route between two endpoints; nullopt if they are not connected.
   std::optional<Route> route(DeviceId from, DeviceId to) const;
+
+  RouteCost cost(const Route& route) const;
+  /// Cost of the route between two endpoints; throws std::logic_error if they are not connected.
+  RouteCost cost(DeviceId from, DeviceId to) const;
 
   /// Sum of the bandwidth leaving `device` (one direction).
   BytesPerSecond egress_bandwidth(DeviceId device) const;

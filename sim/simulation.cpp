@@ -105,16 +105,13 @@ Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& eng
       if (from == to) continue;
       auto r = fabric.route(from, to);
       if (!r) continue;  // unconnected endpoints: transfers between them are rejected before the run
-      PlatformRoute route{{}, Seconds{0}, BytesPerSecond{std::numeric_limits<double>::infinity()}};
+      const RouteCost cost = fabric.cost(*r);
+      PlatformRoute route{{}, cost.latency, cost.bottleneck};
       std::vector<sg4::LinkInRoute> in_route;
       for (const auto& hop : r->hops) {
         const std::size_t index = link_for(hop);
         route.links.push_back(index);
         in_route.emplace_back(s4u_links_[index]);
-        Seconds hop_latency{0};
-        for (auto c : hop.channels) hop_latency = std::max(hop_latency, fabric.channel(c).latency);
-        route.latency += hop_latency;
-        route.bottleneck = std::min(route.bottleneck, links_[index].bandwidth);
       }
       zone->add_route(hosts_[from]->get_netpoint(), hosts_[to]->get_netpoint(), nullptr, nullptr, in_route, false);
       routes_.emplace(std::pair{from, to}, std::move(route));

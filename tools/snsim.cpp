@@ -7,6 +7,7 @@
 #include "sim/error.hpp"
 #include "tools/commands.hpp"
 #include "tools/traces_command.hpp"
+#include "tools/validate_command.hpp"
 
 int main(int argc, char** argv) {
   using namespace snsim::tools;
@@ -33,6 +34,8 @@ int main(int argc, char** argv) {
 
   int traces_exit_code = 0;  // set by `snsim traces ...` while parsing
   add_traces_command(app, traces_exit_code);
+  int validation_exit_code = 0;  // set by `snsim validate` / `snsim calibrate` while parsing
+  add_validation_commands(app, validation_exit_code);
 
   try {
     app.parse(argc, argv);
@@ -44,6 +47,7 @@ int main(int argc, char** argv) {
     if (*info_cmd) return info_command();
     if (*topo_cmd) return topo_command(topo_scenario, topo_sets);
     if (app.got_subcommand("traces")) return traces_exit_code;
+    if (app.got_subcommand("validate") || app.got_subcommand("calibrate")) return validation_exit_code;
   } catch (const snsim::InputError& e) {
     std::cout.flush();
     fmt::print(stderr, "{}\n", e.what());

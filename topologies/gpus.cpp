@@ -14,11 +14,12 @@ struct Preset {
 // Dense BF16 tensor rate and HBM bandwidth are datasheet peaks (NVIDIA H100 and H200 SXM datasheets: 989 TFLOP/s
 // dense BF16; HBM3 3.35 TB/s, HBM3e 4.8 TB/s). H200 memory is what `nvidia-smi` reports on our machines
 // (143,771 MiB, reference/gpu-machine.md); H100 SXM is 80 GiB class (81,559 MiB reported). L2: 50 MB on H100 SXM5
-// [spec: NVIDIA H100 Tensor Core GPU Architecture whitepaper]; the H200 uses the same GH100 die.
+// [spec: NVIDIA H100 Tensor Core GPU Architecture whitepaper]; 60 MiB on our H200s (the probe's trace headers,
+// cudaDeviceProp::l2CacheSize).
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> table{
       {"h100", {"h100", FlopsPerSecond{989e12}, BytesPerSecond{3.35e12}, Bytes{81559ull << 20}, Bytes{50'000'000}}},
-      {"h200", {"h200", FlopsPerSecond{989e12}, BytesPerSecond{4.8e12}, Bytes{143771ull << 20}, Bytes{50'000'000}}},
+      {"h200", {"h200", FlopsPerSecond{989e12}, BytesPerSecond{4.8e12}, Bytes{143771ull << 20}, Bytes{60ull << 20}}},
   };
   return table;
 }

@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "models/params.hpp"
 #include "topologies/register.hpp"
 #include "workloads/runner.hpp"
 
@@ -20,6 +21,7 @@ Scenario Scenario::load(std::shared_ptr<ConfigDocument> document) {
   topologies::register_topologies(topologies);
   s.fabric_ = topologies.create(root.child("topology"))->build();
 
+  models::apply_params(*document);
   s.models_ = models::Models::load(root.section("models"));
 
   WorkloadRegistry workloads("workload");

@@ -1,0 +1,138 @@
+#include "tools/validate_command.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "sim/error.hpp"
+#include "validation/importers/import.hpp"
+#include "validation/validate.hpp"
+
+namespace snsim::tools {
+
+extern const char* const DEFAULT_BOUNDS;  // validation/bounds.yaml, compiled in
+
+namespace {
+
+namespace fs = std::filesystem;
+using validation::FamilySummary;
+
+std::string percent(double fraction) {
+  return fmt::format("{:.1f} %", 100 * fraction);
+}
+
+std::string bound_text(const FamilySummary& f) {
+  if (!f.has_bound) return "-";
+  std::string text;
+  if (f.bound.median) text += "median " + percent(*f.bound.median);
+  if (f.bound.max) text += (text.empty() ? "" : ", ") + std::string("max ") + percent(*f.bound.max);
+  return text;
+}
+
+std::string read_text(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw_input_error({file, 0, 0}, "", "cannot open the file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct ValidateOptions {
+  std::vector<std::string> traces;
+  std::string params;
+  std::string bounds;
+  std::string out;
+  int samples = 5;
+  bool verbose = false;
+};
+
+int run_validate(const ValidateOptions& o) {
+  const auto traces = read_traces(o.traces);
+  const auto bounds = o.bounds.empty() ? validation::load_bounds(DEFAULT_BOUNDS, "validation/bounds.yaml")
+                                       : validation::load_bounds(read_text(o.bounds), o.bounds);
+  validation::TwinOptions options;
+  if (!o.params.empty()) options.params = o.params;
+  options.max_samples = o.samples;
+  const auto result = validation::validate(traces, bounds, options);
+
+  if (o.verbose) {
+    std::cout << fmt::format("{:<34} {:<12} {:<9} {:>10} {:>14} {:>14} {:>8}\n", "record", "use", "statistic", "size",
+                             "measured", "predicted", "error");
+    for (const auto& c : result.comparisons)
+      std::cout << fmt::format("{:<34} {:<12} {:<9} {:>10} {:>14.6g} {:>14.6g} {:>+7.1f}%\n",
+                               fmt::format("{}/{}", c.test, c.variant), to_string(c.use), c.statistic,
+                               to_string(c.bytes), c.measured, c.predicted, 100 * c.error);
+    std::cout << '\n';
+  }
+  std::cout << fmt::format("{:<11} {:>10} {:>11} {:>7}  {:>13} {:>10}  {:<22} {}\n", "family", "validation",
+                           "calibration", "skipped", "median |err|", "max |err|", "bound", "result");
+  for (const auto& f : result.families) {
+    const std::string verdict = !f.has_bound ? "not checked" : (f.pass ? "PASS" : "FAIL");
+    std::cout << fmt::format("{:<11} {:>10} {:>11} {:>7}  {:>13} {:>10}  {:<22} {}\n", f.family, f.validation_count,
+                             f.calibration_count, f.skipped, percent(f.median_abs_error), percent(f.max_abs_error),
+                             bound_text(f), verdict);
+    if (!f.note.empty()) std::cout << fmt::format("    {}\n", f.note);
+  }
+  if (!o.out.empty()) {
+    fs::create_directories(o.out);
+    std::ofstream(fs::path(o.out) / "validation.json") << result.to_json().dump(1) << '\n';
+    std::ofstream(fs::path(o.out) / "validation.csv") << result.to_csv();
+    std::cout << fmt::format("wrote {}/validation.json and validation.csv\n", o.out);
+  }
+  std::cout << (result.pass ? "validation passed\n" : "validation FAILED: a family crossed its bound\n");
+  return result.pass ? 0 : 1;
+}
+
+template <class Command>
+int guarded(const char* name, Command command) {
+  try {
+    return command();
+  } catch (const InputError& e) {
+    std::cout.flush();
+    std::cerr << e.what() << '\n';
+    return 2;
+  } catch (const std::exception& e) {
+    std::cout.flush();
+    std::cerr << fmt::format("snsim {}: internal error: {}\n", name, e.what());
+    return 3;
+  }
+}
+
+}  // namespace
+
+std::vector<validation::Trace> read_traces(const std::vector<std::string>& paths) {
+  std::vector<validation::Trace> traces;
+  for (const auto& path : paths) {
+    if (fs::is_directory(path)) {
+      std::vector<fs::path> files;
+      for (const auto& entry : fs::directory_iterator(path))
+        if (entry.is_regular_file() && entry.path().extension() == ".jsonl") files.push_back(entry.path());
+      std::ranges::sort(files);
+      if (files.empty()) throw_input_error({path, 0, 0}, "", "the folder holds no .jsonl trace");
+      for (const auto& f : files) traces.push_back(validation::import_any(f));
+    } else {
+      traces.push_back(validation::import_any(path));
+    }
+  }
+  return traces;
+}
+
+void add_validation_commands(CLI::App& app, int& exit_code) {
+  auto v = std::make_shared<ValidateOptions>();
+  CLI::App* validate = app.add_subcommand(
+      "validate", "simulate the twin of every trace record; print measured, predicted and error per family");
+  validate->add_option("traces", v->traces, "trace files or folders of .jsonl traces")->required();
+  validate->add_option("--params", v->params, "calibrated parameters (a file from `snsim calibrate`, or h200)");
+  validate->add_option("--bounds", v->bounds, "per-family error bounds (default: validation/bounds.yaml)");
+  validate->add_option("--out", v->out, "write validation.json and validation.csv here");
+  validate->add_option("--samples", v->samples, "simulated samples per record (jitter records: all)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  validate->add_flag("--verbose,-v", v->verbose, "print every comparison");
+  validate->callback([v, &exit_code] { exit_code = guarded("validate", [&] { return run_validate(*v); }); });
+}
+
+}  // namespace snsim::tools
