@@ -56,9 +56,9 @@ TEST_CASE("topologies: bad parameters are pinned errors") {
   CHECK_THROWS_WITH_AS(build("topology: {type: hgx, nvlink_bandwidth: -5GBps}"),
                        "t.yaml:1:41: topology.nvlink_bandwidth: must be > 0, got -5 GB/s", InputError);
   CHECK_THROWS_WITH_AS(build("topology: {type: hgx, gpu: a100}"),
-                       "t.yaml:1:28: topology.gpu: unknown GPU 'a100'; known: h100, h200", InputError);
+                       "t.yaml:1:28: topology.gpu: unknown GPU 'a100'; known: b200, gb200, h100, h200", InputError);
   CHECK_THROWS_WITH_AS(build("topology: {type: torus}"),
-                       "t.yaml:1:18: topology.type: unknown topology 'torus'; known: hgx, pcie", InputError);
+                       "t.yaml:1:18: topology.type: unknown topology 'torus'; known: hgx, nvl72, pcie", InputError);
   CHECK_THROWS_WITH_AS(build("topology: {type: hgx, gpu_count: 4}"),
                        "t.yaml:1:23: topology.gpu_count: unknown key; known keys: gpu, gpus, nvlink_bandwidth, "
                        "nvlink_latency, pcie_bandwidth, pcie_latency, type",
