@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+
+#include <fmt/format.h>
 
 namespace snsim::models {
 namespace {
@@ -10,6 +13,8 @@ namespace {
 constexpr std::array<std::string_view, 5> KIND_NAMES{"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
                                                      "broadcast"};
 constexpr std::array<std::string_view, 3> PROTOCOL_NAMES{"LL", "LL128", "Simple"};
+constexpr std::array<std::string_view, 6> ALGORITHM_NAMES{"ring", "tree", "one_shot", "two_shot", "nvls", "direct"};
+constexpr std::array<std::string_view, 2> LAUNCH_NAMES{"stream", "graph"};
 
 // NCCL's tuning model for Hopper inside one node [model: NVIDIA/nccl src/graph/tuning.cc, reference/hardware.md
 // §2.4]: ring base latency {LL 6.6, LL128 14.0, Simple 8.4} us; NVLink hardware latency per ring step
@@ -19,19 +24,51 @@ struct Default {
   double efficiency, max_gbps, base_us, step_us;
 };
 constexpr std::array<Default, 3> DEFAULTS{{{0.5, 141.0, 6.6, 0.6}, {0.92, 0.0, 14.0, 1.9}, {1.0, 0.0, 8.4, 3.4}}};
+// Tree: base {6.8, 14.0, 8.4} us, NVLink hwLat {0.6, 1.25, 4.0} us per chain hop; NCCL charges 2(n-1) hops
+// [model: NVIDIA/nccl src/graph/tuning.cc].
+constexpr std::array<std::array<double, 2>, 3> TREE_US{{{6.8, 0.6}, {14.0, 1.25}, {8.4, 4.0}}};
+// NVLS: NCCL's latency is hwLat = 25 us flat with base 0 on one node [model: tuning.cc]; it matches the ~30 us of a
+// forced-NVLS 1 KB all-reduce on 8xH200 (Azure ND_H200_v5_results.md, hardware.md §2.2).
+constexpr double NVLS_US = 25.0;
+// One-shot / two-shot: symmetric-memory kernels start in ~3 us end to end on 8xB200 for the smallest messages
+// [meas: NCCL 2.27 blog, NVIDIA/nccl-tests#333, hardware.md §2.2]; split as base + one step [unverified split].
+constexpr double DIRECT_BASE_US = 2.0;
+constexpr double DIRECT_STEP_US = 1.0;
+// Launch: an empty kernel back to back from a stream 4.80 us, replayed from a CUDA graph 0.52 us on our H200
+// [meas: validation/traces/h200/h200x1-launch.jsonl, back_to_back and graph_back_to_back medians].
+constexpr double STREAM_LAUNCH_US = 4.8;
+constexpr double GRAPH_LAUNCH_US = 0.52;
 // Device-side barrier across the ranks [unverified default; measured by the probe's nvshmem family].
 constexpr double BARRIER_US = 2.0;
-// NCCL moves broadcast data in 512 KiB NVLink chunks [src: NVIDIA/nccl src/init.cc P2P_NVL_CHUNKSIZE]; we cap the
-// chunk count so a 1 GiB broadcast stays a few hundred transfers.
-constexpr std::uint64_t BROADCAST_CHUNK = 512 * 1024;
+// NCCL moves data in 512 KiB NVLink chunks [src: NVIDIA/nccl src/init.cc P2P_NVL_CHUNKSIZE]; we cap the chunk count
+// so that a 1 GiB broadcast or tree stays a few hundred transfers.
+constexpr std::uint64_t CHAIN_CHUNK = 512 * 1024;
 constexpr int MAX_CHUNKS = 128;
 
 Bytes ceil_div(Bytes size, std::uint64_t parts) {
   return Bytes{(size.count() + parts - 1) / parts};
 }
 
+template <std::size_t N>
+std::string_view name_of(const std::array<std::string_view, N>& names, auto value) {
+  return names[static_cast<std::size_t>(value)];
+}
+
+template <class T, std::size_t N>
+std::optional<T> parse_name(const std::array<std::string_view, N>& names, std::string_view name) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (names[i] == name) return static_cast<T>(i);
+  return std::nullopt;
+}
+
+Latencies read_latencies(const ConfigNode& node, double base_us, double step_us) {
+  return {node.optional<Seconds>("base_latency", Seconds{base_us * 1e-6}),
+          node.optional<Seconds>("step_latency", Seconds{step_us * 1e-6})};
+}
+
 std::unique_ptr<Model> make(const ConfigNode& node) {
   auto m = std::make_unique<CollectiveModel>();
+  const ConfigNode tree = node.section("tree");
   for (std::size_t i = 0; i < DEFAULTS.size(); ++i) {
     const std::string name(PROTOCOL_NAMES[i]);
     const ConfigNode p = node.section(name);
@@ -41,10 +78,17 @@ std::unique_ptr<Model> make(const ConfigNode& node) {
     out.max_bandwidth = p.optional<BytesPerSecond>("max_bandwidth", BytesPerSecond{DEFAULTS[i].max_gbps * 1e9});
     out.base_latency = p.optional<Seconds>("base_latency", Seconds{DEFAULTS[i].base_us * 1e-6});
     out.step_latency = p.optional<Seconds>("step_latency", Seconds{DEFAULTS[i].step_us * 1e-6});
+    m->tree[i] = read_latencies(tree.section(name), TREE_US[i][0], TREE_US[i][1]);
   }
+  m->one_shot = read_latencies(node.section("one_shot"), DIRECT_BASE_US, DIRECT_STEP_US);
+  m->two_shot = read_latencies(node.section("two_shot"), DIRECT_BASE_US, DIRECT_STEP_US);
+  m->nvls_enabled = node.optional<bool>("nvls", true);
+  m->nvls_latency = node.optional<Seconds>("nvls_latency", Seconds{NVLS_US * 1e-6});
+  m->stream_launch = node.optional<Seconds>("stream_launch", Seconds{STREAM_LAUNCH_US * 1e-6});
+  m->graph_launch = node.optional<Seconds>("graph_launch", Seconds{GRAPH_LAUNCH_US * 1e-6});
   m->barrier_latency = node.optional<Seconds>("barrier_latency", Seconds{BARRIER_US * 1e-6});
-  m->broadcast_chunk = node.optional<Bytes>("broadcast_chunk", Bytes{BROADCAST_CHUNK});
-  check_positive(node, "broadcast_chunk", m->broadcast_chunk);
+  m->chain_chunk = node.optional<Bytes>("broadcast_chunk", Bytes{CHAIN_CHUNK});
+  check_positive(node, "broadcast_chunk", m->chain_chunk);
   m->max_chunks = node.optional<int>("max_chunks", MAX_CHUNKS);
   check_between(node, "max_chunks", m->max_chunks, 1, 4096);
   return m;
@@ -52,22 +96,28 @@ std::unique_ptr<Model> make(const ConfigNode& node) {
 }  // namespace
 
 std::string_view to_string(CollectiveKind kind) {
-  return KIND_NAMES[static_cast<std::size_t>(kind)];
+  return name_of(KIND_NAMES, kind);
 }
 std::string_view to_string(Protocol protocol) {
-  return PROTOCOL_NAMES[static_cast<std::size_t>(protocol)];
+  return name_of(PROTOCOL_NAMES, protocol);
 }
-
+std::string_view to_string(Algorithm algorithm) {
+  return name_of(ALGORITHM_NAMES, algorithm);
+}
+std::string_view to_string(Launch launch) {
+  return name_of(LAUNCH_NAMES, launch);
+}
 std::optional<CollectiveKind> collective_kind(std::string_view name) {
-  for (std::size_t i = 0; i < KIND_NAMES.size(); ++i)
-    if (KIND_NAMES[i] == name) return static_cast<CollectiveKind>(i);
-  return std::nullopt;
+  return parse_name<CollectiveKind>(KIND_NAMES, name);
 }
-
 std::optional<Protocol> protocol(std::string_view name) {
-  for (std::size_t i = 0; i < PROTOCOL_NAMES.size(); ++i)
-    if (PROTOCOL_NAMES[i] == name) return static_cast<Protocol>(i);
-  return std::nullopt;
+  return parse_name<Protocol>(PROTOCOL_NAMES, name);
+}
+std::optional<Algorithm> algorithm(std::string_view name) {
+  return parse_name<Algorithm>(ALGORITHM_NAMES, name);
+}
+std::optional<Launch> launch(std::string_view name) {
+  return parse_name<Launch>(LAUNCH_NAMES, name);
 }
 
 double bus_bandwidth_factor(CollectiveKind kind, int ranks) {
@@ -85,78 +135,229 @@ double bus_bandwidth_factor(CollectiveKind kind, int ranks) {
   return 1;
 }
 
-CollectivePlan CollectiveModel::plan(CollectiveKind kind, Bytes size, int ranks, BytesPerSecond rate,
-                                     Seconds hop_latency, std::optional<Protocol> forced) const {
-  auto make_plan = [&](Protocol p) {
-    const auto& params = this->params(p);
-    CollectivePlan plan{
-        p, 0, Bytes{0}, 1, params.base_latency, params.step_latency, params.efficiency, params.max_bandwidth};
-    const auto n = static_cast<std::uint64_t>(ranks);
-    switch (kind) {
-      case CollectiveKind::all_reduce:
-        plan.steps = 2 * (ranks - 1);
-        plan.step_bytes = ceil_div(size, n);
-        break;
-      case CollectiveKind::all_gather:
-      case CollectiveKind::reduce_scatter:
-        plan.steps = ranks - 1;
-        plan.step_bytes = ceil_div(size, n);
-        break;
-      case CollectiveKind::all_to_all:
-        plan.steps = 1;  // every peer at once
-        plan.step_bytes = ceil_div(size, n);
-        break;
-      case CollectiveKind::broadcast: {
-        const auto chunks = std::clamp<std::uint64_t>(ceil_div(size, broadcast_chunk.count()).count(), 1,
-                                                      static_cast<std::uint64_t>(max_chunks));
-        plan.chunks = static_cast<int>(chunks);
-        plan.step_bytes = ceil_div(size, chunks);
-        plan.steps = ranks - 1 + plan.chunks - 1;
-        break;
-      }
-    }
-    return plan;
-  };
-  if (forced) return make_plan(*forced);
-  CollectivePlan best = make_plan(Protocol::simple);
-  Seconds best_time = predict(best, rate, hop_latency);
-  for (Protocol p : {Protocol::ll, Protocol::ll128}) {
-    auto candidate = make_plan(p);
-    if (auto t = predict(candidate, rate, hop_latency); t < best_time) {
-      best = candidate;
-      best_time = t;
-    }
+std::vector<Algorithm> algorithms_for(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::all_reduce:
+      return {Algorithm::ring, Algorithm::tree, Algorithm::one_shot, Algorithm::two_shot, Algorithm::nvls};
+    case CollectiveKind::all_to_all:
+      return {Algorithm::direct};
+    default:
+      return {Algorithm::ring};
   }
-  return best;
 }
 
-Seconds CollectiveModel::predict(const CollectivePlan& plan, BytesPerSecond rate, Seconds hop_latency) const {
-  BytesPerSecond effective = rate * plan.efficiency;
-  if (plan.max_bandwidth.count() > 0) effective = std::min(effective, plan.max_bandwidth);
-  return plan.base_latency + (plan.step_latency + hop_latency + plan.step_bytes / effective) * plan.steps;
+std::vector<Protocol> protocols_for(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::ring:
+    case Algorithm::tree:
+      return {Protocol::ll, Protocol::ll128, Protocol::simple};
+    case Algorithm::direct:  // NCCL's peer-to-peer sends use LL below a threshold, else Simple
+      return {Protocol::ll, Protocol::simple};
+    default:  // NCCL runs NVLS with Simple only; symmetric-memory kernels load and store directly
+      return {Protocol::simple};
+  }
+}
+
+double switch_reduction(const Fabric& fabric) {
+  double efficiency = std::numeric_limits<double>::infinity();
+  for (auto gpu : fabric.gpus()) {
+    bool has_switch = false;
+    for (auto e : boost::make_iterator_range(boost::out_edges(gpu, fabric.graph()))) {
+      const Device& d = fabric.device(fabric.target(e));
+      if (fabric.channel(e).kind != ChannelKind::nvlink || d.kind != DeviceKind::nvswitch) continue;
+      has_switch = true;
+      efficiency = std::min(efficiency, d.in_switch_reduction);
+    }
+    if (!has_switch) return 0;
+  }
+  return std::isinf(efficiency) ? 0 : efficiency;
+}
+
+CollectiveShape CollectiveModel::shape(CollectiveKind kind, Bytes size, int ranks, Algorithm algorithm) const {
+  const auto allowed = algorithms_for(kind);
+  if (std::ranges::find(allowed, algorithm) == allowed.end())
+    throw std::logic_error(fmt::format("{} cannot run {}", to_string(algorithm), to_string(kind)));
+  const auto n = static_cast<std::uint64_t>(ranks);
+  const int peers = ranks - 1;
+  auto chunked = [&](CollectiveShape s) {
+    const auto chunks = std::clamp<std::uint64_t>(ceil_div(size, chain_chunk.count()).count(), 1,
+                                                  static_cast<std::uint64_t>(max_chunks));
+    s.pattern = Pattern::chain;
+    s.chunks = static_cast<int>(chunks);
+    s.step_bytes = ceil_div(size, chunks);
+    return s;
+  };
+  CollectiveShape s;
+  switch (algorithm) {
+    case Algorithm::ring:
+      if (kind == CollectiveKind::broadcast) {
+        // Every hop forwards every chunk and pays its latency per chunk (hops + chunks - 1 stages).
+        s = chunked(s);
+        s.steps = peers + s.chunks - 1;
+        s.latency_steps = s.steps;
+        s.serial_bytes = Bytes{s.step_bytes.count() * static_cast<std::uint64_t>(s.steps)};
+        return s;
+      }
+      s.steps = kind == CollectiveKind::all_reduce ? 2 * peers : peers;
+      s.step_bytes = ceil_div(size, n);
+      break;
+    case Algorithm::tree: {
+      // A chain of n ranks: chunks go up n-1 hops to the root and down n-1 hops, both pipelines at once. Latency is
+      // paid once per hop to fill the pipeline (NCCL charges 2(n-1) hwLat). A middle rank's links carry the chunks
+      // going up and those going down, 2S in all; with 2 ranks nothing is shared and the last chunk ends C+1 chunk
+      // times after the first starts.
+      s = chunked(s);
+      s.steps = 2 * peers + s.chunks - 1;
+      s.latency_steps = 2 * peers;
+      const auto chunk_times = ranks == 2 ? s.chunks + 1 : 2 * s.chunks + 2 * (ranks - 2);
+      s.serial_bytes = Bytes{s.step_bytes.count() * static_cast<std::uint64_t>(chunk_times)};
+      return s;
+    }
+    case Algorithm::one_shot:
+      s.pattern = Pattern::all_peers;
+      s.steps = 1;
+      s.step_bytes = size;
+      s.peers = peers;
+      break;
+    case Algorithm::two_shot:
+      s.pattern = Pattern::all_peers;
+      s.steps = 2;
+      s.step_bytes = ceil_div(size, n);
+      s.peers = peers;
+      break;
+    case Algorithm::nvls:
+      // Reduce-scatter by multimem.ld_reduce (S up, S/n down) and all-gather by multimem.st (S/n up, S down),
+      // pipelined: one step in which each direction of a GPU's links carries S + S/n.
+      s.steps = 1;
+      s.step_bytes = size + ceil_div(size, n);
+      break;
+    case Algorithm::direct:
+      s.pattern = Pattern::all_peers;
+      s.steps = 1;
+      s.step_bytes = ceil_div(size, n);
+      s.peers = peers;
+      break;
+  }
+  s.latency_steps = s.steps;
+  s.serial_bytes = Bytes{s.step_bytes.count() * static_cast<std::uint64_t>(s.steps * s.peers)};
+  return s;
+}
+
+CollectivePlan CollectiveModel::make_plan(const CollectiveRequest& request, Algorithm algorithm, Protocol protocol,
+                                          const CollectivePlatform& platform) const {
+  const auto& p = params(protocol);
+  const auto i = static_cast<std::size_t>(protocol);
+  CollectivePlan plan;
+  plan.algorithm = algorithm;
+  plan.protocol = protocol;
+  plan.shape = shape(request.kind, request.bytes, request.ranks, algorithm);
+  plan.channels = request.channels.value_or(platform.links);
+  plan.launch = request.launch == Launch::graph ? graph_launch : stream_launch;
+  plan.efficiency = p.efficiency;
+  plan.max_bandwidth = p.max_bandwidth;
+  // NCCL's bus bandwidth is channels x one link's effective rate (tuning.cc: busBw = nChannels * bwIntra), so fewer
+  // channels than links leave links idle, and more cannot exceed the links.
+  plan.rate_scale = std::min(1.0, static_cast<double>(plan.channels) / std::max(1, platform.links));
+  Latencies lat{p.base_latency, p.step_latency};
+  switch (algorithm) {
+    case Algorithm::tree:
+      lat = tree[i];
+      break;
+    case Algorithm::one_shot:
+      lat = one_shot;
+      break;
+    case Algorithm::two_shot:
+      lat = two_shot;
+      break;
+    case Algorithm::nvls:
+      lat = {Seconds{0}, nvls_latency};
+      plan.rate_scale *= platform.switch_reduction;
+      break;
+    default:
+      break;
+  }
+  plan.base_latency = lat.base_latency;
+  plan.step_latency = lat.step_latency;
+  return plan;
+}
+
+CollectivePlan CollectiveModel::plan(const CollectiveRequest& request, const CollectivePlatform& platform) const {
+  std::vector<Algorithm> candidates;
+  if (request.algorithm) {
+    candidates.push_back(*request.algorithm);
+  } else {
+    for (auto a : algorithms_for(request.kind)) {
+      // Symmetric-memory kernels need buffers registered by the application: never chosen, only forced.
+      if (a == Algorithm::one_shot || a == Algorithm::two_shot) continue;
+      if (a == Algorithm::nvls && !(nvls_enabled && platform.switch_reduction > 0)) continue;
+      candidates.push_back(a);
+    }
+  }
+  std::optional<CollectivePlan> best;
+  Seconds best_time{std::numeric_limits<double>::infinity()};
+  for (auto a : candidates) {
+    for (auto p : protocols_for(a)) {
+      if (request.protocol && p != *request.protocol) continue;
+      auto candidate = make_plan(request, a, p, platform);
+      if (auto t = predict(candidate, platform); !best || t < best_time) {
+        best = candidate;
+        best_time = t;
+      }
+    }
+  }
+  if (!best)
+    throw std::logic_error(fmt::format("no algorithm runs {} with protocol {}", to_string(request.kind),
+                                       request.protocol ? to_string(*request.protocol) : "any"));
+  return *best;
+}
+
+BytesPerSecond CollectiveModel::rate(const CollectivePlan& plan, const CollectivePlatform& platform) const {
+  BytesPerSecond r = platform.line_rate * (platform.sm_efficiency * plan.efficiency * plan.rate_scale);
+  if (plan.max_bandwidth.count() > 0) r = std::min(r, plan.max_bandwidth);
+  return r;
+}
+
+Seconds CollectiveModel::predict(const CollectivePlan& plan, const CollectivePlatform& platform) const {
+  return plan.launch + plan.base_latency + (plan.step_latency + platform.hop_latency) * plan.shape.latency_steps +
+         plan.shape.serial_bytes / rate(plan, platform);
 }
 
 Registry<Model>::Entry collective_model_entry() {
+  std::vector<ParamDoc> docs{
+      {"LL.efficiency", "fraction", "0.5", "payload share of an LL line [src NCCL device.h]"},
+      {"LL.max_bandwidth", "bytes/s", "141GBps", "LL per-rank cap on Hopper [model NCCL tuning.cc]"},
+      {"LL.base_latency", "time", "6.6us", "ring: per collective [model NCCL tuning.cc]"},
+      {"LL.step_latency", "time", "0.6us", "ring: per step [model NCCL tuning.cc]"},
+      {"LL128.efficiency", "fraction", "0.92", "payload share of an LL128 line"},
+      {"LL128.max_bandwidth", "bytes/s", "0 (none)", "per-rank cap"},
+      {"LL128.base_latency", "time", "14us", "ring: per collective"},
+      {"LL128.step_latency", "time", "1.9us", "ring: per step"},
+      {"Simple.efficiency", "fraction", "1.0", "payload share"},
+      {"Simple.max_bandwidth", "bytes/s", "0 (none)", "per-rank cap"},
+      {"Simple.base_latency", "time", "8.4us", "ring: per collective"},
+      {"Simple.step_latency", "time", "3.4us", "ring: per step"},
+      {"tree.LL.base_latency", "time", "6.8us", "tree (a chain): per collective [model NCCL tuning.cc]"},
+      {"tree.LL.step_latency", "time", "0.6us", "tree: per chain hop, 2(n-1) hops [model NCCL tuning.cc]"},
+      {"tree.LL128.base_latency", "time", "14us", "tree: per collective"},
+      {"tree.LL128.step_latency", "time", "1.25us", "tree: per chain hop"},
+      {"tree.Simple.base_latency", "time", "8.4us", "tree: per collective"},
+      {"tree.Simple.step_latency", "time", "4us", "tree: per chain hop"},
+      {"one_shot.base_latency", "time", "2us", "one-shot all-reduce: per collective [meas NCCL 2.27 blog, ~3us]"},
+      {"one_shot.step_latency", "time", "1us", "one-shot: its one step"},
+      {"two_shot.base_latency", "time", "2us", "two-shot all-reduce: per collective"},
+      {"two_shot.step_latency", "time", "1us", "two-shot: per step (2 steps)"},
+      {"nvls", "bool", "true", "allow NVLS where the NVSwitches reduce (NCCL_NVLS_ENABLE; our H200 traces: false)"},
+      {"nvls_latency", "time", "25us", "NVLS fixed cost [model NCCL tuning.cc hwLat]"},
+      {"stream_launch", "time", "4.8us", "launch of a collective from a stream [meas h200x1-launch back_to_back]"},
+      {"graph_launch", "time", "0.52us", "launch from a CUDA graph [meas h200x1-launch graph_back_to_back]"},
+      {"barrier_latency", "time", "2us", "device-side barrier across the ranks"},
+      {"broadcast_chunk", "bytes", "512KiB", "pipeline chunk of broadcast and tree [src NCCL init.cc]"},
+      {"max_chunks", "count", "128", "most chunks per pipeline"},
+  };
   return {"collective",
-          "NCCL-like BSP collectives: ring algorithm, LL/LL128/Simple protocols chosen by size, one transfer per step",
-          {
-              {"LL.efficiency", "fraction", "0.5", "payload share of an LL line [src NCCL device.h]"},
-              {"LL.max_bandwidth", "bytes/s", "141GBps", "LL per-rank cap on Hopper [model NCCL tuning.cc]"},
-              {"LL.base_latency", "time", "6.6us", "per collective [model NCCL tuning.cc]"},
-              {"LL.step_latency", "time", "0.6us", "per ring step [model NCCL tuning.cc]"},
-              {"LL128.efficiency", "fraction", "0.92", "payload share of an LL128 line"},
-              {"LL128.max_bandwidth", "bytes/s", "0 (none)", "per-rank cap"},
-              {"LL128.base_latency", "time", "14us", "per collective"},
-              {"LL128.step_latency", "time", "1.9us", "per ring step"},
-              {"Simple.efficiency", "fraction", "1.0", "payload share"},
-              {"Simple.max_bandwidth", "bytes/s", "0 (none)", "per-rank cap"},
-              {"Simple.base_latency", "time", "8.4us", "per collective"},
-              {"Simple.step_latency", "time", "3.4us", "per ring step"},
-              {"barrier_latency", "time", "2us", "device-side barrier across the ranks"},
-              {"broadcast_chunk", "bytes", "512KiB", "broadcast pipeline chunk [src NCCL init.cc]"},
-              {"max_chunks", "count", "128", "most chunks per broadcast"},
-          },
-          make};
+          "NCCL-like BSP collectives: ring, tree, one_shot, two_shot, nvls (all_reduce), direct (all_to_all); "
+          "LL/LL128/Simple; algorithm and protocol chosen by size, one transfer per step",
+          std::move(docs), make};
 }
 
 }  // namespace snsim::models

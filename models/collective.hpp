@@ -1,36 +1,86 @@
 // BSP collectives the way NCCL runs them inside one NVLink domain, at the grain of one transfer per algorithm step:
 // channels and chunking are folded into each step's rate and latency.
 //
-// A collective of S bytes on n ranks with the ring algorithm is 2(n-1) steps of S/n (all_reduce) or n-1 steps of
-// S/n (all_gather, reduce_scatter); all_to_all sends S/n to every peer at once; broadcast pipelines chunks along a
-// chain from the root. Each step pays the protocol's per-step latency plus the route's wire latency, then moves its
-// bytes with SM copies at the protocol's payload efficiency:
+// Algorithms (S bytes, n ranks; "per rank" = what one GPU sends, and receives, in each direction):
 //
-//   time = base + steps * (step_latency + route_latency + S_step / (line_rate * sm_efficiency * protocol_eff))
+//   ring      all_reduce 2(n-1) steps of S/n to the next rank; all_gather / reduce_scatter n-1 steps of S/n;
+//             broadcast: S in chunks pipelined along the ring from the root.
+//   tree      all_reduce on NCCL's intra-node tree, which is a chain: chunks are reduced up the chain to the root
+//             and broadcast back down, both pipelines running at once (a middle rank sends 2S).
+//   one_shot  all_reduce in 1 step: every rank reads every peer's whole buffer ((n-1)S) and reduces locally
+//             (TensorRT-LLM / PyTorch symmetric-memory custom all-reduce).
+//   two_shot  all_reduce in 2 steps: reduce-scatter then all-gather, each by direct exchange of S/n with every
+//             peer ((n-1)S/n per step).
+//   nvls      all_reduce with in-switch reduction (NVLink SHARP): multimem.ld_reduce of each rank's slice then
+//             multimem.st of the result, pipelined, so each GPU pushes S + S/n into the switch and receives
+//             S/n + S, at the switch's reduction efficiency; needs NVSwitches that reduce.
+//   direct    all_to_all: S/n to every peer at once.
 //
-// The protocol (LL, LL128, Simple) is chosen by size as NCCL does -- the one with the smallest predicted time --
-// unless the op forces one. Constants follow NCCL's own tuning model (reference/hardware.md §2.4).
+// A lone collective takes
+//
+//   time = launch + base + latency_steps * (step_latency + route_latency) + serial_bytes / rate
+//   rate = min(line_rate * sm_efficiency * protocol_efficiency * min(1, channels / links) [* reduction], max_bandwidth)
+//
+// where serial_bytes is what a rank's busiest link direction carries one step after another. The algorithm and
+// protocol (LL, LL128, Simple) are chosen by size as NCCL does -- the pair with the smallest predicted time among
+// ring, tree and nvls (one_shot and two_shot need symmetric memory, so they run only when forced) -- unless the op
+// forces them. Constants follow NCCL's own tuning model (reference/hardware.md §2.4).
 #pragma once
 
 #include <array>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "models/model.hpp"
+#include "sim/fabric.hpp"
 #include "sim/units.hpp"
 
 namespace snsim::models {
 
 enum class CollectiveKind { all_reduce, all_gather, reduce_scatter, all_to_all, broadcast };
 enum class Protocol { ll, ll128, simple };
+enum class Algorithm { ring, tree, one_shot, two_shot, nvls, direct };
+/// How the collective's kernel is launched: from a stream, or replayed from a CUDA graph.
+enum class Launch { stream, graph };
 
 std::string_view to_string(CollectiveKind kind);
 std::string_view to_string(Protocol protocol);
+std::string_view to_string(Algorithm algorithm);
+std::string_view to_string(Launch launch);
 std::optional<CollectiveKind> collective_kind(std::string_view name);
 std::optional<Protocol> protocol(std::string_view name);
+std::optional<Algorithm> algorithm(std::string_view name);
+std::optional<Launch> launch(std::string_view name);
 /// nccl-tests' bus bandwidth factor: all_reduce 2(n-1)/n, all_gather / reduce_scatter / all_to_all (n-1)/n,
 /// broadcast 1.
 double bus_bandwidth_factor(CollectiveKind kind, int ranks);
+
+/// The algorithms that can run a collective, in order of preference on ties.
+std::vector<Algorithm> algorithms_for(CollectiveKind kind);
+/// The protocols an algorithm runs with (nvls, one_shot, two_shot and direct: Simple only, as in NCCL).
+std::vector<Protocol> protocols_for(Algorithm algorithm);
+/// The in-switch reduction efficiency shared by every NVSwitch that a GPU of `fabric` reaches over NVLink, or 0 when
+/// some GPU has no NVLink switch or one of them cannot reduce (then nvls cannot run).
+double switch_reduction(const Fabric& fabric);
+
+/// How one step moves data between the ranks.
+enum class Pattern {
+  ring,       // send to the next rank, receive from the previous one
+  all_peers,  // send to every other rank and receive from every other rank at once
+  chain,      // chunks pipelined along a chain: broadcast from the root; tree: up to the root and back down
+};
+
+/// The data movement of a plan, without protocol or platform: what calibration needs for its design matrix.
+struct CollectiveShape {
+  Pattern pattern = Pattern::ring;
+  int steps = 0;       // transfer steps per rank (chains: chunk stages)
+  Bytes step_bytes;    // payload of one transfer (per peer for all_peers, per chunk for chains)
+  int peers = 1;       // transfers a rank starts per step
+  int chunks = 1;      // chains: chunks in the pipeline
+  int latency_steps;   // how many times a lone collective pays step latency + route latency
+  Bytes serial_bytes;  // payload through a rank's busiest link direction, one step after another
+};
 
 struct ProtocolParams {
   double efficiency = 1;         // payload share of a line after flags (LL 8 of 16 B, LL128 120 of 128 B)
@@ -39,33 +89,74 @@ struct ProtocolParams {
   Seconds step_latency;          // per algorithm step, on top of the route's wire latency
 };
 
-/// What one rank does for one collective: how many steps of how many bytes, at which protocol.
-struct CollectivePlan {
-  Protocol protocol = Protocol::simple;
-  int steps = 0;
-  Bytes step_bytes;  // payload each rank sends per step (per peer for all_to_all, per chunk for broadcast)
-  int chunks = 1;    // broadcast pipeline chunks
+/// Per-algorithm latencies (efficiency and rate caps belong to the protocol's line format).
+struct Latencies {
   Seconds base_latency;
   Seconds step_latency;
-  double efficiency = 1;         // protocol payload efficiency (SM copy efficiency is applied by the caller)
-  BytesPerSecond max_bandwidth;  // payload rate cap per transfer; 0 = none
+};
+
+/// What a collective needs to know about the platform, seen from one rank.
+struct CollectivePlatform {
+  BytesPerSecond line_rate;     // the route's bottleneck line rate to a peer, one direction
+  double sm_efficiency = 1;     // payload share of the line rate that SM copies reach
+  Seconds hop_latency;          // the route's wire latency
+  int links = 1;                // NVLinks (or PCIe links) leaving a GPU: NCCL runs a channel per link's worth
+  double switch_reduction = 0;  // in-switch reduction efficiency; 0 = no NVLS on this platform
+};
+
+/// What a collective op asks for.
+struct CollectiveRequest {
+  CollectiveKind kind = CollectiveKind::all_reduce;
+  Bytes bytes;
+  int ranks = 2;
+  std::optional<Algorithm> algorithm;  // forced, else chosen by size
+  std::optional<Protocol> protocol;    // forced, else chosen by size
+  std::optional<int> channels;         // forced, else one per link
+  Launch launch = Launch::stream;
+};
+
+/// What one rank does for one collective.
+struct CollectivePlan {
+  Algorithm algorithm = Algorithm::ring;
+  Protocol protocol = Protocol::simple;
+  CollectiveShape shape;
+  int channels = 1;
+  Seconds launch;                // kernel launch, stream or graph
+  Seconds base_latency;          // once per collective
+  Seconds step_latency;          // per latency step, on top of the route's wire latency
+  double efficiency = 1;         // protocol payload efficiency (SM copy efficiency is the platform's)
+  double rate_scale = 1;         // share of the SM copy rate: channels / links, times the switch's reduction efficiency
+  BytesPerSecond max_bandwidth;  // per-rank payload rate cap; 0 = none
 };
 
 class CollectiveModel final : public Model {
  public:
-  std::array<ProtocolParams, 3> protocols{};  // indexed by Protocol
-  Seconds barrier_latency;                    // a device-side barrier across the ranks
-  Bytes broadcast_chunk;                      // pipeline chunk of broadcast
-  int max_chunks = 0;                         // at most this many chunks per broadcast
+  std::array<ProtocolParams, 3> protocols{};  // indexed by Protocol; ring's latencies
+  std::array<Latencies, 3> tree{};            // indexed by Protocol
+  Latencies one_shot;
+  Latencies two_shot;
+  bool nvls_enabled = true;  // NCCL_NVLS_ENABLE
+  Seconds nvls_latency;      // NVLS fixed cost (NCCL: base 0, hwLat 25 us)
+  Seconds stream_launch;     // a collective launched from a stream
+  Seconds graph_launch;      // a collective replayed from a CUDA graph
+  Seconds barrier_latency;   // a device-side barrier across the ranks
+  Bytes chain_chunk;         // pipeline chunk of broadcast and tree
+  int max_chunks = 0;        // at most this many chunks per pipeline
 
   const ProtocolParams& params(Protocol p) const { return protocols[static_cast<std::size_t>(p)]; }
 
-  /// The plan for one collective. `rate` is the per-rank SM copy rate (line rate x SM efficiency) and `hop_latency`
-  /// the route's wire latency, used only to pick the protocol when `forced` is empty.
-  CollectivePlan plan(CollectiveKind kind, Bytes size, int ranks, BytesPerSecond rate, Seconds hop_latency,
-                      std::optional<Protocol> forced) const;
-  /// Predicted time of a plan without contention (the selection criterion).
-  Seconds predict(const CollectivePlan& plan, BytesPerSecond rate, Seconds hop_latency) const;
+  /// The data movement of (kind, bytes, ranks, algorithm); channels and protocol change only rates and latencies.
+  /// Throws std::logic_error for an algorithm that cannot run `kind`.
+  CollectiveShape shape(CollectiveKind kind, Bytes size, int ranks, Algorithm algorithm) const;
+  /// The plan for a forced (algorithm, protocol) pair, without checking that the platform can run it.
+  CollectivePlan make_plan(const CollectiveRequest& request, Algorithm algorithm, Protocol protocol,
+                           const CollectivePlatform& platform) const;
+  /// The plan for one collective: the forced algorithm and protocol, or the pair with the smallest predicted time.
+  CollectivePlan plan(const CollectiveRequest& request, const CollectivePlatform& platform) const;
+  /// Per-rank payload rate of a plan without contention.
+  BytesPerSecond rate(const CollectivePlan& plan, const CollectivePlatform& platform) const;
+  /// Predicted time of a plan without contention: what a lone collective takes (the selection criterion).
+  Seconds predict(const CollectivePlan& plan, const CollectivePlatform& platform) const;
 };
 
 Registry<Model>::Entry collective_model_entry();

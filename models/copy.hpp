@@ -30,7 +30,7 @@ struct EngineParams {
   double efficiency = 0;  // payload rate of one copy alone, as a share of the route's line rate
   Bytes packet_payload;   // payload bytes per packet
   Seconds setup;          // fixed cost of one copy before bytes move (CE setup, SM kernel launch), wire latency aside
-  Seconds queue_gap;      // fixed cost of a copy queued behind another on the same stream, wire latency included
+  Seconds queue_gap;      // fixed cost of a copy queued behind another on the same stream, wire latency aside
   Seconds local_setup;    // fixed cost of a device-local copy
 };
 

@@ -43,6 +43,9 @@ struct Device {
   DeviceKind kind = DeviceKind::gpu;
   int index = 0;               // rank for GPUs; plane number for NVSwitch chips
   std::optional<GpuSpec> gpu;  // set for GPUs
+  // NVSwitches with NVLink SHARP reduce multicast traffic in the switch (NVLS): the share of the SM-driven link rate
+  // at which they do; 0 = this switch cannot reduce.
+  double in_switch_reduction = 0;
 };
 
 /// One direction of one physical connection, possibly several bonded lanes (NVLinks) wide.

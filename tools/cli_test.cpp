@@ -202,7 +202,7 @@ TEST_CASE("cli: no workload") {
 TEST_CASE("cli: an unknown topology type") {
   TempDir dir;
   check_input_error(run_scenario(dir, scenario("{type: torus, gpus: 8}")),
-                    "s.yaml:3:18: topology.type: unknown topology 'torus'; known: hgx, pcie");
+                    "s.yaml:3:18: topology.type: unknown topology 'torus'; known: hgx, nvl72, pcie");
 }
 
 TEST_CASE("cli: an unknown workload type") {

@@ -54,7 +54,9 @@ TEST_CASE("registry: workloads document the keys they read") {
   const std::map<std::string, std::string> examples{
       {"program", "{ranks: all, ops: [{barrier: {}}]}"},
       {"p2p_sweep", "{pairs: all, engine: ce, sizes: {from: 4B, to: 8B, factor: 2}}"},
-      {"collective_sweep", "{ops: all_reduce, ranks: all, protocol: LL, sizes: {from: 8B, to: 16B, factor: 2}}"}};
+      {"collective_sweep",
+       "{ops: all_reduce, ranks: all, algorithm: ring, protocol: LL, channels: 4, launch: graph, sizes: {from: 8B, "
+       "to: 16B, factor: 2}}"}};
   for (const auto& e : workloads.entries()) {
     CAPTURE(e.name);
     REQUIRE(examples.contains(e.name));

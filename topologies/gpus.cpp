@@ -15,9 +15,14 @@ struct Preset {
 // dense BF16; HBM3 3.35 TB/s, HBM3e 4.8 TB/s). H200 memory is what `nvidia-smi` reports on our machines
 // (143,771 MiB, reference/gpu-machine.md); H100 SXM is 80 GiB class (81,559 MiB reported). L2: 50 MB on H100 SXM5
 // [spec: NVIDIA H100 Tensor Core GPU Architecture whitepaper]; 60 MiB on our H200s (the probe's trace headers,
-// cudaDeviceProp::l2CacheSize).
+// cudaDeviceProp::l2CacheSize); Blackwell L2 is not modelled (0).
+// Blackwell [spec, not in reference/hardware.md]: B200 (HGX B200 datasheet) 2.25 PFLOP/s dense BF16, HBM3e 8 TB/s,
+// 180 GB (1,440 GB per 8 GPUs); GB200 (GB200 NVL72 datasheet, per GPU of 72) 2.5 PFLOP/s dense BF16 (180 PFLOP/s per
+// rack), 8 TB/s (576 TB/s per rack), 186 GB (13.4 TB per rack).
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> table{
+      {"b200", {"b200", FlopsPerSecond{2.25e15}, BytesPerSecond{8e12}, Bytes{180'000'000'000ull}}},
+      {"gb200", {"gb200", FlopsPerSecond{2.5e15}, BytesPerSecond{8e12}, Bytes{186'000'000'000ull}}},
       {"h100", {"h100", FlopsPerSecond{989e12}, BytesPerSecond{3.35e12}, Bytes{81559ull << 20}, Bytes{50'000'000}}},
       {"h200", {"h200", FlopsPerSecond{989e12}, BytesPerSecond{4.8e12}, Bytes{143771ull << 20}, Bytes{60ull << 20}}},
   };

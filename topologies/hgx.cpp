@@ -13,6 +13,9 @@ using namespace snsim::literals;
 // HGX H100 [unverified from a primary source, hardware.md §1.2]; it matters only when a plane fails.
 constexpr std::array<int, 4> LINKS_PER_PLANE{5, 4, 4, 5};
 constexpr double NVLINK4_LANE_GBPS = 25.0;
+// NVSwitch3 reduces in the switch (NVLink SHARP, NVLS) [spec: hardware.md §1.2]; NCCL enables NVLS on Hopper HGX and
+// models its rate at nvlsEfficiency = 0.85 of the link rate [model: NVIDIA/nccl src/graph/tuning.cc].
+constexpr double NVSWITCH3_REDUCTION = 0.85;
 
 class Hgx final : public Topology {
  public:
@@ -28,7 +31,8 @@ class Hgx final : public Topology {
     const DeviceId host = fabric.add_device({"host", DeviceKind::host, 0, std::nullopt});
     std::array<DeviceId, LINKS_PER_PLANE.size()> planes{};
     for (std::size_t p = 0; p < planes.size(); ++p)
-      planes[p] = fabric.add_device({fmt::format("nvswitch{}", p), DeviceKind::nvswitch, static_cast<int>(p), {}});
+      planes[p] = fabric.add_device(
+          {fmt::format("nvswitch{}", p), DeviceKind::nvswitch, static_cast<int>(p), {}, NVSWITCH3_REDUCTION});
     for (int g = 0; g < gpus; ++g) {
       const DeviceId id = fabric.add_device({fmt::format("gpu{}", g), DeviceKind::gpu, g, gpu});
       for (std::size_t p = 0; p < planes.size(); ++p)

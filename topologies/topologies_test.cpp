@@ -56,11 +56,26 @@ TEST_CASE("topologies: bad parameters are pinned errors") {
   CHECK_THROWS_WITH_AS(build("topology: {type: hgx, nvlink_bandwidth: -5GBps}"),
                        "t.yaml:1:41: topology.nvlink_bandwidth: must be > 0, got -5 GB/s", InputError);
   CHECK_THROWS_WITH_AS(build("topology: {type: hgx, gpu: a100}"),
-                       "t.yaml:1:28: topology.gpu: unknown GPU 'a100'; known: h100, h200", InputError);
+                       "t.yaml:1:28: topology.gpu: unknown GPU 'a100'; known: b200, gb200, h100, h200", InputError);
   CHECK_THROWS_WITH_AS(build("topology: {type: torus}"),
-                       "t.yaml:1:18: topology.type: unknown topology 'torus'; known: hgx, pcie", InputError);
+                       "t.yaml:1:18: topology.type: unknown topology 'torus'; known: hgx, nvl72, pcie", InputError);
   CHECK_THROWS_WITH_AS(build("topology: {type: hgx, gpu_count: 4}"),
                        "t.yaml:1:23: topology.gpu_count: unknown key; known keys: gpu, gpus, nvlink_bandwidth, "
                        "nvlink_latency, pcie_bandwidth, pcie_latency, type",
                        InputError);
+}
+
+TEST_CASE("nvl72: 72 GPUs, 18 single-link planes, 900 GB/s per GPU, switches that reduce") {
+  const Fabric f = build("topology: {type: nvl72}");
+  CHECK(f.gpus().size() == 72);
+  CHECK(f.device_count() == 72 + 18 + 1);
+  // 18 x 50 GB/s of NVLink5 plus 225 GB/s of C2C leave each GPU.
+  CHECK(f.egress_bandwidth(f.gpus()[0]).count() == doctest::Approx(900e9 + 225e9));
+  const auto route = f.route(f.gpus()[0], f.gpus()[71]);
+  REQUIRE(route);
+  REQUIRE(route->hops.size() == 2);
+  CHECK(route->hops[0].channels.size() == 18);  // striped over the 18 planes
+  CHECK(f.device(*f.find("nvswitch17")).in_switch_reduction == doctest::Approx(0.58));
+  CHECK_THROWS_WITH_AS(build("topology: {type: nvl72, gpus: 73}"),
+                       "t.yaml:1:31: topology.gpus: must be between 2 and 72, got 73", InputError);
 }

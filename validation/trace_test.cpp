@@ -301,7 +301,9 @@ TEST_CASE("trace: the rate a record shows") {
   r.bytes = Bytes{1'000'000};
   r.unit = MeasureUnit::seconds;
   r.median = 1e-5;
-  SUBCASE("a timed copy: bytes over the median time") { CHECK(record_rate(r)->count() == doctest::Approx(1e11)); }
+  SUBCASE("a timed copy: bytes over the median time") {
+    CHECK(record_rate(r)->count() == doctest::Approx(1e11));
+  }
   SUBCASE("an explicit rate wins") {
     r.extra["sum_bw"] = 2e11;
     CHECK(record_rate(r)->count() == 2e11);

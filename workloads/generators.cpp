@@ -119,17 +119,19 @@ class CollectiveSweep final : public Workload {
   };
   std::vector<Point> points;
   Group group;
-  std::optional<models::Protocol> protocol;
+  CollectiveOp options;  // algorithm, protocol, channels, launch
   int gpus = 0;
 
   void emit(std::vector<Program>& programs, int phase) const override {
     const Group everyone = all_ranks(gpus);
     for (std::size_t i = 0; i < points.size(); ++i) {
       sync_all(programs, everyone, phase);
-      for (int r : *group)
-        programs[static_cast<std::size_t>(r)].ops.push_back(
-            Op{CollectiveOp{points[i].kind, points[i].bytes, group->front(), protocol, group}, phase,
-               static_cast<int>(i)});
+      CollectiveOp op = options;
+      op.kind = points[i].kind;
+      op.bytes = points[i].bytes;
+      op.root = group->front();
+      op.group = group;
+      for (int r : *group) programs[static_cast<std::size_t>(r)].ops.push_back(Op{op, phase, static_cast<int>(i)});
     }
   }
 
@@ -151,14 +153,17 @@ class CollectiveSweep final : public Workload {
       const std::string title = fmt::format("{} on {} ranks (nccl-tests columns)", models::to_string(p.kind), n);
       if (tables.empty() || tables.back().title != title)
         tables.push_back(
-            {title, {"size_B", "count", "type", "redop", "root", "time_us", "algbw_GBps", "busbw_GBps"}, {}});
+            {title,
+             {"size_B", "count", "type", "redop", "root", "algorithm", "time_us", "algbw_GBps", "busbw_GBps"},
+             {}});
       const double time = (times.second - times.first).count();
       const double algbw = static_cast<double>(p.bytes.count()) / time / 1e9;
       const bool reduces =
           p.kind == models::CollectiveKind::all_reduce || p.kind == models::CollectiveKind::reduce_scatter;
       tables.back().rows.push_back({p.bytes.count(), p.bytes.count() / 4, "float", reduces ? "sum" : "none",
-                                    p.kind == models::CollectiveKind::broadcast ? group->front() : -1, time * 1e6,
-                                    algbw, algbw * models::bus_bandwidth_factor(p.kind, n)});
+                                    p.kind == models::CollectiveKind::broadcast ? group->front() : -1,
+                                    options.algorithm ? std::string(models::to_string(*options.algorithm)) : "auto",
+                                    time * 1e6, algbw, algbw * models::bus_bandwidth_factor(p.kind, n)});
     }
     return tables;
   }
@@ -174,7 +179,7 @@ std::unique_ptr<Workload> make_collective_sweep(const ConfigNode& node, const Fa
   const ConfigNode ops = node.child("ops");
   for (const auto& e : ops.is_sequence() ? ops.elements() : std::vector<ConfigNode>{ops})
     kinds.push_back(parse_collective_kind(e));
-  w->protocol = parse_protocol(node);
+  parse_collective_options(node, kinds, fabric, w->options);
   const auto sizes = parse_sizes(node.section("sizes"), fabric, Bytes{8}, Bytes{1ull << 30});
   for (auto k : kinds)
     for (auto s : sizes) w->points.push_back({k, s});
@@ -206,7 +211,7 @@ WorkloadRegistry::Entry program_entry() {
           {{"ranks", "all|even|odd|N|\"A-B\"|[list]", "all", "the ranks that run the ops"},
            {"ops", "list of ops", "",
             "compute {flops, bytes | time}, copy {to, bytes, engine}, collective {op, "
-            "bytes, root, protocol}, barrier {}, repeat N with ops"}},
+            "bytes, root, algorithm, protocol, channels, launch}, barrier {}, repeat N with ops"}},
           make_program};
 }
 
@@ -229,7 +234,10 @@ WorkloadRegistry::Entry collective_sweep_entry() {
            {"sizes.from", "bytes", "8B", "smallest size"},
            {"sizes.to", "bytes", "1GiB", "largest size"},
            {"sizes.factor", "integer", "2", "ratio between sizes"},
-           {"protocol", "LL|LL128|Simple", "by size", "force a protocol"}},
+           {"algorithm", "ring|tree|one_shot|two_shot|nvls|direct", "by size", "force an algorithm"},
+           {"protocol", "LL|LL128|Simple", "by size", "force a protocol"},
+           {"channels", "count", "one per link", "force the channel count, 1-64"},
+           {"launch", "stream|graph", "stream", "launch from a stream or a CUDA graph"}},
           make_collective_sweep};
 }
 

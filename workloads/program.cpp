@@ -102,7 +102,11 @@ void parse_one(const ConfigNode& item, const std::vector<int>& ranks, const Fabr
       return CopyOp{parse_peer(to, r, gpus), bytes, engine, pipelined};
     });
   } else if (kind == "collective") {
-    CollectiveOp c{parse_collective_kind(op.child("op")), op.required<Bytes>("bytes"), 0, parse_protocol(op), group};
+    CollectiveOp c;
+    c.kind = parse_collective_kind(op.child("op"));
+    c.bytes = op.required<Bytes>("bytes");
+    c.group = group;
+    parse_collective_options(op, {c.kind}, fabric, c);
     check_size(op, "bytes", c.bytes, fabric);
     c.root = op.optional<int>("root", group->front());
     if (c.kind == models::CollectiveKind::broadcast && std::ranges::find(*group, c.root) == group->end())
@@ -174,6 +178,55 @@ std::optional<models::Protocol> parse_protocol(const ConfigNode& parent) {
   const auto p = models::protocol(*name);
   if (!p) parent.fail_key("protocol", fmt::format("expected LL, LL128 or Simple, found '{}'", *name));
   return p;
+}
+
+void parse_collective_options(const ConfigNode& parent, const std::vector<models::CollectiveKind>& kinds,
+                              const Fabric& fabric, CollectiveOp& op) {
+  op.protocol = parse_protocol(parent);
+  if (const auto name = parent.maybe<std::string>("algorithm")) {
+    op.algorithm = models::algorithm(*name);
+    if (!op.algorithm)
+      parent.fail_key("algorithm",
+                      fmt::format("expected ring, tree, one_shot, two_shot, nvls or direct, found '{}'", *name));
+  }
+  for (auto kind : kinds) {
+    const auto runs = models::algorithms_for(kind);
+    auto allowed = runs;
+    if (models::switch_reduction(fabric) == 0) std::erase(allowed, models::Algorithm::nvls);
+    std::vector<std::string_view> names;
+    for (auto a : allowed) names.push_back(models::to_string(a));
+    if (op.algorithm && std::ranges::find(allowed, *op.algorithm) == allowed.end()) {
+      if (std::ranges::find(runs, *op.algorithm) != runs.end())  // nvls on a fabric whose switches cannot reduce
+        parent.fail_key("algorithm", fmt::format("nvls needs NVSwitches that reduce in the switch and this topology "
+                                                 "has none; allowed for {}: {}",
+                                                 models::to_string(kind), fmt::join(names, ", ")));
+      parent.fail_key("algorithm", fmt::format("{} cannot run {}; allowed: {}", models::to_string(*op.algorithm),
+                                               models::to_string(kind), fmt::join(names, ", ")));
+    }
+    if (!op.protocol) continue;
+    // The protocols of the forced algorithm, or of any algorithm that can run this collective.
+    std::vector<models::Protocol> protocols;
+    for (auto a : op.algorithm ? std::vector{*op.algorithm} : allowed)
+      for (auto p : models::protocols_for(a))
+        if (std::ranges::find(protocols, p) == protocols.end()) protocols.push_back(p);
+    if (std::ranges::find(protocols, *op.protocol) == protocols.end()) {
+      std::ranges::sort(protocols);
+      std::vector<std::string_view> allowed_names;
+      for (auto p : protocols) allowed_names.push_back(models::to_string(p));
+      parent.fail_key(
+          "protocol",
+          fmt::format("{} cannot run {}{}; allowed: {}", models::to_string(*op.protocol), models::to_string(kind),
+                      op.algorithm ? fmt::format(" with {}", models::to_string(*op.algorithm)) : std::string(),
+                      fmt::join(allowed_names, ", ")));
+    }
+  }
+  op.channels = parent.maybe<int>("channels");
+  // NCCL runs at most 64 channels (MAXCHANNELS, src/include/device.h).
+  if (op.channels) check_between(parent, "channels", *op.channels, 1, 64);
+  const auto launch = parent.optional<std::string>("launch", "stream");
+  const auto l = models::launch(launch);
+  if (!l) parent.fail_key("launch", fmt::format("expected stream or graph, found '{}'", launch));
+  op.launch = *l;
 }
 
 int parse_peer(const ConfigNode& node, int rank, int gpus) {

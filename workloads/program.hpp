@@ -43,6 +43,9 @@ struct CollectiveOp {
   int root = 0;                              // broadcast
   std::optional<models::Protocol> protocol;  // forced, else chosen by size
   Group group;
+  std::optional<models::Algorithm> algorithm;  // forced, else chosen by size
+  std::optional<int> channels;                 // forced, else one per NVLink
+  models::Launch launch = models::Launch::stream;
 };
 
 /// Waits for every member of the group. A `sync` barrier is free: generators use it to separate measurements.
@@ -85,6 +88,11 @@ models::CollectiveKind parse_collective_kind(const ConfigNode& node);
 
 /// The optional `protocol` key of `parent` (LL, LL128, Simple).
 std::optional<models::Protocol> parse_protocol(const ConfigNode& parent);
+
+/// The optional `algorithm`, `protocol`, `channels` and `launch` keys of `parent` into `op`, checked against every
+/// collective in `kinds` and against the fabric (nvls needs switches that reduce).
+void parse_collective_options(const ConfigNode& parent, const std::vector<models::CollectiveKind>& kinds,
+                              const Fabric& fabric, CollectiveOp& op);
 
 /// Parses a peer expression relative to `rank`: an index, next, prev, xor:K, host.
 int parse_peer(const ConfigNode& node, int rank, int gpus);

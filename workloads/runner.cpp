@@ -14,13 +14,6 @@ namespace sg4 = simgrid::s4u;
 namespace snsim::workloads {
 namespace {
 
-// Mailbox payloads carry no data: only their simulated size matters.
-int token = 0;
-
-void sleep_for(Seconds t) {
-  if (t > Seconds{0}) sg4::this_actor::sleep_for(t.count());
-}
-
 std::string_view kind_name(const Op& op) {
   return std::visit(
       [](const auto& o) -> std::string_view {
@@ -43,6 +36,10 @@ Bytes op_bytes(const Op& op) {
 }
 
 }  // namespace
+
+void Runner::sleep_for(Seconds t) {
+  if (t > Seconds{0}) sg4::this_actor::sleep_for(t.count());
+}
 
 std::string label(const Op& op) {
   return std::visit(
@@ -145,104 +142,9 @@ void Runner::copy(int rank, const CopyOp& op) {
     return;
   }
   const auto& route = simulation_.route(device(rank), device(op.to));
-  // A queued copy's gap covers its wire latency too (the engine overlaps it with the previous copy's bytes).
-  const Seconds fixed = op.pipelined ? copy.params(op.engine).queue_gap - route.latency : copy.fixed_cost(op.engine);
+  const Seconds fixed = op.pipelined ? copy.params(op.engine).queue_gap : copy.fixed_cost(op.engine);
   simulation_.transfer(device(rank), device(op.to), copy.wire_bytes(op.bytes, op.engine), op.bytes, fixed,
                        copy.wire_rate_cap(route.bottleneck, op.engine));
-}
-
-void Runner::collective(int rank, const CollectiveOp& op) {
-  const auto& group = *op.group;
-  const std::size_t n = group.size();
-  const std::size_t position = static_cast<std::size_t>(std::ranges::find(group, rank) - group.begin());
-  const int next = group[(position + 1) % n];
-  const auto& route = simulation_.route(device(rank), device(next));
-  const BytesPerSecond rate = route.bottleneck * models_.copy->efficiency(models::CopyEngine::sm);
-  const auto plan = models_.collective->plan(op.kind, op.bytes, static_cast<int>(n), rate, route.latency, op.protocol);
-  sleep_for(plan.base_latency);
-  switch (op.kind) {
-    case models::CollectiveKind::all_reduce:
-    case models::CollectiveKind::all_gather:
-    case models::CollectiveKind::reduce_scatter:
-      ring(rank, group, position, plan);
-      break;
-    case models::CollectiveKind::all_to_all:
-      all_to_all(rank, group, plan);
-      break;
-    case models::CollectiveKind::broadcast: {
-      const auto root = static_cast<std::size_t>(std::ranges::find(group, op.root) - group.begin());
-      broadcast(group, position, root, plan);
-      break;
-    }
-  }
-}
-
-sg4::Mailbox* Runner::mailbox(int from, int to) {
-  auto [it, inserted] = mailboxes_.try_emplace({from, to}, nullptr);
-  if (inserted) it->second = sg4::Mailbox::by_name(fmt::format("{}>{}", from, to));
-  return it->second;
-}
-
-sg4::CommPtr Runner::put(int from, int to, Bytes payload, const models::CollectivePlan& plan) {
-  // Collective kernels copy with SMs; the protocol's flags take a further share of each line.
-  const double efficiency = models_.copy->efficiency(models::CopyEngine::sm) * plan.efficiency;
-  const Bytes wire{static_cast<std::uint64_t>(std::ceil(static_cast<double>(payload.count()) / efficiency))};
-  simulation_.account(device(from), device(to), wire, payload);
-  auto comm = mailbox(from, to)->put_init(&token, wire.count());
-  if (plan.max_bandwidth.count() > 0) comm->set_rate(plan.max_bandwidth.count() / efficiency);
-  return comm->start();
-}
-
-void Runner::send_and_receive(int rank, int to, int from, Bytes payload, const models::CollectivePlan& plan) {
-  sleep_for(plan.step_latency + simulation_.route(device(rank), device(to)).latency);
-  auto sent = put(rank, to, payload, plan);
-  int* received = nullptr;
-  auto got = mailbox(from, rank)->get_async<int>(&received);
-  sent->wait();
-  got->wait();
-}
-
-void Runner::ring(int rank, const std::vector<int>& group, std::size_t position, const models::CollectivePlan& plan) {
-  const std::size_t n = group.size();
-  const int next = group[(position + 1) % n];
-  const int prev = group[(position + n - 1) % n];
-  for (int step = 0; step < plan.steps; ++step) send_and_receive(rank, next, prev, plan.step_bytes, plan);
-}
-
-void Runner::all_to_all(int rank, const std::vector<int>& group, const models::CollectivePlan& plan) {
-  Seconds latency{0};
-  for (int peer : group)
-    if (peer != rank) latency = std::max(latency, simulation_.route(device(rank), device(peer)).latency);
-  sleep_for(plan.step_latency + latency);
-  std::vector<sg4::CommPtr> comms;
-  std::vector<int*> slots(group.size(), nullptr);
-  for (int peer : group)
-    if (peer != rank) comms.push_back(put(rank, peer, plan.step_bytes, plan));
-  for (std::size_t i = 0; i < group.size(); ++i)
-    if (group[i] != rank) comms.push_back(mailbox(group[i], rank)->get_async<int>(&slots[i]));
-  for (auto& c : comms) c->wait();
-}
-
-void Runner::broadcast(const std::vector<int>& group, std::size_t position, std::size_t root_position,
-                       const models::CollectivePlan& plan) {
-  // A pipelined chain from the root: each rank forwards every chunk to the next as soon as it has it.
-  const std::size_t n = group.size();
-  const std::size_t distance = (position + n - root_position) % n;  // 0 for the root
-  const int self = group[position];
-  const int prev = group[(position + n - 1) % n];
-  const int next = group[(position + 1) % n];
-  std::vector<sg4::CommPtr> sends;
-  for (int chunk = 0; chunk < plan.chunks; ++chunk) {
-    if (distance > 0) {
-      int* received = nullptr;
-      mailbox(prev, self)->get_async<int>(&received)->wait();
-    }
-    if (distance + 1 < n) {
-      sleep_for(plan.step_latency + simulation_.route(device(self), device(next)).latency);
-      sends.push_back(put(self, next, plan.step_bytes, plan));
-    }
-  }
-  for (auto& s : sends) s->wait();
 }
 
 void Runner::barrier(const BarrierOp& op) {

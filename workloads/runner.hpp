@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "models/models.hpp"
@@ -28,16 +29,21 @@ class Runner {
   void execute(int rank, const Op& op, const Op& top);
   void compute(int rank, const ComputeOp& op);
   void copy(int rank, const CopyOp& op);
-  void collective(int rank, const CollectiveOp& op);
   void barrier(const BarrierOp& op);
-  void ring(int rank, const std::vector<int>& group, std::size_t position, const models::CollectivePlan& plan);
-  void all_to_all(int rank, const std::vector<int>& group, const models::CollectivePlan& plan);
-  void broadcast(const std::vector<int>& group, std::size_t position, std::size_t root_position,
-                 const models::CollectivePlan& plan);
-  void send_and_receive(int rank, int to, int from, Bytes payload, const models::CollectivePlan& plan);
-  simgrid::s4u::CommPtr put(int from, int to, Bytes payload, const models::CollectivePlan& plan);
-  simgrid::s4u::Mailbox* mailbox(int from, int to);
   DeviceId device(int rank) const;
+  /// Waits a fixed cost (kernel launch, protocol and wire latency) on the calling actor.
+  static void sleep_for(Seconds t);
+
+  // Collectives, one transfer per algorithm step (workloads/collectives.cpp).
+  struct Step;  // a plan with what its transfers need
+  void collective(int rank, const CollectiveOp& op);
+  models::CollectivePlatform collective_platform(int rank, int peer) const;
+  void ring_steps(int rank, int next, int prev, const Step& step);
+  void all_peers_steps(int rank, const std::vector<int>& group, const Step& step);
+  void pipeline(int self, std::optional<int> from, std::optional<int> to, const Step& step, bool latency_once);
+  void tree(int rank, const std::vector<int>& group, std::size_t position, const Step& step);
+  simgrid::s4u::CommPtr put(int from, int to, const Step& step);
+  simgrid::s4u::Mailbox* mailbox(int from, int to);
 
   Simulation& simulation_;
   const models::Models& models_;
@@ -46,6 +52,7 @@ class Runner {
   std::vector<bool> finished_;                  // by rank
   std::map<std::pair<int, int>, simgrid::s4u::Mailbox*> mailboxes_;
   std::map<const void*, simgrid::s4u::BarrierPtr> barriers_;  // by Group identity
+  mutable std::optional<double> switch_reduction_;            // of the fabric, computed on first use
 };
 
 std::string label(const Op& op);

@@ -2,6 +2,7 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "models/params.hpp"
@@ -9,6 +10,15 @@
 #include "workloads/runner.hpp"
 
 namespace snsim::workloads {
+namespace {
+bool forces_nvls(const std::vector<Op>& ops) {
+  return std::ranges::any_of(ops, [](const Op& op) {
+    if (const auto* r = std::get_if<RepeatOp>(&op.what)) return forces_nvls(r->body);
+    const auto* c = std::get_if<CollectiveOp>(&op.what);
+    return c && c->algorithm == models::Algorithm::nvls;
+  });
+}
+}  // namespace
 
 Scenario Scenario::load(std::shared_ptr<ConfigDocument> document) {
   Scenario s;
@@ -40,6 +50,9 @@ Scenario Scenario::load(std::shared_ptr<ConfigDocument> document) {
       list.fail(n == std::numeric_limits<std::uint64_t>::max()
                     ? fmt::format("rank {} would run more than 2^64 ops; the limit is {} per rank", r, MAX_OPS_PER_RANK)
                     : fmt::format("rank {} would run {} ops; the limit is {} per rank", r, n, MAX_OPS_PER_RANK));
+  if (!s.models_.collective->nvls_enabled &&
+      std::ranges::any_of(programs, [](const auto& p) { return forces_nvls(p.ops); }))
+    root.section("models").section("collective").fail_key("nvls", "is false, but a collective forces algorithm: nvls");
   return s;
 }
 

@@ -43,8 +43,10 @@ TEST_CASE("workloads: a ring all-reduce without contention takes 2(n-1)(alpha + 
   }
   const auto s = load(
       "topology: {type: hgx, gpus: 4}\n"
-      "models: {collective: {Simple: {base_latency: 0us, step_latency: 1us}}, copy: {sm: {efficiency: 0.5}}}\n"
-      "workloads: [{type: program, ops: [{collective: {op: all_reduce, bytes: 256MiB, protocol: Simple}}]}]\n");
+      "models: {collective: {Simple: {base_latency: 0us, step_latency: 1us}, stream_launch: 0us}, copy: "
+      "{sm: {efficiency: 0.5}}}\n"
+      "workloads: [{type: program, ops: [{collective: {op: all_reduce, bytes: 256MiB, algorithm: ring, protocol: "
+      "Simple}}]}]\n");
   const Report r = s.run();
   const double n = 4, S = 256.0 * (1 << 20), B = 450e9 * 0.5, alpha = 1e-6 + 0.7e-6;
   CHECK(relative_error(span(r, 0), 2 * (n - 1) * (alpha + S / (n * B))) <= 1e-9);
@@ -95,7 +97,8 @@ TEST_CASE("workloads: two copies into one GPU share its NVLinks max-min on wire 
 TEST_CASE("workloads: a broadcast pipelines chunks down the chain") {
   const auto s = load(
       "topology: {type: hgx, gpus: 4}\n"
-      "models: {collective: {Simple: {base_latency: 0us, step_latency: 0us}, broadcast_chunk: 16MiB}, copy: "
+      "models: {collective: {Simple: {base_latency: 0us, step_latency: 0us}, broadcast_chunk: 16MiB, stream_launch: "
+      "0us}, copy: "
       "{sm: {efficiency: 0.5}}}\n"
       "workloads: [{type: program, ops: [{collective: {op: broadcast, bytes: 256MiB, protocol: Simple}}]}]\n");
   const Report r = s.run();

@@ -1,0 +1,83 @@
+#include "topologies/nvl72.hpp"
+
+#include "topologies/gpus.hpp"
+
+namespace snsim::topologies {
+namespace {
+
+// NVLink5: 50 GB/s per link per direction, 18 links per GPU, 900 GB/s per GPU per direction; 18 NVLink5 switch
+// chips, each GPU with exactly one link to each chip, one switch hop [spec: nvidia.com/data-center/nvlink, NVIDIA
+// NVL72 docs; reference/hardware.md §1.1-1.2].
+constexpr int PLANES = 18;
+constexpr double NVLINK5_LANE_GBPS = 50.0;
+// The NVLink5 switch reduces in the switch (SHARP, NVLS). NCCL models NVLS at nvlsEfficiency = 0.74 of the link
+// rate on Blackwell [model: NVIDIA/nccl src/graph/tuning.cc], which fits 8xB300 (NVLS busbw 845 GB/s, NVIDIA/nccl#2140)
+// within 1 %. The full 72-GPU rack measures less: busbw 835-847 GB/s at 4-8 GB [meas: coreweave/nccl-tests PR #43],
+// which our traffic model (S + S/n each way per GPU) reaches at 0.58. We default to that rack figure, fitted from
+// the 8 GB point -- NCCL's 0.74 would predict ~1060 GB/s; NCCL disables NVLS buffer registration across nodes
+// (MNNVL, src/init.cc), one plausible cause. Set `nvls_efficiency` to compare.
+constexpr double RACK_NVLS_EFFICIENCY = 0.58;
+// Grace-Blackwell NVLink-C2C: 900 GB/s bidirectional per superchip shared by its 2 GPUs = 225 GB/s per GPU per
+// direction [spec; sharing unverified, hardware.md §1.1]; measured H2D 201 / D2H 193 GB/s per GPU [meas: Azure
+// ND_GB200_v6_results.md, hardware.md §2.6].
+constexpr double C2C_GBPS = 225.0;
+
+class Nvl72 final : public Topology {
+ public:
+  GpuSpec gpu;
+  int gpus = 72;
+  BytesPerSecond nvlink_bandwidth;
+  Seconds nvlink_latency;
+  double nvls_efficiency = 0;
+  BytesPerSecond c2c_bandwidth;
+
+  Fabric build() const override {
+    Fabric fabric;
+    const DeviceId host = fabric.add_device({"host", DeviceKind::host, 0, std::nullopt});
+    std::vector<DeviceId> planes;
+    for (int p = 0; p < PLANES; ++p)
+      planes.push_back(fabric.add_device({fmt::format("nvswitch{}", p), DeviceKind::nvswitch, p, {}, nvls_efficiency}));
+    for (int g = 0; g < gpus; ++g) {
+      const DeviceId id = fabric.add_device({fmt::format("gpu{}", g), DeviceKind::gpu, g, gpu});
+      for (auto plane : planes)
+        fabric.add_duplex(id, plane, {ChannelKind::nvlink, 1, nvlink_bandwidth, nvlink_latency});
+      fabric.add_duplex(id, host, {ChannelKind::nvlink, 1, c2c_bandwidth, nvlink_latency});
+    }
+    return fabric;
+  }
+};
+
+std::unique_ptr<Topology> make_nvl72(const ConfigNode& node) {
+  auto t = std::make_unique<Nvl72>();
+  t->gpu = gpu_preset(node, node.optional<std::string>("gpu", "gb200"));
+  t->gpus = node.optional<int>("gpus", 72);
+  check_between(node, "gpus", t->gpus, 2, 72);
+  t->nvlink_bandwidth = node.optional<BytesPerSecond>("nvlink_bandwidth", BytesPerSecond{NVLINK5_LANE_GBPS * 1e9});
+  check_positive(node, "nvlink_bandwidth", t->nvlink_bandwidth);
+  t->nvlink_latency = node.optional<Seconds>("nvlink_latency", Seconds{NVLINK_HOP_NS * 1e-9});
+  t->nvls_efficiency = node.optional<double>("nvls_efficiency", RACK_NVLS_EFFICIENCY);
+  check_between(node, "nvls_efficiency", t->nvls_efficiency, 0.0, 1.0);
+  t->c2c_bandwidth = node.optional<BytesPerSecond>("c2c_bandwidth", BytesPerSecond{C2C_GBPS * 1e9});
+  check_positive(node, "c2c_bandwidth", t->c2c_bandwidth);
+  return t;
+}
+}  // namespace
+
+Registry<Topology>::Entry nvl72_entry() {
+  return {"nvl72",
+          "GB200 NVL72: 2-72 GPUs, 18 NVLink5 links each, one to each of 18 NVLink switch chips (planes), in-switch "
+          "reduction; NVLink-C2C to the Grace host",
+          {
+              {"gpu", "gb200|b200", "gb200", "GPU model (sets compute rate, HBM bandwidth and memory)"},
+              {"gpus", "GPUs", "72", "number of GPUs, 2-72"},
+              {"nvlink_bandwidth", "bytes/s per link per direction", "50GBps", "NVLink5 line rate of one link"},
+              {"nvlink_latency", "time per hop", "350ns", "wire and switch traversal of one hop [unverified]"},
+              {"nvls_efficiency", "fraction", "0.58",
+               "in-switch reduction rate share (NCCL Blackwell 0.74; 0.58 fits the 72-GPU rack, coreweave nccl-tests "
+               "PR #43); 0 = no NVLS"},
+              {"c2c_bandwidth", "bytes/s per direction", "225GBps", "NVLink-C2C to Grace, per GPU"},
+          },
+          make_nvl72};
+}
+
+}  // namespace snsim::topologies
