@@ -17,10 +17,6 @@ namespace {
 // Mailbox payloads carry no data: only their simulated size matters.
 int token = 0;
 
-void sleep_for(Seconds t) {
-  if (t > Seconds{0}) sg4::this_actor::sleep_for(t.count());
-}
-
 std::string_view kind_name(const Op& op) {
   return std::visit(
       [](const auto& o) -> std::string_view {
@@ -65,12 +61,31 @@ std::string label(const Op& op) {
       op.what);
 }
 
-Runner::Runner(Simulation& simulation, const models::Models& models, std::vector<Program> programs)
+Runner::Runner(Simulation& simulation, const models::Models& models, std::vector<Program> programs, std::uint64_t seed)
     : simulation_{simulation},
       models_{models},
+      variability_{*models.jitter, *models.variation, *models.slow, simulation.fabric(), seed},
       programs_{std::move(programs)},
       records_(programs_.size()),
-      finished_(programs_.size(), false) {}
+      finished_(programs_.size(), false) {
+  // Installed only when something is drawn, so that the nominal path stays a plain sleep and send.
+  TransferJitter jitter;
+  if (!models.jitter->latency.is_none())
+    jitter.latency = [this](DeviceId issuer) { return variability_.latency_factor(issuer); };
+  if (!models.jitter->bandwidth.is_none())
+    jitter.bandwidth = [this](DeviceId issuer) { return variability_.bandwidth_factor(issuer); };
+  simulation_.set_jitter(std::move(jitter));
+}
+
+void Runner::sleep_for(Seconds t) {
+  simulation_.delay(t);
+}
+
+sg4::ExecPtr Runner::hold_sms(int rank) {
+  const double share = models_.compute->comm_sm_share;
+  if (rank == HOST || share <= 0) return nullptr;
+  return simulation_.hold_sms(device(rank), share);
+}
 
 DeviceId Runner::device(int rank) const {
   return rank == HOST ? *simulation_.fabric().host() : simulation_.fabric().gpus()[static_cast<std::size_t>(rank)];
@@ -117,22 +132,35 @@ void Runner::execute(int rank, const Op& op, const Op& top) {
 }
 
 void Runner::compute(int rank, const ComputeOp& op) {
-  const auto& gpu = *simulation_.fabric().device(device(rank)).gpu;
-  const Seconds t = op.duration ? *op.duration : models_.compute->time(gpu, op.flops, op.bytes);
-  // Executed as work on the GPU's host so that a slower GPU (a host speed below its peak) takes longer.
-  sg4::this_actor::execute(t.count() * sg4::this_actor::get_host()->get_speed());
+  const DeviceId gpu = device(rank);
+  const auto& spec = *simulation_.fabric().device(gpu).gpu;
+  const auto& model = *models_.compute;
+  const double jitter = variability_.compute_factor(gpu);  // on this kernel's duration
+  if (op.duration) {
+    // A fixed time is taken as SM time: the GPU's clock variation and slow factor stretch it too.
+    simulation_.kernel(gpu, *op.duration * (jitter / variability_.flop_rate(gpu)), Seconds{0}, Bytes{0});
+    return;
+  }
+  sleep_for(model.launch);
+  simulation_.kernel(gpu, model.math_time(spec, op.flops, variability_.flop_rate(gpu)) * jitter,
+                     model.memory_time(spec, op.bytes, variability_.hbm_rate(gpu)) * jitter, op.bytes);
 }
 
 void Runner::copy(int rank, const CopyOp& op) {
   const auto& copy = *models_.copy;
-  if (op.to == rank) {  // device-local: reads and writes HBM
-    const auto& gpu = *simulation_.fabric().device(device(rank)).gpu;
-    sleep_for(copy.fixed_cost(op.engine) +
-              Bytes{2 * op.bytes.count()} / (gpu.hbm_bandwidth * copy.local_hbm_efficiency));
-    return;
+  const sg4::ExecPtr sms = op.engine == models::CopyEngine::sm ? hold_sms(rank) : nullptr;
+  if (op.to == rank) {  // device-local: reads and writes the GPU's HBM, through its HBM link
+    const DeviceId gpu = device(rank);
+    const auto& spec = *simulation_.fabric().device(gpu).gpu;
+    sleep_for(copy.fixed_cost(op.engine));
+    const Bytes traffic{2 * op.bytes.count()};
+    const double rate = copy.local_hbm_efficiency * variability_.hbm_rate(gpu) * variability_.bandwidth_factor(gpu);
+    simulation_.kernel(gpu, Seconds{0}, traffic / (spec.hbm_bandwidth * rate), traffic);
+  } else {
+    simulation_.transfer(device(rank), device(op.to), copy.wire_bytes(op.bytes, op.engine), op.bytes,
+                         copy.fixed_cost(op.engine));
   }
-  simulation_.transfer(device(rank), device(op.to), copy.wire_bytes(op.bytes, op.engine), op.bytes,
-                       copy.fixed_cost(op.engine));
+  if (sms) sms->cancel();
 }
 
 void Runner::collective(int rank, const CollectiveOp& op) {
@@ -143,6 +171,7 @@ void Runner::collective(int rank, const CollectiveOp& op) {
   const auto& route = simulation_.route(device(rank), device(next));
   const BytesPerSecond rate = route.bottleneck * models_.copy->sm_efficiency;
   const auto plan = models_.collective->plan(op.kind, op.bytes, static_cast<int>(n), rate, route.latency, op.protocol);
+  const sg4::ExecPtr sms = hold_sms(rank);  // the collective kernel occupies its channels' SMs from launch to end
   sleep_for(plan.base_latency);
   switch (op.kind) {
     case models::CollectiveKind::all_reduce:
@@ -159,6 +188,7 @@ void Runner::collective(int rank, const CollectiveOp& op) {
       break;
     }
   }
+  if (sms) sms->cancel();
 }
 
 sg4::Mailbox* Runner::mailbox(int from, int to) {
@@ -172,7 +202,7 @@ sg4::CommPtr Runner::put(int from, int to, Bytes payload, const models::Collecti
   const double efficiency = models_.copy->sm_efficiency * plan.efficiency;
   const Bytes wire{static_cast<std::uint64_t>(std::ceil(static_cast<double>(payload.count()) / efficiency))};
   simulation_.account(device(from), device(to), wire, payload);
-  auto comm = mailbox(from, to)->put_init(&token, wire.count());
+  auto comm = mailbox(from, to)->put_init(&token, simulation_.timed_bytes(wire).count());
   if (plan.max_bandwidth.count() > 0) comm->set_rate(plan.max_bandwidth.count() / efficiency);
   return comm->start();
 }

@@ -21,6 +21,7 @@ Scenario Scenario::load(std::shared_ptr<ConfigDocument> document) {
   s.fabric_ = topologies.create(root.child("topology"))->build();
 
   s.models_ = models::Models::load(root.section("models"));
+  s.models_.slow->check(static_cast<int>(s.fabric_.gpus().size()));
 
   WorkloadRegistry workloads("workload");
   register_workloads(workloads);
@@ -56,7 +57,7 @@ std::vector<Program> Scenario::programs() const {
 
 Report Scenario::run(const std::vector<std::string>& engine_args) const {
   Simulation simulation(fabric_, engine_args);
-  Runner runner(simulation, models_, programs());
+  Runner runner(simulation, models_, programs(), seed_);
   runner.launch();
   Report report;
   report.scenario = name_;
