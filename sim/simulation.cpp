@@ -55,7 +55,8 @@ std::string Simulation::hop_name(const Fabric& fabric, const Hop& hop) {
   return fmt::format("{}->{}", device_list(fabric, from), device_list(fabric, to));
 }
 
-Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& engine_args) : fabric_{fabric} {
+Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& engine_args, double sm_hold_share)
+    : fabric_{fabric} {
   std::vector<std::string> args{"snsim"};
   args.insert(args.end(), engine_args.begin(), engine_args.end());
   std::vector<char*> argv;
@@ -78,12 +79,19 @@ Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& eng
   const auto& graph = fabric.graph();
   hosts_.assign(fabric.device_count(), nullptr);
   memory_links_.assign(fabric.device_count(), std::nullopt);
+  sm_holders_.assign(fabric.device_count(), 0);
   std::vector<DeviceId> endpoints;
   for (auto v : boost::make_iterator_range(boost::vertices(graph))) {
     const Device& d = graph[v];
     if (!is_endpoint(d.kind)) continue;
     const double speed = d.gpu ? d.gpu->dense_bf16.count() : HOST_CPU_FLOPS;
-    hosts_[v] = zone->create_host(d.name, speed)->seal();
+    // Pstate k: the speed left with k SM holders (hold_sms), while some is left.
+    std::vector<double> pstates{speed};
+    if (d.gpu && sm_hold_share > 0) {
+      for (int k = 1; 1 - k * sm_hold_share > 1e-9; ++k) pstates.push_back(speed * (1 - k * sm_hold_share));
+      max_pstate_ = pstates.size() - 1;
+    }
+    hosts_[v] = zone->create_host(d.name, pstates)->seal();
     device_of_host_.emplace(hosts_[v], v);
     endpoints.push_back(v);
     if (d.gpu) {  // SHARED (the default policy): reads and writes draw on one HBM bandwidth
@@ -203,7 +211,9 @@ Bytes Simulation::timed_bytes(Bytes wire) {
 void Simulation::kernel(DeviceId gpu, Seconds math, Seconds memory, Bytes hbm_bytes) {
   sg4::ExecPtr exec;
   sg4::CommPtr comm;
-  if (math > Seconds{0}) exec = sg4::this_actor::exec_init(math.count() * host(gpu)->get_speed())->set_host(host(gpu));
+  // Work at the full rate (pstate 0), so that SM holders stretch it.
+  if (math > Seconds{0})
+    exec = sg4::this_actor::exec_init(math.count() * host(gpu)->get_pstate_speed(0))->set_host(host(gpu));
   if (exec) exec->start();
   if (memory > Seconds{0}) {
     const auto& hbm = memory_links_.at(gpu);
@@ -216,14 +226,13 @@ void Simulation::kernel(DeviceId gpu, Seconds math, Seconds memory, Bytes hbm_by
   if (exec) exec->wait();
 }
 
-sg4::ExecPtr Simulation::hold_sms(DeviceId gpu, double share) {
-  // Work that never ends on its own, bounded at `share` of the host's speed: max-min gives a concurrent kernel the
-  // rest (each would get half, but the holder is capped below half), and nothing at all is taken when alone.
-  sg4::Host* h = host(gpu);
-  return sg4::this_actor::exec_init(std::numeric_limits<double>::max())
-      ->set_host(h)
-      ->set_bound(share * h->get_speed())
-      ->start();
+void Simulation::hold_sms(DeviceId gpu) {
+  host(gpu)->set_pstate(std::min(++sm_holders_.at(gpu), max_pstate_));
+}
+
+void Simulation::release_sms(DeviceId gpu) {
+  if (sm_holders_.at(gpu) == 0) throw std::logic_error("release_sms without hold_sms");
+  host(gpu)->set_pstate(std::min(--sm_holders_[gpu], max_pstate_));
 }
 
 void Simulation::account(DeviceId from, DeviceId to, Bytes wire, Bytes payload) {

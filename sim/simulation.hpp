@@ -18,7 +18,9 @@
 //   writes its destination's, device-local copies and kernels' memory traffic cross it, and all of them share it
 //   max-min (a peer copy is NVLink-bound, so the HBM link changes nothing when it is alone);
 // - a GPU's host computes at the GPU's peak rate; kernels run their FLOPs there, and SM-driven copies and collective
-//   kernels hold a share of it while they run (hold_sms), so concurrent compute slows by that share.
+//   kernels hold a share of it while they run (hold_sms), so concurrent compute slows by that share. The hold lowers
+//   the host's speed (a pstate per number of holders) rather than running a never-ending exec, which would keep the
+//   engine's clock running to its far-away end after a deadlock.
 #pragma once
 
 #include <cstdint>
@@ -60,8 +62,9 @@ struct TransferJitter {
 
 class Simulation {
  public:
-  /// Creates the engine with the exact-fluid flags and builds the platform. Only one per process.
-  explicit Simulation(const Fabric& fabric, const std::vector<std::string>& engine_args = {});
+  /// Creates the engine with the exact-fluid flags and builds the platform. Only one per process. `sm_hold_share` is
+  /// the share of a GPU's compute rate each hold_sms() takes (0: holds take nothing).
+  explicit Simulation(const Fabric& fabric, const std::vector<std::string>& engine_args = {}, double sm_hold_share = 0);
   ~Simulation();
   Simulation(const Simulation&) = delete;
   Simulation& operator=(const Simulation&) = delete;
@@ -104,9 +107,10 @@ class Simulation {
   /// when both are done. Alone that is max(math, memory); next to other work each side gets its max-min share.
   /// `hbm_bytes` are counted on the HBM link.
   void kernel(DeviceId gpu, Seconds math, Seconds memory, Bytes hbm_bytes);
-  /// Takes `share` of a GPU's compute rate until the returned activity is cancelled: SM-driven copies and
-  /// collective kernels hold it while they run, so that concurrent kernels get 1 - share of the SMs.
-  simgrid::s4u::ExecPtr hold_sms(DeviceId gpu, double share);
+  /// Takes sm_hold_share of a GPU's compute rate until release_sms(): SM-driven copies and collective kernels hold
+  /// it while they run, so that concurrent kernels get the rest (k holders take k shares, at most all but one).
+  void hold_sms(DeviceId gpu);
+  void release_sms(DeviceId gpu);
 
   /// Counts `wire` bytes (`payload` of them asked for by a program) on every link from `from` to `to`.
   void account(DeviceId from, DeviceId to, Bytes wire, Bytes payload);
@@ -126,6 +130,8 @@ class Simulation {
   std::vector<std::optional<std::size_t>> memory_links_;  // by DeviceId: the HBM link of a GPU
   std::map<std::pair<DeviceId, DeviceId>, PlatformRoute> routes_;
   std::map<const simgrid::s4u::Host*, DeviceId> device_of_host_;
+  std::vector<unsigned long> sm_holders_;  // by DeviceId
+  unsigned long max_pstate_ = 0;           // the pstate of the most holders the GPUs' hosts model
   TransferJitter jitter_;
 };
 

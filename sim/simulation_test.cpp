@@ -104,7 +104,7 @@ TEST_CASE("simulation: links count every byte that crossed them") {
 
 TEST_CASE("simulation: kernels and a local copy on one GPU share its HBM, and SM holders take their share") {
   const Fabric f = star(3, 100_GBps, Seconds{0});  // 4.8 TB/s HBM, 1e15 flop/s hosts
-  Simulation sim(f);
+  Simulation sim(f, {}, 0.25);
   const auto g = f.gpus();
   const double hbm = 4800e9;
   std::array<Seconds, 6> end{};
@@ -127,11 +127,11 @@ TEST_CASE("simulation: kernels and a local copy on one GPU share its HBM, and SM
     sim.kernel(g[1], Seconds{0}, Seconds{1e-3}, Bytes{1});
     at_end(3);
   });
-  // gpu2: a collective kernel holding 25 % of the SMs leaves a compute kernel 75 %.
+  // gpu2: a collective kernel holding 25 % of the SMs for 0.5 ms leaves a compute kernel 75 % meanwhile.
   sim.spawn("holder2", g[2], [&] {
-    auto held = sim.hold_sms(g[2], 0.25);
-    simgrid::s4u::this_actor::sleep_for(5e-3);
-    held->cancel();
+    sim.hold_sms(g[2]);
+    simgrid::s4u::this_actor::sleep_for(0.5e-3);
+    sim.release_sms(g[2]);
     at_end(4);
   });
   sim.spawn("math2", g[2], [&] {
@@ -143,6 +143,7 @@ TEST_CASE("simulation: kernels and a local copy on one GPU share its HBM, and SM
   CHECK(relative_error(end[1].count(), 2e-3) <= 1e-9);
   CHECK(relative_error(end[2].count(), 1e-3) <= 1e-9);
   CHECK(relative_error(end[3].count(), 1e-3) <= 1e-9);
-  CHECK(relative_error(end[4].count(), 5e-3) <= 1e-9);
-  CHECK(relative_error(end[5].count(), 1e-3 / 0.75) <= 1e-9);
+  // 0.5 ms at 75 % (0.375 ms of work), then the remaining 0.625 ms at full speed.
+  CHECK(relative_error(end[4].count(), 0.5e-3) <= 1e-9);
+  CHECK(relative_error(end[5].count(), 0.5e-3 + 0.625e-3) <= 1e-9);
 }

@@ -81,10 +81,12 @@ void Runner::sleep_for(Seconds t) {
   simulation_.delay(t);
 }
 
-sg4::ExecPtr Runner::hold_sms(int rank) {
-  const double share = models_.compute->comm_sm_share;
-  if (rank == HOST || share <= 0) return nullptr;
-  return simulation_.hold_sms(device(rank), share);
+void Runner::hold_sms(int rank) {
+  if (rank != HOST) simulation_.hold_sms(device(rank));
+}
+
+void Runner::release_sms(int rank) {
+  if (rank != HOST) simulation_.release_sms(device(rank));
 }
 
 DeviceId Runner::device(int rank) const {
@@ -148,7 +150,8 @@ void Runner::compute(int rank, const ComputeOp& op) {
 
 void Runner::copy(int rank, const CopyOp& op) {
   const auto& copy = *models_.copy;
-  const sg4::ExecPtr sms = op.engine == models::CopyEngine::sm ? hold_sms(rank) : nullptr;
+  const bool sm = op.engine == models::CopyEngine::sm;
+  if (sm) hold_sms(rank);
   if (op.to == rank) {  // device-local: reads and writes the GPU's HBM, through its HBM link
     const DeviceId gpu = device(rank);
     const auto& spec = *simulation_.fabric().device(gpu).gpu;
@@ -160,7 +163,7 @@ void Runner::copy(int rank, const CopyOp& op) {
     simulation_.transfer(device(rank), device(op.to), copy.wire_bytes(op.bytes, op.engine), op.bytes,
                          copy.fixed_cost(op.engine));
   }
-  if (sms) sms->cancel();
+  if (sm) release_sms(rank);
 }
 
 void Runner::collective(int rank, const CollectiveOp& op) {
@@ -171,7 +174,7 @@ void Runner::collective(int rank, const CollectiveOp& op) {
   const auto& route = simulation_.route(device(rank), device(next));
   const BytesPerSecond rate = route.bottleneck * models_.copy->sm_efficiency;
   const auto plan = models_.collective->plan(op.kind, op.bytes, static_cast<int>(n), rate, route.latency, op.protocol);
-  const sg4::ExecPtr sms = hold_sms(rank);  // the collective kernel occupies its channels' SMs from launch to end
+  hold_sms(rank);  // the collective kernel occupies its channels' SMs from launch to end
   sleep_for(plan.base_latency);
   switch (op.kind) {
     case models::CollectiveKind::all_reduce:
@@ -188,7 +191,7 @@ void Runner::collective(int rank, const CollectiveOp& op) {
       break;
     }
   }
-  if (sms) sms->cancel();
+  release_sms(rank);
 }
 
 sg4::Mailbox* Runner::mailbox(int from, int to) {

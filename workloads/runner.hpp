@@ -29,8 +29,9 @@ class Runner {
   /// Waits a fixed cost (launch, setup, protocol step and wire latency) times a latency-jitter factor drawn for the
   /// calling rank. Every fixed-cost wait of an op goes through here.
   void sleep_for(Seconds t);
-  /// Takes the model's share of the rank's SMs until cancelled (SM copies, collective kernels); null when none.
-  simgrid::s4u::ExecPtr hold_sms(int rank);
+  /// Takes (and gives back) the model's share of the rank's SMs: SM copies and collective kernels while they run.
+  void hold_sms(int rank);
+  void release_sms(int rank);
   void run_rank(int rank);
   void execute(int rank, const Op& op, const Op& top);
   void compute(int rank, const ComputeOp& op);

@@ -56,7 +56,7 @@ std::vector<Program> Scenario::programs() const {
 }
 
 Report Scenario::run(const std::vector<std::string>& engine_args) const {
-  Simulation simulation(fabric_, engine_args);
+  Simulation simulation(fabric_, engine_args, models_.compute->comm_sm_share);
   Runner runner(simulation, models_, programs(), seed_);
   runner.launch();
   Report report;
