@@ -10,8 +10,9 @@
 // report bit for bit (design.md). The name is hashed with FNV-1a (not std::hash, whose values differ between
 // standard libraries); bits come from std::mt19937_64, whose output the standard fixes; the transforms to uniform
 // and normal values are our own, because std::uniform_real_distribution and std::normal_distribution are
-// implementation-defined. Only IEEE-exact operations and std::log are used, so draws agree wherever libm's log does
-// (glibc, musl and MSVC's are correctly rounded on these arguments in practice).
+// implementation-defined. The transforms use IEEE-exact arithmetic and sqrt plus std::log (and std::exp for
+// lognormal factors, models/jitter.cpp); those two are not required to be correctly rounded, so draws are identical
+// wherever the math libraries agree on them -- the same libm always does; different ones may differ in the last bit.
 #pragma once
 
 #include <cstdint>
