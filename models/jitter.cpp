@@ -278,7 +278,6 @@ Variability::Variability(const JitterModel& jitter, const VariationModel& variat
     s.dist = dist;
     s.by_device.resize(n);
     if (dist.is_none()) return;
-    any_ = true;
     for (std::size_t v = 0; v < n; ++v) {
       const Device& d = fabric.device(v);
       if (d.kind == DeviceKind::gpu || d.kind == DeviceKind::host)
@@ -306,7 +305,6 @@ Variability::Variability(const JitterModel& jitter, const VariationModel& variat
       flop_rate_[gpu] /= s->compute;
       hbm_rate_[gpu] /= s->hbm;
     }
-    if (flop_rate_[gpu] != 1 || hbm_rate_[gpu] != 1) any_ = true;
   }
 }
 

@@ -116,8 +116,6 @@ class Variability {
   /// The GPU's rate factors for the whole run: variation / slow (1 for devices that are not GPUs).
   double flop_rate(DeviceId gpu) const { return flop_rate_.at(gpu); }
   double hbm_rate(DeviceId gpu) const { return hbm_rate_.at(gpu); }
-  /// True when some factor is not 1: lets callers keep the nominal path when nothing varies.
-  bool any() const { return any_; }
 
  private:
   /// Streams by DeviceId, created only for distributions that draw.
@@ -128,7 +126,6 @@ class Variability {
   };
   Streams latency_, bandwidth_, compute_;
   std::vector<double> flop_rate_, hbm_rate_;  // by DeviceId
-  bool any_ = false;
 };
 
 }  // namespace snsim::models
