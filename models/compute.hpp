@@ -1,5 +1,11 @@
 // GPU compute as a roofline: an op of F flops touching B bytes of HBM takes the longer of F / (peak x efficiency)
-// and B / (HBM bandwidth x efficiency), plus a kernel launch. Peaks come from the GPU in the Fabric.
+// and B / (HBM bandwidth x efficiency), plus a kernel launch. Peaks come from the GPU in the Fabric; per-GPU rate
+// factors (clock and HBM variation, slow GPUs: models/jitter.hpp) scale the two sides separately.
+//
+// The Runner runs the two sides concurrently -- the FLOP side as work on the GPU's host, the HBM side as bytes
+// through the GPU's HBM link -- and the kernel ends when both are done: alone, that is exactly the roofline above;
+// next to a transfer that also crosses the HBM link, or next to SM-driven copies and collective kernels that take
+// a share of the SMs, each side slows by what it loses (max-min), as on the chip.
 #pragma once
 
 #include "models/model.hpp"
@@ -12,8 +18,14 @@ class ComputeModel final : public Model {
   double flop_efficiency = 0;  // achieved share of the peak tensor rate on large GEMMs
   double hbm_efficiency = 0;   // achieved share of peak HBM bandwidth on streaming kernels
   Seconds launch;              // kernel launch overhead per compute op
+  double comm_sm_share = 0;    // share of the SMs an SM-driven copy or a collective kernel takes from compute
 
-  Seconds time(const GpuSpec& gpu, Flops flops, Bytes bytes) const;
+  /// The FLOP side alone: flops / (peak x efficiency x flop_rate), flop_rate the GPU's rate factor.
+  Seconds math_time(const GpuSpec& gpu, Flops flops, double flop_rate = 1) const;
+  /// The HBM side alone: bytes / (HBM bandwidth x efficiency x hbm_rate).
+  Seconds memory_time(const GpuSpec& gpu, Bytes bytes, double hbm_rate = 1) const;
+  /// A lone kernel: launch + max(math_time, memory_time).
+  Seconds time(const GpuSpec& gpu, Flops flops, Bytes bytes, double flop_rate = 1, double hbm_rate = 1) const;
 };
 
 Registry<Model>::Entry compute_model_entry();

@@ -37,7 +37,11 @@ EngineParams read_engine(const ConfigNode& node, double efficiency, std::uint64_
   e.setup = node.optional<Seconds>("setup", Seconds{setup_us * 1e-6});
   e.queue_gap = node.optional<Seconds>("queue_gap", Seconds{QUEUE_GAP_US * 1e-6});
   e.local_setup = node.optional<Seconds>("local_setup", Seconds{LOCAL_SETUP_US * 1e-6});
-  for (auto [key, value] : {std::pair{"setup", e.setup}, {"queue_gap", e.queue_gap}, {"local_setup", e.local_setup}})
+  e.local_queue_gap = node.optional<Seconds>("local_queue_gap", Seconds{QUEUE_GAP_US * 1e-6});
+  for (auto [key, value] : {std::pair{"setup", e.setup},
+                            {"queue_gap", e.queue_gap},
+                            {"local_setup", e.local_setup},
+                            {"local_queue_gap", e.local_queue_gap}})
     if (value < Seconds{0}) node.fail_key(key, fmt::format("must be >= 0, got {}", value));
   return e;
 }
@@ -72,12 +76,16 @@ BytesPerSecond CopyModel::wire_rate_cap(BytesPerSecond line_rate, CopyEngine eng
   return line_rate * (e.efficiency * overhead);
 }
 
-Seconds CopyModel::local_time(const GpuSpec& gpu, Bytes bytes, CopyEngine engine, bool pipelined) const {
+Seconds CopyModel::local_fixed_cost(CopyEngine engine, bool pipelined) const {
+  const auto& e = params(engine);
+  return pipelined ? e.local_queue_gap : e.local_setup;
+}
+
+Seconds CopyModel::local_memory_time(const GpuSpec& gpu, Bytes bytes) const {
   const Bytes traffic{2 * bytes.count()};  // read the source, write the destination
   BytesPerSecond rate = gpu.hbm_bandwidth * local_hbm_efficiency;
   if (gpu.l2.count() > 0 && traffic <= gpu.l2) rate = rate * local_l2_speedup;
-  const auto& e = params(engine);
-  return (pipelined ? e.queue_gap : e.local_setup) + traffic / rate;
+  return traffic / rate;
 }
 
 Registry<Model>::Entry copy_model_entry() {
@@ -87,13 +95,15 @@ Registry<Model>::Entry copy_model_entry() {
               {"ce.efficiency", "fraction", "0.83", "rate of a lone CE copy / line rate [meas nccl#1264]"},
               {"ce.packet_payload", "bytes", "256B", "CE payload per packet [maint. nccl-tests#149]"},
               {"ce.setup", "time", "1.5us", "fixed cost of a CE copy, wire latency aside"},
-              {"ce.queue_gap", "time", "2us", "per-copy cost of a CE copy queued behind another"},
+              {"ce.queue_gap", "time", "2us", "per-copy cost of a queued CE copy, wire latency aside"},
               {"ce.local_setup", "time", "2us", "fixed cost of a device-local CE copy"},
+              {"ce.local_queue_gap", "time", "2us", "per-copy cost of a local CE copy queued behind another"},
               {"sm.efficiency", "fraction", "0.824", "rate of a lone SM copy / line rate [model NCCL topo.h]"},
               {"sm.packet_payload", "bytes", "128B", "SM payload per packet [maint. nccl-tests#149]"},
               {"sm.setup", "time", "2.5us", "fixed cost of an SM copy kernel (launch), wire latency aside"},
-              {"sm.queue_gap", "time", "2us", "per-copy cost of an SM copy queued behind another"},
+              {"sm.queue_gap", "time", "2us", "per-copy cost of a queued SM copy, wire latency aside"},
               {"sm.local_setup", "time", "2us", "fixed cost of a device-local SM copy"},
+              {"sm.local_queue_gap", "time", "2us", "per-copy cost of a local SM copy queued behind another"},
               {"packet_header", "bytes", "16B", "header per NVLink packet [maint. nccl-tests#258]"},
               {"local_hbm_efficiency", "fraction", "0.9", "share of HBM bandwidth for a device-local copy"},
               {"local_l2_speedup", "factor", "1.0", "local copy rate from L2 / from HBM when both buffers fit"},

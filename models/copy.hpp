@@ -27,11 +27,12 @@ enum class CopyEngine { ce, sm };
 std::string_view to_string(CopyEngine engine);
 
 struct EngineParams {
-  double efficiency = 0;  // payload rate of one copy alone, as a share of the route's line rate
-  Bytes packet_payload;   // payload bytes per packet
-  Seconds setup;          // fixed cost of one copy before bytes move (CE setup, SM kernel launch), wire latency aside
-  Seconds queue_gap;      // fixed cost of a copy queued behind another on the same stream, wire latency aside
-  Seconds local_setup;    // fixed cost of a device-local copy
+  double efficiency = 0;    // payload rate of one copy alone, as a share of the route's line rate
+  Bytes packet_payload;     // payload bytes per packet
+  Seconds setup;            // fixed cost of one copy before bytes move (CE setup, SM kernel launch), wire latency aside
+  Seconds queue_gap;        // fixed cost of a copy queued behind another on the same stream, wire latency aside
+  Seconds local_setup;      // fixed cost of a device-local copy
+  Seconds local_queue_gap;  // fixed cost of a device-local copy queued behind another
 };
 
 class CopyModel final : public Model {
@@ -50,8 +51,10 @@ class CopyModel final : public Model {
   Bytes wire_bytes(Bytes payload, CopyEngine engine) const;
   /// The most a lone copy moves per second on a route of `line_rate`, in wire bytes per second.
   BytesPerSecond wire_rate_cap(BytesPerSecond line_rate, CopyEngine engine) const;
-  /// Time of a device-local copy of `bytes` on `gpu` (reads and writes its memory).
-  Seconds local_time(const GpuSpec& gpu, Bytes bytes, CopyEngine engine, bool pipelined) const;
+  /// Fixed cost of a device-local copy: alone, or queued behind another on the same stream.
+  Seconds local_fixed_cost(CopyEngine engine, bool pipelined) const;
+  /// Time a device-local copy of `bytes` spends reading and writing `gpu`'s memory (L2 or HBM), fixed cost aside.
+  Seconds local_memory_time(const GpuSpec& gpu, Bytes bytes) const;
 };
 
 Registry<Model>::Entry copy_model_entry();

@@ -7,6 +7,9 @@ void register_models(Registry<Model>& registry) {
   registry.add(compute_model_entry());
   registry.add(collective_model_entry());
   registry.add(stream_model_entry());
+  registry.add(jitter_model_entry());
+  registry.add(variation_model_entry());
+  registry.add(slow_model_entry());
 }
 
 namespace {
@@ -20,8 +23,13 @@ std::shared_ptr<const T> build(const Registry<Model>& registry, const ConfigNode
 Models Models::load(const ConfigNode& section) {
   Registry<Model> registry("model");
   register_models(registry);
-  return {build<CopyModel>(registry, section, "copy"), build<ComputeModel>(registry, section, "compute"),
-          build<CollectiveModel>(registry, section, "collective"), build<StreamModel>(registry, section, "stream")};
+  return {build<CopyModel>(registry, section, "copy"),
+          build<ComputeModel>(registry, section, "compute"),
+          build<CollectiveModel>(registry, section, "collective"),
+          build<StreamModel>(registry, section, "stream"),
+          build<JitterModel>(registry, section, "jitter"),
+          build<VariationModel>(registry, section, "variation"),
+          build<SlowModel>(registry, section, "slow")};
 }
 
 }  // namespace snsim::models

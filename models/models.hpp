@@ -6,6 +6,7 @@
 #include "models/collective.hpp"
 #include "models/compute.hpp"
 #include "models/copy.hpp"
+#include "models/jitter.hpp"
 #include "models/stream.hpp"
 
 namespace snsim::models {
@@ -18,6 +19,9 @@ struct Models {
   std::shared_ptr<const ComputeModel> compute;
   std::shared_ptr<const CollectiveModel> collective;
   std::shared_ptr<const StreamModel> stream;
+  std::shared_ptr<const JitterModel> jitter;
+  std::shared_ptr<const VariationModel> variation;
+  std::shared_ptr<const SlowModel> slow;  // check(gpus) once the fabric is known
 
   /// Builds every model from `models.<name>` (absent sections take the defaults).
   static Models load(const ConfigNode& section);

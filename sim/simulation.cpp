@@ -3,6 +3,8 @@
 #include "sim/error.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <set>
 #include <stdexcept>
 
@@ -53,7 +55,8 @@ std::string Simulation::hop_name(const Fabric& fabric, const Hop& hop) {
   return fmt::format("{}->{}", device_list(fabric, from), device_list(fabric, to));
 }
 
-Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& engine_args) : fabric_{fabric} {
+Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& engine_args, double sm_hold_share)
+    : fabric_{fabric} {
   std::vector<std::string> args{"snsim"};
   args.insert(args.end(), engine_args.begin(), engine_args.end());
   std::vector<char*> argv;
@@ -75,13 +78,28 @@ Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& eng
   auto* zone = sg4::create_full_zone("fabric");
   const auto& graph = fabric.graph();
   hosts_.assign(fabric.device_count(), nullptr);
+  memory_links_.assign(fabric.device_count(), std::nullopt);
+  sm_holders_.assign(fabric.device_count(), 0);
   std::vector<DeviceId> endpoints;
   for (auto v : boost::make_iterator_range(boost::vertices(graph))) {
     const Device& d = graph[v];
     if (!is_endpoint(d.kind)) continue;
     const double speed = d.gpu ? d.gpu->dense_bf16.count() : HOST_CPU_FLOPS;
-    hosts_[v] = zone->create_host(d.name, speed)->seal();
+    // Pstate k: the speed left with k SM holders (hold_sms), while some is left.
+    std::vector<double> pstates{speed};
+    if (d.gpu && sm_hold_share > 0) {
+      for (int k = 1; 1 - k * sm_hold_share > 1e-9; ++k) pstates.push_back(speed * (1 - k * sm_hold_share));
+      max_pstate_ = pstates.size() - 1;
+    }
+    hosts_[v] = zone->create_host(d.name, pstates)->seal();
+    device_of_host_.emplace(hosts_[v], v);
     endpoints.push_back(v);
+    if (d.gpu) {  // SHARED (the default policy): reads and writes draw on one HBM bandwidth
+      const std::string name = fmt::format("hbm:{}", d.name);
+      s4u_links_.push_back(zone->create_link(name, d.gpu->hbm_bandwidth.count())->set_latency(0)->seal());
+      links_.push_back({name, d.gpu->hbm_bandwidth, Bytes{0}, Bytes{0}});
+      memory_links_[v] = links_.size() - 1;
+    }
   }
 
   // One link per distinct hop (a set of parallel channels), shared by every route that crosses it.
@@ -102,16 +120,27 @@ Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& eng
 
   for (auto from : endpoints) {
     for (auto to : endpoints) {
-      if (from == to) continue;
-      auto r = fabric.route(from, to);
-      if (!r) continue;  // unconnected endpoints: transfers between them are rejected before the run
-      const RouteCost cost = fabric.cost(*r);
-      PlatformRoute route{{}, cost.latency, cost.bottleneck};
+      PlatformRoute route{{}, Seconds{0}, BytesPerSecond{std::numeric_limits<double>::infinity()}};
       std::vector<sg4::LinkInRoute> in_route;
-      for (const auto& hop : r->hops) {
-        const std::size_t index = link_for(hop);
+      auto add_link = [&](std::size_t index) {
         route.links.push_back(index);
         in_route.emplace_back(s4u_links_[index]);
+        route.bottleneck = std::min(route.bottleneck, links_[index].bandwidth);
+      };
+      if (from == to) {
+        // The loopback of a GPU: its HBM link once, carrying the reads and the writes a local copy makes. Without a
+        // route of its own, a Full zone would use SimGrid's implicit 10 GB/s loopback (reference/simgrid-3.32.md).
+        if (!memory_links_[from]) continue;
+        add_link(*memory_links_[from]);
+      } else {
+        auto r = fabric.route(from, to);
+        if (!r) continue;  // unconnected endpoints: transfers between them are rejected before the run
+        route.latency = fabric.cost(*r).latency;
+        if (memory_links_[from]) add_link(*memory_links_[from]);
+        for (const auto& hop : r->hops) {
+          add_link(link_for(hop));
+        }
+        if (memory_links_[to]) add_link(*memory_links_[to]);
       }
       zone->add_route(hosts_[from]->get_netpoint(), hosts_[to]->get_netpoint(), nullptr, nullptr, in_route, false);
       routes_.emplace(std::pair{from, to}, std::move(route));
@@ -150,11 +179,10 @@ Seconds Simulation::now() {
 void Simulation::transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload, Seconds fixed_cost,
                           BytesPerSecond max_rate) {
   const PlatformRoute& path = route(from, to);
-  const Seconds delay = path.latency + fixed_cost;
-  if (delay > Seconds{0}) sg4::this_actor::sleep_for(delay.count());
+  delay(path.latency + fixed_cost);
   add_bytes(path, wire, payload);
   if (max_rate.count() <= 0) {
-    sg4::Comm::sendto(host(from), host(to), wire.count());
+    sg4::Comm::sendto(host(from), host(to), timed_bytes(wire).count());
     return;
   }
   // SimGrid 3.32 ignores Comm::set_rate on host-to-host (sendto) comms; mailbox comms honour it. A receiver actor
@@ -162,12 +190,57 @@ void Simulation::transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload,
   auto* mailbox = sg4::Mailbox::by_name(fmt::format("transfer:{}>{}", from, to));
   sg4::Actor::create("receive", host(to), [mailbox] { mailbox->get<int>(); });
   static int token = 0;
-  mailbox->put_init(&token, wire.count())->set_rate(max_rate.count())->wait();
+  mailbox->put_init(&token, timed_bytes(wire).count())->set_rate(max_rate.count())->wait();
 }
 
 sg4::CommPtr Simulation::start_transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload) {
   account(from, to, wire, payload);
-  return sg4::Comm::sendto_async(host(from), host(to), wire.count());
+  return sg4::Comm::sendto_async(host(from), host(to), timed_bytes(wire).count());
+}
+
+DeviceId Simulation::current_device() const {
+  return device_of_host_.at(sg4::this_actor::get_host());
+}
+
+void Simulation::delay(Seconds t) {
+  if (!(t > Seconds{0})) return;  // nothing to wait: no draw either
+  const double factor = jitter_.latency ? jitter_.latency(current_device()) : 1.0;
+  sg4::this_actor::sleep_for(t.count() * factor);
+}
+
+Bytes Simulation::timed_bytes(Bytes wire) {
+  if (!jitter_.bandwidth || wire.count() == 0) return wire;
+  const double factor = jitter_.bandwidth(current_device());
+  if (factor == 1.0) return wire;
+  // At least one byte, so that a transfer never becomes free.
+  return Bytes{std::max<std::uint64_t>(1, std::llround(static_cast<double>(wire.count()) / factor))};
+}
+
+void Simulation::kernel(DeviceId gpu, Seconds math, Seconds memory, Bytes hbm_bytes) {
+  sg4::ExecPtr exec;
+  sg4::CommPtr comm;
+  // Work at the full rate (pstate 0), so that SM holders stretch it.
+  if (math > Seconds{0})
+    exec = sg4::this_actor::exec_init(math.count() * host(gpu)->get_pstate_speed(0))->set_host(host(gpu));
+  if (exec) exec->start();
+  if (memory > Seconds{0}) {
+    const auto& hbm = memory_links_.at(gpu);
+    if (!hbm) throw std::logic_error(fmt::format("{} has no HBM link", fabric_.device(gpu).name));
+    add_bytes(route(gpu, gpu), hbm_bytes, hbm_bytes);
+    const double bytes = std::round(memory.count() * links_[*hbm].bandwidth.count());
+    comm = sg4::Comm::sendto_async(host(gpu), host(gpu), static_cast<std::uint64_t>(std::max(1.0, bytes)));
+  }
+  if (comm) comm->wait();
+  if (exec) exec->wait();
+}
+
+void Simulation::hold_sms(DeviceId gpu) {
+  host(gpu)->set_pstate(std::min(++sm_holders_.at(gpu), max_pstate_));
+}
+
+void Simulation::release_sms(DeviceId gpu) {
+  if (sm_holders_.at(gpu) == 0) throw std::logic_error("release_sms without hold_sms");
+  host(gpu)->set_pstate(std::min(--sm_holders_[gpu], max_pstate_));
 }
 
 void Simulation::account(DeviceId from, DeviceId to, Bytes wire, Bytes payload) {

@@ -11,16 +11,28 @@
 // The platform is one Full zone: a host per endpoint (GPU or host CPU), a link per route hop (the parallel channels
 // of a hop, e.g. a GPU's links to the 4 NVSwitch planes, are one link of their summed bandwidth, since traffic is
 // striped over them and the switch is non-blocking), and an explicit route between every pair of endpoints.
+//
+// The GPU shares its resources the way the chip does:
+// - every GPU has an HBM link ("hbm:gpu3", its HBM bandwidth, shared by reads and writes) at both ends of every
+//   route that starts or ends there, and a loopback route through it alone: a transfer reads its source's HBM and
+//   writes its destination's, device-local copies and kernels' memory traffic cross it, and all of them share it
+//   max-min (a peer copy is NVLink-bound, so the HBM link changes nothing when it is alone);
+// - a GPU's host computes at the GPU's peak rate; kernels run their FLOPs there, and SM-driven copies and collective
+//   kernels hold a share of it while they run (hold_sms), so concurrent compute slows by that share. The hold lowers
+//   the host's speed (a pstate per number of holders) rather than running a never-ending exec, which would keep the
+//   engine's clock running to its far-away end after a deadlock.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Exec.hpp>
 
 #include "sim/fabric.hpp"
 #include "sim/units.hpp"
@@ -37,15 +49,22 @@ struct LinkUsage {
 
 /// The path between two endpoints on the platform.
 struct PlatformRoute {
-  std::vector<std::size_t> links;  // indices into Simulation::links()
+  std::vector<std::size_t> links;  // indices into Simulation::links(), HBM links at the GPU ends included
   Seconds latency;                 // sum of the hops' latencies (the slowest channel of each hop)
   BytesPerSecond bottleneck;       // smallest link bandwidth on the way
 };
 
+/// Per-transfer variability: factors drawn for the device whose actor issues the transfer (unset = 1).
+struct TransferJitter {
+  std::function<double(DeviceId issuer)> latency;    // on fixed costs: route latency, setup, launch, step latency
+  std::function<double(DeviceId issuer)> bandwidth;  // on the achievable rate
+};
+
 class Simulation {
  public:
-  /// Creates the engine with the exact-fluid flags and builds the platform. Only one per process.
-  explicit Simulation(const Fabric& fabric, const std::vector<std::string>& engine_args = {});
+  /// Creates the engine with the exact-fluid flags and builds the platform. Only one per process. `sm_hold_share` is
+  /// the share of a GPU's compute rate each hold_sms() takes (0: holds take nothing).
+  explicit Simulation(const Fabric& fabric, const std::vector<std::string>& engine_args = {}, double sm_hold_share = 0);
   ~Simulation();
   Simulation(const Simulation&) = delete;
   Simulation& operator=(const Simulation&) = delete;
@@ -64,13 +83,35 @@ class Simulation {
   static Seconds now();
 
   /// Moves `wire` bytes from one endpoint to another, from the calling actor: waits the route's latency plus
-  /// `fixed_cost` (which may be negative to hide part of the latency, never below zero in total), then the bytes
-  /// flow at most at `max_rate` wire bytes/s (0: no cap), sharing links max-min with everything else. Returns when
-  /// they arrived.
+  /// `fixed_cost` (delay()), then the bytes flow at a jittered rate (timed_bytes()), at most at `max_rate` wire bytes/s
+  /// (0: no cap), sharing links max-min with everything else. Returns when they arrived.
   void transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload, Seconds fixed_cost = Seconds{0},
                 BytesPerSecond max_rate = BytesPerSecond{0});
   /// Starts the bytes flowing now (the caller has paid the latency) and returns the comm to wait on.
   simgrid::s4u::CommPtr start_transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload);
+
+  /// Installs per-transfer jitter (models/jitter.hpp draws it). Before run().
+  void set_jitter(TransferJitter jitter) { jitter_ = std::move(jitter); }
+  /// Waits `t` times a latency factor drawn for the calling actor. Every fixed cost of a transfer goes through here.
+  void delay(Seconds t);
+  /// The bytes SimGrid must move so that a transfer of `wire` bytes runs at f x its rate, f a bandwidth factor
+  /// drawn for the calling actor: wire / f. A lone transfer then takes size / (bw f) exactly and, under sharing,
+  /// one slowed transfer takes a normal max-min share but needs more of it, like a lower payload efficiency (which
+  /// is modelled the same way, models/copy.hpp). A rate cap (Comm::set_rate) could not make a transfer faster than
+  /// its line (f > 1) and would hand its bandwidth to others. Byte accounting stays on the true `wire` bytes.
+  Bytes timed_bytes(Bytes wire);
+  /// The endpoint the calling actor runs on.
+  DeviceId current_device() const;
+
+  /// Runs a kernel on `gpu` from the calling actor: its FLOP side (`math`, its time alone) as work on the GPU's
+  /// host and its memory side (`memory`, its time alone) as bytes through the GPU's HBM link, concurrently; returns
+  /// when both are done. Alone that is max(math, memory); next to other work each side gets its max-min share.
+  /// `hbm_bytes` are counted on the HBM link.
+  void kernel(DeviceId gpu, Seconds math, Seconds memory, Bytes hbm_bytes);
+  /// Takes sm_hold_share of a GPU's compute rate until release_sms(): SM-driven copies and collective kernels hold
+  /// it while they run, so that concurrent kernels get the rest (k holders take k shares, at most all but one).
+  void hold_sms(DeviceId gpu);
+  void release_sms(DeviceId gpu);
 
   /// Counts `wire` bytes (`payload` of them asked for by a program) on every link from `from` to `to`.
   void account(DeviceId from, DeviceId to, Bytes wire, Bytes payload);
@@ -87,7 +128,12 @@ class Simulation {
   std::vector<simgrid::s4u::Host*> hosts_;  // by DeviceId; null for switches
   std::vector<simgrid::s4u::Link*> s4u_links_;
   std::vector<LinkUsage> links_;
+  std::vector<std::optional<std::size_t>> memory_links_;  // by DeviceId: the HBM link of a GPU
   std::map<std::pair<DeviceId, DeviceId>, PlatformRoute> routes_;
+  std::map<const simgrid::s4u::Host*, DeviceId> device_of_host_;
+  std::vector<unsigned long> sm_holders_;  // by DeviceId
+  unsigned long max_pstate_ = 0;           // the pstate of the most holders the GPUs' hosts model
+  TransferJitter jitter_;
 };
 
 }  // namespace snsim

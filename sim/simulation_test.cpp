@@ -8,13 +8,13 @@ using namespace snsim;
 using namespace snsim::literals;
 
 namespace {
-/// n GPUs on one switch; every GPU has a `bandwidth` channel each way with `latency` per hop.
-Fabric star(int n, BytesPerSecond bandwidth, Seconds latency) {
+/// n GPUs on one switch; every GPU has a `bandwidth` channel each way with `latency` per hop, and HBM far faster.
+Fabric star(int n, BytesPerSecond bandwidth, Seconds latency, BytesPerSecond hbm = 4800_GBps) {
   Fabric f;
   const auto sw = f.add_device({"nvswitch0", DeviceKind::nvswitch, 0, {}});
   for (int i = 0; i < n; ++i) {
-    const auto g = f.add_device(
-        {fmt::format("gpu{}", i), DeviceKind::gpu, i, GpuSpec{"test", FlopsPerSecond{1e15}, 1_GBps, 1_GiB}});
+    const auto g =
+        f.add_device({fmt::format("gpu{}", i), DeviceKind::gpu, i, GpuSpec{"test", FlopsPerSecond{1e15}, hbm, 1_GiB}});
     f.add_duplex(g, sw, {ChannelKind::nvlink, 1, bandwidth, latency});
   }
   return f;
@@ -94,10 +94,56 @@ TEST_CASE("simulation: links count every byte that crossed them") {
   const auto a = f.gpus()[0], b = f.gpus()[1];
   sim.spawn("sender", a, [&] { sim.transfer(a, b, Bytes{1200}, Bytes{1000}); });
   sim.run();
-  REQUIRE(sim.links().size() == 4);  // both directions of both hops
+  REQUIRE(sim.links().size() == 6);  // both directions of both hops, and each GPU's HBM
   for (const auto& l : sim.links()) {
-    const bool on_route = l.name == "gpu0->nvswitch0" || l.name == "nvswitch0->gpu1";
+    const bool on_route = l.name != "gpu1->nvswitch0" && l.name != "nvswitch0->gpu0";  // HBM at both ends too
     CHECK(l.wire_bytes == Bytes{on_route ? 1200u : 0u});
     CHECK(l.payload_bytes == Bytes{on_route ? 1000u : 0u});
   }
+}
+
+TEST_CASE("simulation: kernels and a local copy on one GPU share its HBM, and SM holders take their share") {
+  const Fabric f = star(3, 100_GBps, Seconds{0});  // 4.8 TB/s HBM, 1e15 flop/s hosts
+  Simulation sim(f, {}, 0.25);
+  const auto g = f.gpus();
+  const double hbm = 4800e9;
+  std::array<Seconds, 6> end{};
+  auto at_end = [&](std::size_t i) { end[i] = Simulation::now(); };
+  // gpu0: a memory-bound kernel and a local copy of the same HBM traffic: each gets half, both take 2 ms.
+  sim.spawn("kernel0", g[0], [&] {
+    sim.kernel(g[0], Seconds{0}, Seconds{1e-3}, Bytes{1});
+    at_end(0);
+  });
+  sim.spawn("local0", g[0], [&] {
+    sim.transfer(g[0], g[0], Bytes{static_cast<std::uint64_t>(hbm * 1e-3)}, Bytes{1});
+    at_end(1);
+  });
+  // gpu1: FLOPs and HBM bytes do not compete: 1 ms each, together.
+  sim.spawn("math1", g[1], [&] {
+    sim.kernel(g[1], Seconds{1e-3}, Seconds{0}, Bytes{0});
+    at_end(2);
+  });
+  sim.spawn("memory1", g[1], [&] {
+    sim.kernel(g[1], Seconds{0}, Seconds{1e-3}, Bytes{1});
+    at_end(3);
+  });
+  // gpu2: a collective kernel holding 25 % of the SMs for 0.5 ms leaves a compute kernel 75 % meanwhile.
+  sim.spawn("holder2", g[2], [&] {
+    sim.hold_sms(g[2]);
+    simgrid::s4u::this_actor::sleep_for(0.5e-3);
+    sim.release_sms(g[2]);
+    at_end(4);
+  });
+  sim.spawn("math2", g[2], [&] {
+    sim.kernel(g[2], Seconds{1e-3}, Seconds{0}, Bytes{0});
+    at_end(5);
+  });
+  sim.run();
+  CHECK(relative_error(end[0].count(), 2e-3) <= 1e-9);
+  CHECK(relative_error(end[1].count(), 2e-3) <= 1e-9);
+  CHECK(relative_error(end[2].count(), 1e-3) <= 1e-9);
+  CHECK(relative_error(end[3].count(), 1e-3) <= 1e-9);
+  // 0.5 ms at 75 % (0.375 ms of work), then the remaining 0.625 ms at full speed.
+  CHECK(relative_error(end[4].count(), 0.5e-3) <= 1e-9);
+  CHECK(relative_error(end[5].count(), 0.5e-3 + 0.625e-3) <= 1e-9);
 }

@@ -33,7 +33,8 @@ models::CollectivePlatform Runner::collective_platform(int rank, int peer) const
     if (kind == DeviceKind::nvswitch || kind == DeviceKind::pcie_switch) links += fabric.channel(e).lanes;
   }
   if (!switch_reduction_) switch_reduction_ = models::switch_reduction(fabric);
-  return {route.bottleneck, models_.copy->efficiency(models::CopyEngine::sm), route.latency, std::max(1, links), *switch_reduction_};
+  return {route.bottleneck, models_.copy->efficiency(models::CopyEngine::sm), route.latency, std::max(1, links),
+          *switch_reduction_};
 }
 
 void Runner::collective(int rank, const CollectiveOp& op) {
@@ -53,6 +54,7 @@ void Runner::collective(int rank, const CollectiveOp& op) {
   const BytesPerSecond lone = model.rate(plan, platform);
   if (lone < platform.line_rate * step.efficiency)
     step.wire_cap = lone.count() / step.efficiency / static_cast<double>(plan.shape.peers);
+  hold_sms(rank);  // the collective kernel occupies its channels' SMs from launch to end
   sleep_for(plan.launch + plan.base_latency);
   switch (plan.shape.pattern) {
     case models::Pattern::ring:
@@ -73,6 +75,7 @@ void Runner::collective(int rank, const CollectiveOp& op) {
       }
       break;
   }
+  release_sms(rank);
 }
 
 sg4::Mailbox* Runner::mailbox(int from, int to) {
@@ -86,7 +89,7 @@ sg4::CommPtr Runner::put(int from, int to, const Step& step) {
   const Bytes payload = step.plan.shape.step_bytes;
   const Bytes wire{static_cast<std::uint64_t>(std::ceil(static_cast<double>(payload.count()) / step.efficiency))};
   simulation_.account(device(from), device(to), wire, payload);
-  auto comm = mailbox(from, to)->put_init(&token, wire.count());
+  auto comm = mailbox(from, to)->put_init(&token, simulation_.timed_bytes(wire).count());
   if (step.wire_cap > 0) comm->set_rate(step.wire_cap);
   return comm->start();
 }

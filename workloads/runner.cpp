@@ -37,10 +37,6 @@ Bytes op_bytes(const Op& op) {
 
 }  // namespace
 
-void Runner::sleep_for(Seconds t) {
-  if (t > Seconds{0}) sg4::this_actor::sleep_for(t.count());
-}
-
 std::string label(const Op& op) {
   return std::visit(
       [](const auto& o) -> std::string {
@@ -65,12 +61,33 @@ std::string label(const Op& op) {
       op.what);
 }
 
-Runner::Runner(Simulation& simulation, const models::Models& models, std::vector<Program> programs)
+Runner::Runner(Simulation& simulation, const models::Models& models, std::vector<Program> programs, std::uint64_t seed)
     : simulation_{simulation},
       models_{models},
+      variability_{*models.jitter, *models.variation, *models.slow, simulation.fabric(), seed},
       programs_{std::move(programs)},
       records_(programs_.size()),
-      finished_(programs_.size(), false) {}
+      finished_(programs_.size(), false) {
+  // Installed only when something is drawn, so that the nominal path stays a plain sleep and send.
+  TransferJitter jitter;
+  if (!models.jitter->latency.is_none())
+    jitter.latency = [this](DeviceId issuer) { return variability_.latency_factor(issuer); };
+  if (!models.jitter->bandwidth.is_none())
+    jitter.bandwidth = [this](DeviceId issuer) { return variability_.bandwidth_factor(issuer); };
+  simulation_.set_jitter(std::move(jitter));
+}
+
+void Runner::sleep_for(Seconds t) {
+  simulation_.delay(t);
+}
+
+void Runner::hold_sms(int rank) {
+  if (rank != HOST) simulation_.hold_sms(device(rank));
+}
+
+void Runner::release_sms(int rank) {
+  if (rank != HOST) simulation_.release_sms(device(rank));
+}
 
 DeviceId Runner::device(int rank) const {
   return rank == HOST ? *simulation_.fabric().host() : simulation_.fabric().gpus()[static_cast<std::size_t>(rank)];
@@ -129,22 +146,38 @@ void Runner::execute(int rank, const Op& op, const Op& top) {
 }
 
 void Runner::compute(int rank, const ComputeOp& op) {
-  const auto& gpu = *simulation_.fabric().device(device(rank)).gpu;
-  const Seconds t = op.duration ? *op.duration : models_.compute->time(gpu, op.flops, op.bytes);
-  // Executed as work on the GPU's host so that a slower GPU (a host speed below its peak) takes longer.
-  sg4::this_actor::execute(t.count() * sg4::this_actor::get_host()->get_speed());
+  const DeviceId gpu = device(rank);
+  const auto& spec = *simulation_.fabric().device(gpu).gpu;
+  const auto& model = *models_.compute;
+  const double jitter = variability_.compute_factor(gpu);  // on this kernel's duration
+  if (op.duration) {
+    // A fixed time is taken as SM time: the GPU's clock variation and slow factor stretch it too.
+    simulation_.kernel(gpu, *op.duration * (jitter / variability_.flop_rate(gpu)), Seconds{0}, Bytes{0});
+    return;
+  }
+  sleep_for(model.launch);
+  simulation_.kernel(gpu, model.math_time(spec, op.flops, variability_.flop_rate(gpu)) * jitter,
+                     model.memory_time(spec, op.bytes, variability_.hbm_rate(gpu)) * jitter, op.bytes);
 }
 
 void Runner::copy(int rank, const CopyOp& op) {
   const auto& copy = *models_.copy;
-  if (op.to == rank) {  // device-local: reads and writes memory
-    sleep_for(copy.local_time(*simulation_.fabric().device(device(rank)).gpu, op.bytes, op.engine, op.pipelined));
-    return;
+  const bool sm = op.engine == models::CopyEngine::sm;
+  if (sm) hold_sms(rank);
+  if (op.to == rank) {  // device-local: reads and writes the GPU's memory, through its HBM link
+    const DeviceId gpu = device(rank);
+    const auto& spec = *simulation_.fabric().device(gpu).gpu;
+    sleep_for(copy.local_fixed_cost(op.engine, op.pipelined));
+    const double factor = variability_.hbm_rate(gpu) * variability_.bandwidth_factor(gpu);
+    simulation_.kernel(gpu, Seconds{0}, Seconds{copy.local_memory_time(spec, op.bytes).count() / factor},
+                       Bytes{2 * op.bytes.count()});
+  } else {
+    const auto& route = simulation_.route(device(rank), device(op.to));
+    const Seconds fixed = op.pipelined ? copy.params(op.engine).queue_gap : copy.fixed_cost(op.engine);
+    simulation_.transfer(device(rank), device(op.to), copy.wire_bytes(op.bytes, op.engine), op.bytes, fixed,
+                         copy.wire_rate_cap(route.bottleneck, op.engine));
   }
-  const auto& route = simulation_.route(device(rank), device(op.to));
-  const Seconds fixed = op.pipelined ? copy.params(op.engine).queue_gap : copy.fixed_cost(op.engine);
-  simulation_.transfer(device(rank), device(op.to), copy.wire_bytes(op.bytes, op.engine), op.bytes, fixed,
-                       copy.wire_rate_cap(route.bottleneck, op.engine));
+  if (sm) release_sms(rank);
 }
 
 void Runner::barrier(const BarrierOp& op) {

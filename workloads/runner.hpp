@@ -1,5 +1,7 @@
 // Runner: executes per-rank Programs on a Simulation, one SimGrid actor per GPU, turning ops into time with the
-// models and recording when each op started and ended.
+// models and recording when each op started and ended. Jitter, per-GPU variation and slow GPUs (models/jitter.hpp)
+// are drawn from streams seeded by the scenario's seed: every fixed cost waits through sleep_for(), every transfer's
+// rate goes through Simulation::timed_bytes(), every kernel through compute().
 #pragma once
 
 #include <map>
@@ -15,7 +17,7 @@ namespace snsim::workloads {
 
 class Runner {
  public:
-  Runner(Simulation& simulation, const models::Models& models, std::vector<Program> programs);
+  Runner(Simulation& simulation, const models::Models& models, std::vector<Program> programs, std::uint64_t seed = 1);
 
   /// Spawns one actor per rank. Call once, before Simulation::run().
   void launch();
@@ -25,14 +27,18 @@ class Runner {
   std::vector<int> unfinished() const;
 
  private:
+  /// Waits a fixed cost (launch, setup, protocol step and wire latency) times a latency-jitter factor drawn for the
+  /// calling rank. Every fixed-cost wait of an op goes through here.
+  void sleep_for(Seconds t);
+  /// Takes (and gives back) the model's share of the rank's SMs: SM copies and collective kernels while they run.
+  void hold_sms(int rank);
+  void release_sms(int rank);
   void run_rank(int rank);
   void execute(int rank, const Op& op, const Op& top);
   void compute(int rank, const ComputeOp& op);
   void copy(int rank, const CopyOp& op);
   void barrier(const BarrierOp& op);
   DeviceId device(int rank) const;
-  /// Waits a fixed cost (kernel launch, protocol and wire latency) on the calling actor.
-  static void sleep_for(Seconds t);
 
   // Collectives, one transfer per algorithm step (workloads/collectives.cpp).
   struct Step;  // a plan with what its transfers need
@@ -47,6 +53,7 @@ class Runner {
 
   Simulation& simulation_;
   const models::Models& models_;
+  models::Variability variability_;
   std::vector<Program> programs_;
   std::vector<std::vector<OpRecord>> records_;  // by rank
   std::vector<bool> finished_;                  // by rank

@@ -33,6 +33,7 @@ Scenario Scenario::load(std::shared_ptr<ConfigDocument> document) {
 
   models::apply_params(*document);
   s.models_ = models::Models::load(root.section("models"));
+  s.models_.slow->check(static_cast<int>(s.fabric_.gpus().size()));
 
   WorkloadRegistry workloads("workload");
   register_workloads(workloads);
@@ -70,8 +71,8 @@ std::vector<Program> Scenario::programs() const {
 }
 
 Report Scenario::run(const std::vector<std::string>& engine_args) const {
-  Simulation simulation(fabric_, engine_args);
-  Runner runner(simulation, models_, programs());
+  Simulation simulation(fabric_, engine_args, models_.compute->comm_sm_share);
+  Runner runner(simulation, models_, programs(), seed_);
   runner.launch();
   Report report;
   report.scenario = name_;
