@@ -371,7 +371,7 @@ void ConfigDocument::set(std::string_view assignment, std::string origin) {
       YAML::Node next = current[*step.index];
       current.reset(next);
     } else {
-      if (!current.IsMap() && !current.IsNull())
+      if (current.IsDefined() && !current.IsMap() && !current.IsNull())
         throw_input_error(where, "", fmt::format("cannot set key '{}' inside {}", step.key, kind_of(current)));
       if (last) {
         current[step.key] = value;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "sim/error.hpp"
+#include "validation/calibrate.hpp"
 #include "validation/importers/import.hpp"
 #include "validation/validate.hpp"
 
@@ -86,6 +87,29 @@ int run_validate(const ValidateOptions& o) {
   return result.pass ? 0 : 1;
 }
 
+struct CalibrateOptions {
+  std::vector<std::string> traces;
+  std::string out;
+};
+
+int run_calibrate(const CalibrateOptions& o, const std::string& command) {
+  const auto traces = read_traces(o.traces);
+  const auto calibration = validation::calibrate(traces);
+  const std::string yaml = calibration.to_yaml(command);
+  // The file must read back as a parameter file: a fit that writes something the models refuse is a bug here.
+  validation::check_params(yaml, o.out);
+  std::ofstream out(o.out, std::ios::binary);
+  if (!out) throw_input_error({o.out, 0, 0}, "", "cannot write the file");
+  out << yaml;
+  for (const auto& p : calibration.parameters)
+    std::cout << fmt::format("{:<28} {:<18} ({} records)\n", p.key,
+                             p.value.size() > 18 ? p.value.substr(0, 15) + "..." : p.value, p.records.size());
+  for (const auto& n : calibration.notes) std::cout << "note: " << n << '\n';
+  std::cout << fmt::format("wrote {}: {} parameters from {} traces\n", o.out, calibration.parameters.size(),
+                           traces.size());
+  return 0;
+}
+
 template <class Command>
 int guarded(const char* name, Command command) {
   try {
@@ -133,6 +157,18 @@ void add_validation_commands(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1, 1000));
   validate->add_flag("--verbose,-v", v->verbose, "print every comparison");
   validate->callback([v, &exit_code] { exit_code = guarded("validate", [&] { return run_validate(*v); }); });
+
+  auto c = std::make_shared<CalibrateOptions>();
+  CLI::App* calibrate = app.add_subcommand(
+      "calibrate", "fit model parameters on the calibration records of traces; write a parameter file");
+  calibrate->add_option("traces", c->traces, "trace files or folders of .jsonl traces")->required();
+  calibrate->add_option("-o,--out", c->out, "the parameter file to write (YAML)")->required();
+  calibrate->callback([c, calibrate, &exit_code] {
+    std::string command = "snsim calibrate";
+    for (const auto& t : c->traces) command += " " + t;
+    command += " -o " + c->out;
+    exit_code = guarded("calibrate", [&] { return run_calibrate(*c, command); });
+  });
 }
 
 }  // namespace snsim::tools
