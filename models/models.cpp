@@ -6,6 +6,7 @@ void register_models(Registry<Model>& registry) {
   registry.add(copy_model_entry());
   registry.add(compute_model_entry());
   registry.add(collective_model_entry());
+  registry.add(pgas_model_entry());
 }
 
 namespace {
@@ -20,7 +21,7 @@ Models Models::load(const ConfigNode& section) {
   Registry<Model> registry("model");
   register_models(registry);
   return {build<CopyModel>(registry, section, "copy"), build<ComputeModel>(registry, section, "compute"),
-          build<CollectiveModel>(registry, section, "collective")};
+          build<CollectiveModel>(registry, section, "collective"), build<PgasModel>(registry, section, "pgas")};
 }
 
 }  // namespace snsim::models

@@ -6,6 +6,7 @@
 #include "models/collective.hpp"
 #include "models/compute.hpp"
 #include "models/copy.hpp"
+#include "models/pgas.hpp"
 
 namespace snsim::models {
 
@@ -16,6 +17,7 @@ struct Models {
   std::shared_ptr<const CopyModel> copy;
   std::shared_ptr<const ComputeModel> compute;
   std::shared_ptr<const CollectiveModel> collective;
+  std::shared_ptr<const PgasModel> pgas;
 
   /// Builds every model from `models.<name>` (absent sections take the defaults).
   static Models load(const ConfigNode& section);
