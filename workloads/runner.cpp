@@ -17,10 +17,6 @@ namespace {
 // Mailbox payloads carry no data: only their simulated size matters.
 int token = 0;
 
-void sleep_for(Seconds t) {
-  if (t > Seconds{0}) sg4::this_actor::sleep_for(t.count());
-}
-
 std::string_view kind_name(const Op& op) {
   return std::visit(
       [](const auto& o) -> std::string_view {
@@ -29,6 +25,7 @@ std::string_view kind_name(const Op& op) {
         if constexpr (std::is_same_v<T, CopyOp>) return "copy";
         if constexpr (std::is_same_v<T, CollectiveOp>) return "collective";
         if constexpr (std::is_same_v<T, BarrierOp>) return "barrier";
+        if constexpr (requires { describe(o); }) return describe(o).kind;
         return "repeat";
       },
       op.what);
@@ -38,7 +35,12 @@ Bytes op_bytes(const Op& op) {
   if (const auto* c = std::get_if<CopyOp>(&op.what)) return c->bytes;
   if (const auto* c = std::get_if<CollectiveOp>(&op.what)) return c->bytes;
   if (const auto* c = std::get_if<ComputeOp>(&op.what)) return c->bytes;
-  return Bytes{0};
+  return std::visit(
+      [](const auto& o) {
+        if constexpr (requires { describe(o); }) return describe(o).bytes;
+        return Bytes{0};
+      },
+      op.what);
 }
 
 }  // namespace
@@ -58,8 +60,10 @@ std::string label(const Op& op) {
           return fmt::format("{} {}", models::to_string(o.kind), o.bytes);
         } else if constexpr (std::is_same_v<T, BarrierOp>) {
           return "barrier";
-        } else {
+        } else if constexpr (std::is_same_v<T, RepeatOp>) {
           return fmt::format("repeat {}", o.count);
+        } else {
+          return describe(o).label;
         }
       },
       op.what);
@@ -72,11 +76,16 @@ Runner::Runner(Simulation& simulation, const models::Models& models, std::vector
       records_(programs_.size()),
       finished_(programs_.size(), false) {}
 
+void Runner::sleep_for(Seconds t) {
+  if (t > Seconds{0}) sg4::this_actor::sleep_for(t.count());
+}
+
 DeviceId Runner::device(int rank) const {
   return rank == HOST ? *simulation_.fabric().host() : simulation_.fabric().gpus()[static_cast<std::size_t>(rank)];
 }
 
 void Runner::launch() {
+  pgas_state();  // its mutex and condition variables: creating them is a simcall, which must not race
   for (std::size_t r = 0; r < programs_.size(); ++r) {
     const int rank = static_cast<int>(r);
     simulation_.spawn(fmt::format("rank{}", rank), device(rank), [this, rank] { run_rank(rank); });
@@ -109,6 +118,7 @@ void Runner::execute(int rank, const Op& op, const Op& top) {
         if constexpr (std::is_same_v<T, CopyOp>) copy(rank, o);
         if constexpr (std::is_same_v<T, CollectiveOp>) collective(rank, o);
         if constexpr (std::is_same_v<T, BarrierOp>) barrier(o);
+        if constexpr (requires { pgas(rank, o); }) pgas(rank, o);
       },
       op.what);
   if (const auto* b = std::get_if<BarrierOp>(&op.what); b && b->sync) return;  // bookkeeping, not an op
