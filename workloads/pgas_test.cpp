@@ -303,3 +303,42 @@ TEST_CASE("pgas: op mistakes are pinned errors") {
         "t.yaml:2:89: workloads[0].ops[0].load.pattern: expected chase or stream, found 'random'");
   CHECK(error("[{quiet: 3}]") == "t.yaml:2:55: workloads[0].ops[0].quiet: expected {} (no parameters)");
 }
+
+namespace {
+Scenario load_example(const std::string& name) {
+  return Scenario::load(ConfigDocument::load_file(std::string(SNSIM_SOURCE_DIR) + "/workloads/examples/" + name));
+}
+
+/// From the first start to the last end of the ops of one phase.
+double span(const Report& report, int phase) {
+  double first = 1e300, last = 0;
+  for (const auto& o : report.ops)
+    if (o.phase == phase) {
+      first = std::min(first, o.start.count());
+      last = std::max(last, o.end.count());
+    }
+  return last - first;
+}
+}  // namespace
+
+TEST_CASE("pgas: the one-shot one-sided all-reduce example beats NCCL on small buffers, not on large ones") {
+  const Report r = load_example("pgas_vs_nccl_allreduce.yaml").run();
+  CHECK(r.outcome == "completed");
+  CHECK(span(r, 0) < span(r, 1));  // 256 KiB: one wire latency against 14 ring steps
+  CHECK(span(r, 2) > span(r, 3));  // 64 MiB: 7 x S out of every GPU against 1.75 x S
+}
+
+TEST_CASE("pgas: in the slow-GPU BSP example every all-reduce waits for GPU 3") {
+  const Report r = load_example("bsp_step_slow_gpu.yaml").run();
+  REQUIRE(r.outcome == "completed");
+  for (int step = 0; step < 10; ++step) {
+    CAPTURE(step);
+    const double end = record(r, 3, "collective", step).end.count();
+    for (int rank = 0; rank < 8; ++rank)
+      CHECK(relative_error(record(r, rank, "collective", step).end.count(), end) <= 1e-9);
+    // The others reach the all-reduce 0.5 ms earlier and wait there.
+    const auto& fast = record(r, 0, "collective", step);
+    const auto& slow = record(r, 3, "collective", step);
+    CHECK(relative_error(((fast.end - fast.start) - (slow.end - slow.start)).count(), 0.5e-3) <= 1e-6);
+  }
+}
