@@ -7,8 +7,11 @@
 // Runner::Pgas; actors block on condition variables until it satisfies them, so a wait nobody satisfies leaves its
 // rank unfinished and the run ends as a deadlock (Runner::unfinished), never a hang.
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
 #include <memory>
+#include <vector>
 
 #include <fmt/format.h>
 #include <simgrid/s4u.hpp>
@@ -23,7 +26,7 @@ namespace {
 // Mailbox payloads carry no data: only their simulated size matters.
 int token = 0;
 
-/// The most a single issuer or a load may move: payload to wire never overflows (parse limits stay below this).
+/// `n` times `size`; the parser keeps every op's product below 2^50 bytes.
 Bytes times(Bytes size, std::uint64_t n) {
   return Bytes{size.count() * n};
 }
@@ -214,8 +217,8 @@ void Runner::pgas(int rank, const ShmemBarrierOp& op) {
 void Runner::pgas(int rank, const LoadOp& op) {
   const auto& model = *models_.pgas;
   const bool peer = op.from != rank;
-  const Seconds round_trip =
-      peer ? pgas_route(rank, op.from).latency + pgas_route(rank, op.from).latency_back : Seconds{0};
+  const models::PgasRoute route = peer ? pgas_route(rank, op.from) : models::PgasRoute{};
+  const Seconds round_trip = route.latency + route.latency_back;
   if (op.pattern == models::LoadPattern::chase) {
     // Each load waits for the one before: nothing overlaps, and 8 bytes per load leave the links idle.
     sleep_for(model.chase_time(op.count, op.bytes, round_trip));
