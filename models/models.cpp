@@ -10,6 +10,7 @@ void register_models(Registry<Model>& registry) {
   registry.add(jitter_model_entry());
   registry.add(variation_model_entry());
   registry.add(slow_model_entry());
+  registry.add(pgas_model_entry());
 }
 
 namespace {
@@ -29,7 +30,8 @@ Models Models::load(const ConfigNode& section) {
           build<StreamModel>(registry, section, "stream"),
           build<JitterModel>(registry, section, "jitter"),
           build<VariationModel>(registry, section, "variation"),
-          build<SlowModel>(registry, section, "slow")};
+          build<SlowModel>(registry, section, "slow"),
+          build<PgasModel>(registry, section, "pgas")};
 }
 
 }  // namespace snsim::models

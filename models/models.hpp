@@ -7,6 +7,7 @@
 #include "models/compute.hpp"
 #include "models/copy.hpp"
 #include "models/jitter.hpp"
+#include "models/pgas.hpp"
 #include "models/stream.hpp"
 
 namespace snsim::models {
@@ -22,6 +23,7 @@ struct Models {
   std::shared_ptr<const JitterModel> jitter;
   std::shared_ptr<const VariationModel> variation;
   std::shared_ptr<const SlowModel> slow;  // check(gpus) once the fabric is known
+  std::shared_ptr<const PgasModel> pgas;
 
   /// Builds every model from `models.<name>` (absent sections take the defaults).
   static Models load(const ConfigNode& section);

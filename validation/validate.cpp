@@ -117,7 +117,7 @@ std::vector<Simulated> simulate_twins(const Platform& platform, const std::vecto
       }
     }
     Simulation simulation(fabric);
-    workloads::Runner runner(simulation, models, std::move(programs));
+    workloads::Runner runner(simulation, models, std::move(programs), options.seed);
     runner.launch();
     simulation.run();
     if (const auto stuck = runner.unfinished(); !stuck.empty())

@@ -75,6 +75,9 @@ void Runner::collective(int rank, const CollectiveOp& op) {
       }
       break;
   }
+  // NVLS moves its bytes as one neighbour step, but the switch multicasts the reduced result only once every
+  // member's data is in: every member ends with the last to arrive.
+  if (plan.algorithm == models::Algorithm::nvls) barrier(BarrierOp{op.group, true});
   release_sms(rank);
 }
 

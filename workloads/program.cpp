@@ -11,6 +11,15 @@ namespace snsim::workloads {
 namespace {
 
 constexpr int MAX_REPEAT = 1'000'000'000;
+// PGAS limits: more issuers than a GPU has threads in flight make no sense at this grain; signal ids index a
+// small symmetric array; one op may move at most 2^50 bytes (wire bytes stay far from 2^64).
+constexpr int MAX_ISSUERS = 65536;
+constexpr int MAX_SIGNAL = 65535;
+constexpr std::uint64_t MAX_LOADS = 1'000'000'000'000;
+constexpr double MAX_OP_BYTES = 1125899906842624.0;  // 2^50
+constexpr std::string_view OP_NAMES =
+    "compute, copy, collective, barrier, put, get, signal_wait, quiet, fence, shmem_barrier, load, repeat, streams or "
+    "ranks";
 
 std::optional<int> to_int(std::string_view text) {
   int value = 0;
@@ -39,11 +48,13 @@ void for_each_rank(const std::vector<int>& ranks, std::vector<Program>& programs
 
 void parse_list(const ConfigNode& ops, const std::vector<int>& ranks, const Fabric& fabric, int phase,
                 const Group& group, std::vector<Program>& programs);
+void parse_pgas(const std::string& kind, const ConfigNode& op, const std::vector<int>& ranks, const Fabric& fabric,
+                int phase, const Group& group, std::vector<Program>& programs);
 
 void parse_one(const ConfigNode& item, const std::vector<int>& ranks, const Fabric& fabric, int phase,
                const Group& group, std::vector<Program>& programs) {
   const int gpus = static_cast<int>(fabric.gpus().size());
-  if (!item.is_map()) item.fail("expected an op (compute, copy, collective, barrier, repeat or streams)");
+  if (!item.is_map()) item.fail(fmt::format("expected an op: {}", OP_NAMES));
   if (item.has("streams")) {
     const ConfigNode list = item.child("streams");
     const auto lists = list.elements();
@@ -70,11 +81,20 @@ void parse_one(const ConfigNode& item, const std::vector<int>& ranks, const Fabr
     }
     return;
   }
+  if (item.has("ranks")) {  // {ranks: 3, ops: [...]}: these ops run on a subset of the program's ranks only
+    const auto subset = parse_ranks(item.child("ranks"), gpus);
+    for (int r : subset)
+      if (std::ranges::find(ranks, r) == ranks.end())
+        item.fail_key("ranks", fmt::format("rank {} is not one of the program's ranks {}", r, fmt::join(ranks, ", ")));
+    parse_list(item.child("ops"), subset, fabric, phase, make_group(subset), programs);
+    return;
+  }
   std::vector<std::string> present;
-  for (std::string_view kind : {"compute", "copy", "collective", "barrier"})
+  for (std::string_view kind : {"compute", "copy", "collective", "barrier", "put", "get", "signal_wait", "quiet",
+                                "fence", "shmem_barrier", "load"})
     if (item.has(kind)) present.emplace_back(kind);
   if (present.size() != 1)
-    item.fail(present.empty() ? "expected an op: compute, copy, collective, barrier, repeat or streams"
+    item.fail(present.empty() ? fmt::format("expected an op: {}", OP_NAMES)
                               : fmt::format("one op per list item, found {}", fmt::join(present, " and ")));
   const ConfigNode op = item.child(present.front());
   const std::string& kind = present.front();
@@ -113,9 +133,11 @@ void parse_one(const ConfigNode& item, const std::vector<int>& ranks, const Fabr
       op.fail_key("root", fmt::format("rank {} is not one of the ranks {}", c.root, fmt::join(*group, ", ")));
     if (group->size() < 2) op.fail("a collective needs at least 2 ranks");
     for_each_rank(ranks, programs, phase, [&](int) { return c; });
-  } else {
+  } else if (kind == "barrier") {
     if (!op.is_map() && !(op.is_scalar() && op.scalar().empty())) op.fail("expected {} (no parameters)");
     for_each_rank(ranks, programs, phase, [&](int) { return BarrierOp{group, false}; });
+  } else {
+    parse_pgas(kind, op, ranks, fabric, phase, group, programs);
   }
 }
 
@@ -124,6 +146,89 @@ void parse_list(const ConfigNode& ops, const std::vector<int>& ranks, const Fabr
   const auto items = ops.elements();
   if (items.empty()) ops.fail("the program is empty");
   for (const auto& item : items) parse_one(item, ranks, fabric, phase, group, programs);
+}
+
+models::Scope parse_scope(const ConfigNode& op) {
+  const auto name = op.optional<std::string>("scope", "thread");
+  const auto s = models::scope(name);
+  if (!s) op.fail_key("scope", fmt::format("expected thread, warp or block, found '{}'", name));
+  return *s;
+}
+
+/// The other PE of a put or get: a GPU other than the issuing one.
+int parse_pe(const ConfigNode& node, int rank, int gpus) {
+  const int pe = parse_peer(node, rank, gpus);
+  if (pe == HOST) node.fail("the host is not a PE; expected a GPU index, next, prev or xor:K");
+  if (pe == rank) node.fail(fmt::format("GPU {} would address itself; expected another GPU", rank));
+  return pe;
+}
+
+void parse_pgas(const std::string& kind, const ConfigNode& op, const std::vector<int>& ranks, const Fabric& fabric,
+                int phase, const Group& group, std::vector<Program>& programs) {
+  const int gpus = static_cast<int>(fabric.gpus().size());
+  if (kind == "put") {
+    const Bytes bytes = op.required<Bytes>("bytes");
+    check_size(op, "bytes", bytes, fabric);
+    const models::Scope scope = parse_scope(op);
+    const int issuers = op.optional<int>("issuers", 1);
+    check_between(op, "issuers", issuers, 1, MAX_ISSUERS);
+    const int count = op.optional<int>("count", 1);
+    check_between(op, "count", count, 1, MAX_REPEAT);
+    if (static_cast<double>(bytes.count()) * issuers * count > MAX_OP_BYTES)
+      op.fail_key("count", fmt::format("issuers x count x bytes must be at most 1 PiB, got {} x {} x {}", issuers,
+                                       count, bytes));
+    const auto signal = op.maybe<int>("signal");
+    if (signal) check_between(op, "signal", *signal, 0, MAX_SIGNAL);
+    const ConfigNode to = op.child("to");
+    for_each_rank(ranks, programs, phase,
+                  [&](int r) { return PutOp{parse_pe(to, r, gpus), bytes, scope, issuers, count, signal}; });
+  } else if (kind == "get") {
+    const Bytes bytes = op.required<Bytes>("bytes");
+    check_size(op, "bytes", bytes, fabric);
+    const models::Scope scope = parse_scope(op);
+    const ConfigNode from = op.child("from");
+    for_each_rank(ranks, programs, phase, [&](int r) { return GetOp{parse_pe(from, r, gpus), bytes, scope}; });
+  } else if (kind == "signal_wait") {
+    SignalWaitOp w;
+    w.signal = op.required<int>("signal");
+    check_between(op, "signal", w.signal, 0, MAX_SIGNAL);
+    w.value = op.required<std::uint64_t>("value");
+    const auto cmp = op.optional<std::string>("cmp", "ge");
+    constexpr std::array<std::string_view, 6> CMP_NAMES{"eq", "ne", "gt", "ge", "lt", "le"};
+    const auto it = std::ranges::find(CMP_NAMES, cmp);
+    if (it == CMP_NAMES.end()) op.fail_key("cmp", fmt::format("expected eq, ne, gt, ge, lt or le, found '{}'", cmp));
+    w.cmp = static_cast<Compare>(it - CMP_NAMES.begin());
+    w.consume = op.optional<bool>("consume", false);
+    if (w.consume && w.cmp != Compare::ge)
+      op.fail_key("consume", "needs cmp: ge (it subtracts value once the signal has reached it)");
+    for_each_rank(ranks, programs, phase, [&](int) { return w; });
+  } else if (kind == "quiet" || kind == "fence") {
+    if (!op.is_map() && !(op.is_scalar() && op.scalar().empty())) op.fail("expected {} (no parameters)");
+    if (kind == "quiet")
+      for_each_rank(ranks, programs, phase, [](int) { return QuietOp{}; });
+    else
+      for_each_rank(ranks, programs, phase, [](int) { return FenceOp{}; });
+  } else if (kind == "shmem_barrier") {
+    const models::Scope scope = parse_scope(op);
+    for_each_rank(ranks, programs, phase, [&](int) { return ShmemBarrierOp{group, scope}; });
+  } else {  // load
+    const Bytes bytes = op.required<Bytes>("bytes");
+    check_size(op, "bytes", bytes, fabric);
+    const auto pattern = op.optional<std::string>("pattern", "chase");
+    if (pattern != "chase" && pattern != "stream")
+      op.fail_key("pattern", fmt::format("expected chase or stream, found '{}'", pattern));
+    const auto count = op.optional<std::uint64_t>("count", 1);
+    check_between(op, "count", count, std::uint64_t{1}, MAX_LOADS);
+    if (pattern == "stream" && static_cast<double>(bytes.count()) * static_cast<double>(count) > MAX_OP_BYTES)
+      op.fail_key("count", fmt::format("count x bytes must be at most 1 PiB, got {} x {}", count, bytes));
+    const ConfigNode from = op.child("from");
+    const bool self = from.is_scalar() && from.scalar() == "self";
+    for_each_rank(ranks, programs, phase, [&](int r) {
+      const int pe = self ? r : parse_peer(from, r, gpus);
+      if (pe == HOST) from.fail("SM loads read GPU memory; expected self, a GPU index, next, prev or xor:K");
+      return LoadOp{pe, bytes, pattern == "chase" ? models::LoadPattern::chase : models::LoadPattern::stream, count};
+    });
+  }
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "models/collective.hpp"
 #include "models/copy.hpp"
+#include "models/pgas.hpp"
 #include "sim/config.hpp"
 #include "sim/fabric.hpp"
 
@@ -54,6 +55,56 @@ struct BarrierOp {
   bool sync = false;
 };
 
+// PGAS ops with NVSHMEM semantics (models/pgas.hpp), run by workloads/pgas.cpp. Signals live on a symmetric
+// heap: every PE has a counter per signal id, starting at 0.
+
+/// nvshmem[x]_putmem_nbi[_warp|_block], `count` times by each of `issuers` issuers of `scope`; non-blocking.
+struct PutOp {
+  int to = 0;   // target PE
+  Bytes bytes;  // per put
+  models::Scope scope = models::Scope::thread;
+  int issuers = 1;
+  int count = 1;
+  std::optional<int> signal;  // put_signal: adds issuers x count to the target's signal once the data is visible
+};
+
+/// nvshmem[x]_getmem[_warp|_block]: blocks until the data is here.
+struct GetOp {
+  int from = 0;
+  Bytes bytes;
+  models::Scope scope = models::Scope::thread;
+};
+
+enum class Compare { eq, ne, gt, ge, lt, le };
+
+/// nvshmem_signal_wait_until on this PE's signal; `consume` then subtracts `value` (for loops).
+struct SignalWaitOp {
+  int signal = 0;
+  std::uint64_t value = 0;
+  Compare cmp = Compare::ge;
+  bool consume = false;
+};
+
+/// nvshmem_quiet: waits until every put this PE issued is complete.
+struct QuietOp {};
+
+/// nvshmem_fence: puts issued after it to a PE become visible after those issued before it to that PE.
+struct FenceOp {};
+
+/// nvshmem_barrier_all (device side) over the group: completes this PE's puts, then synchronizes.
+struct ShmemBarrierOp {
+  Group group;
+  models::Scope scope = models::Scope::thread;
+};
+
+/// SM loads by one thread from this GPU's or a peer's memory, over a span of `bytes`.
+struct LoadOp {
+  int from = 0;  // the issuing rank itself for local memory
+  Bytes bytes;
+  models::LoadPattern pattern = models::LoadPattern::chase;
+  std::uint64_t count = 1;  // dependent loads (chase) or passes over the span (stream)
+};
+
 struct Op;
 
 struct RepeatOp {
@@ -68,7 +119,9 @@ struct StreamsOp {
 };
 
 struct Op {
-  std::variant<ComputeOp, CopyOp, CollectiveOp, BarrierOp, RepeatOp, StreamsOp> what;
+  std::variant<ComputeOp, CopyOp, CollectiveOp, BarrierOp, RepeatOp, StreamsOp, PutOp, GetOp, SignalWaitOp, QuietOp,
+               FenceOp, ShmemBarrierOp, LoadOp>
+      what;
   int phase = 0;  // index of the workload that emitted it
   int tag = -1;   // generators' key for summarising records (a sweep point); -1 when not summarised
 };

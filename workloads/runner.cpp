@@ -23,6 +23,7 @@ std::string_view kind_name(const Op& op) {
         if constexpr (std::is_same_v<T, CollectiveOp>) return "collective";
         if constexpr (std::is_same_v<T, BarrierOp>) return "barrier";
         if constexpr (std::is_same_v<T, StreamsOp>) return "streams";
+        if constexpr (requires { describe(o); }) return describe(o).kind;
         return "repeat";
       },
       op.what);
@@ -32,7 +33,12 @@ Bytes op_bytes(const Op& op) {
   if (const auto* c = std::get_if<CopyOp>(&op.what)) return c->bytes;
   if (const auto* c = std::get_if<CollectiveOp>(&op.what)) return c->bytes;
   if (const auto* c = std::get_if<ComputeOp>(&op.what)) return c->bytes;
-  return Bytes{0};
+  return std::visit(
+      [](const auto& o) {
+        if constexpr (requires { describe(o); }) return describe(o).bytes;
+        return Bytes{0};
+      },
+      op.what);
 }
 
 }  // namespace
@@ -54,8 +60,10 @@ std::string label(const Op& op) {
           return "barrier";
         } else if constexpr (std::is_same_v<T, StreamsOp>) {
           return fmt::format("streams {}", o.streams.size());
-        } else {
+        } else if constexpr (std::is_same_v<T, RepeatOp>) {
           return fmt::format("repeat {}", o.count);
+        } else {
+          return describe(o).label;
         }
       },
       op.what);
@@ -94,6 +102,7 @@ DeviceId Runner::device(int rank) const {
 }
 
 void Runner::launch() {
+  pgas_state();  // its mutex and condition variables: creating them is a simcall, which must not race
   for (std::size_t r = 0; r < programs_.size(); ++r) {
     const int rank = static_cast<int>(r);
     simulation_.spawn(fmt::format("rank{}", rank), device(rank), [this, rank] { run_rank(rank); });
@@ -138,6 +147,7 @@ void Runner::execute(int rank, const Op& op, const Op& top) {
         if constexpr (std::is_same_v<T, CopyOp>) copy(rank, o);
         if constexpr (std::is_same_v<T, CollectiveOp>) collective(rank, o);
         if constexpr (std::is_same_v<T, BarrierOp>) barrier(o);
+        if constexpr (requires { pgas(rank, o); }) pgas(rank, o);
       },
       op.what);
   if (const auto* b = std::get_if<BarrierOp>(&op.what); b && b->sync) return;  // bookkeeping, not an op

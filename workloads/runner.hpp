@@ -40,6 +40,19 @@ class Runner {
   void barrier(const BarrierOp& op);
   DeviceId device(int rank) const;
 
+  // PGAS ops with NVSHMEM semantics (workloads/pgas.cpp).
+  struct Pgas;  // the symmetric heap's signals and every PE's puts in flight
+  Pgas& pgas_state();
+  void pgas(int rank, const PutOp& op);
+  void pgas(int rank, const GetOp& op);
+  void pgas(int rank, const SignalWaitOp& op);
+  void pgas(int rank, const QuietOp& op);
+  void pgas(int rank, const FenceOp& op);
+  void pgas(int rank, const ShmemBarrierOp& op);
+  void pgas(int rank, const LoadOp& op);
+  void wait_puts_complete(int rank);
+  models::PgasRoute pgas_route(int from, int to) const;
+
   // Collectives, one transfer per algorithm step (workloads/collectives.cpp).
   struct Step;  // a plan with what its transfers need
   void collective(int rank, const CollectiveOp& op);
@@ -60,8 +73,23 @@ class Runner {
   std::map<std::pair<int, int>, simgrid::s4u::Mailbox*> mailboxes_;
   std::map<const void*, simgrid::s4u::BarrierPtr> barriers_;  // by Group identity
   mutable std::optional<double> switch_reduction_;            // of the fabric, computed on first use
+  std::shared_ptr<Pgas> pgas_;                                // created by the first PGAS op
 };
 
 std::string label(const Op& op);
+
+/// What the records say about a PGAS op (workloads/pgas.cpp).
+struct OpDescription {
+  std::string_view kind;
+  std::string label;
+  Bytes bytes;  // payload the op moves over links
+};
+OpDescription describe(const PutOp& op);
+OpDescription describe(const GetOp& op);
+OpDescription describe(const SignalWaitOp& op);
+OpDescription describe(const QuietOp& op);
+OpDescription describe(const FenceOp& op);
+OpDescription describe(const ShmemBarrierOp& op);
+OpDescription describe(const LoadOp& op);
 
 }  // namespace snsim::workloads

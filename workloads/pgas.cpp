@@ -1,0 +1,276 @@
+// PGAS ops with NVSHMEM semantics, executed by the Runner (models/pgas.hpp has the formulas).
+//
+// A put is non-blocking: the PE pays its issue cost and continues, while a helper actor carries the put through
+// its latency, moves its bytes as one SimGrid transfer per issuer (rate-capped, sharing links max-min with copies
+// and collectives), makes it visible at the target, waits for the ack and, for put_signal, updates the target's
+// signal. The state between actors -- signal values on the symmetric heap and every PE's puts in flight -- lives in
+// Runner::Pgas; actors block on condition variables until it satisfies them, so a wait nobody satisfies leaves its
+// rank unfinished and the run ends as a deadlock (Runner::unfinished), never a hang.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include <fmt/format.h>
+#include <simgrid/s4u.hpp>
+
+#include "workloads/runner.hpp"
+
+namespace sg4 = simgrid::s4u;
+
+namespace snsim::workloads {
+
+namespace {
+// Mailbox payloads carry no data: only their simulated size matters.
+int token = 0;
+
+/// `n` times `size`; the parser keeps every op's product below 2^50 bytes.
+Bytes times(Bytes size, std::uint64_t n) {
+  return Bytes{size.count() * n};
+}
+
+std::string gpu_name(int rank) {
+  return fmt::format("gpu{}", rank);
+}
+
+bool holds(std::uint64_t value, Compare cmp, std::uint64_t target) {
+  switch (cmp) {
+    case Compare::eq:
+      return value == target;
+    case Compare::ne:
+      return value != target;
+    case Compare::gt:
+      return value > target;
+    case Compare::ge:
+      return value >= target;
+    case Compare::lt:
+      return value < target;
+    case Compare::le:
+      return value <= target;
+  }
+  return false;
+}
+
+constexpr std::array<std::string_view, 6> CMP_SYMBOLS{"==", "!=", ">", ">=", "<", "<="};
+}  // namespace
+
+/// One put on its way: visible once its data has arrived (and every put it is fenced behind is visible),
+/// complete once the ack is back at the issuer.
+struct InFlight {
+  bool visible = false;
+  bool complete = false;
+};
+using InFlightPtr = std::shared_ptr<InFlight>;
+
+struct Runner::Pgas {
+  explicit Pgas(std::size_t ranks) : mutex{sg4::Mutex::create()}, issued(ranks), unfenced(ranks), fenced(ranks) {
+    for (std::size_t r = 0; r < ranks; ++r) changed.push_back(sg4::ConditionVariable::create());
+  }
+  // One lock for all PGAS state (actors are cooperative; the lock is what condition variables need). A rank's
+  // condition variable is notified when its signals change or one of its puts becomes visible or complete.
+  sg4::MutexPtr mutex;
+  std::vector<sg4::ConditionVariablePtr> changed;
+  std::map<std::pair<int, int>, std::uint64_t> signals;  // (PE, signal id) -> value
+  std::vector<std::vector<InFlightPtr>> issued;          // by rank: its puts not yet known complete
+  // Fence bookkeeping by issuing rank, then target: puts since the last fence, and puts before it not yet visible.
+  std::vector<std::map<int, std::vector<InFlightPtr>>> unfenced;
+  std::vector<std::map<int, std::vector<InFlightPtr>>> fenced;
+  std::map<const void*, sg4::BarrierPtr> barriers;  // by Group identity
+  std::uint64_t transfers = 0;                      // names helper actors and their mailboxes
+
+  /// A fresh mailbox for one op's flows: its flows cannot be matched by another op's receiver.
+  sg4::Mailbox* mailbox() { return sg4::Mailbox::by_name(fmt::format("pgas{}", transfers++)); }
+};
+
+Runner::Pgas& Runner::pgas_state() {
+  // Created by launch(), before the actors run: creating SimGrid objects is a simcall, so an actor doing it could
+  // be interrupted by another actor doing the same.
+  if (!pgas_) pgas_ = std::make_shared<Pgas>(programs_.size());
+  return *pgas_;
+}
+
+models::PgasRoute Runner::pgas_route(int from, int to) const {
+  const auto& there = simulation_.route(device(from), device(to));
+  const auto& back = simulation_.route(device(to), device(from));
+  return {there.latency, back.latency, there.bottleneck};
+}
+
+void Runner::pgas(int rank, const PutOp& op) {
+  const auto& model = *models_.pgas;
+  const auto& scope = model.params(op.scope);
+  Pgas& state = pgas_state();
+  auto flight = std::make_shared<InFlight>();
+  // Fence: this put may not become visible before the puts to the same PE issued before the last fence.
+  auto& before = state.fenced[static_cast<std::size_t>(rank)][op.to];
+  std::erase_if(before, [](const InFlightPtr& p) { return p->visible; });
+  std::vector<InFlightPtr> predecessors = before;
+  state.unfenced[static_cast<std::size_t>(rank)][op.to].push_back(flight);
+  state.issued[static_cast<std::size_t>(rank)].push_back(flight);
+
+  const models::PgasRoute route = pgas_route(rank, op.to);
+  const Bytes payload = times(op.bytes, static_cast<std::uint64_t>(op.count));  // per issuer
+  const Bytes wire = model.wire_bytes(payload, op.scope);
+  // Each issuer injects at most one put per issue time and at most its store bandwidth; headers go on the wire.
+  const double wire_rate = model.issuer_put_rate(op.scope, op.bytes).count() / scope.efficiency;
+  // SimGrid 3.32 ignores the rate of host-to-host comms, so flows go through a mailbox (whose comms honour it):
+  // the issuer posts one detached send per issuer now -- they survive the PE moving on -- and a helper actor on the
+  // target receives them once the latency has passed, then carries the put to visibility, ack and signal.
+  sg4::Mailbox* flows = state.mailbox();
+  for (int i = 0; i < op.issuers; ++i) flows->put_init(&token, wire.count())->set_rate(wire_rate)->detach();
+  simulation_.spawn(
+      fmt::format("rank{}.put{}", rank, state.transfers), device(op.to),
+      [this, rank, op, route, payload, wire, flows, flight, predecessors, &model, &state] {
+        sleep_for(route.latency + model.write_latency);
+        simulation_.account(device(rank), device(op.to), times(wire, static_cast<std::uint64_t>(op.issuers)),
+                            times(payload, static_cast<std::uint64_t>(op.issuers)));
+        std::vector<sg4::CommPtr> arriving;
+        std::vector<int*> slots(static_cast<std::size_t>(op.issuers), nullptr);
+        for (auto& slot : slots) arriving.push_back(flows->get_async<int>(&slot));
+        for (auto& a : arriving) a->wait();
+        {
+          std::unique_lock lock(*state.mutex);
+          state.changed[static_cast<std::size_t>(rank)]->wait(
+              lock, [&] { return std::ranges::all_of(predecessors, [](const InFlightPtr& p) { return p->visible; }); });
+          flight->visible = true;
+          state.changed[static_cast<std::size_t>(rank)]->notify_all();
+        }
+        sleep_for(route.latency_back);  // the ack
+        {
+          std::unique_lock lock(*state.mutex);
+          flight->complete = true;
+          state.changed[static_cast<std::size_t>(rank)]->notify_all();
+        }
+        if (!op.signal) return;
+        // put_signal on NVLink: a fence (the ack above), then the signal's own trip and update.
+        sleep_for(route.latency + model.signal);
+        std::unique_lock lock(*state.mutex);
+        state.signals[{op.to, *op.signal}] += static_cast<std::uint64_t>(op.issuers) * op.count;
+        state.changed[static_cast<std::size_t>(op.to)]->notify_all();
+      });
+  // The issuers work in parallel; each spends its issue cost per put before the PE goes on.
+  sleep_for(scope.issue * op.count);
+}
+
+void Runner::pgas(int rank, const GetOp& op) {
+  const auto& model = *models_.pgas;
+  const auto& scope = model.params(op.scope);
+  const models::PgasRoute route = pgas_route(rank, op.from);
+  sleep_for(route.latency + model.read_latency + route.latency_back);
+  // The data comes back at the issuer's rate, and no faster than one get per issue time (a tiny get).
+  const double rate = std::min(scope.get_bandwidth, op.bytes / scope.issue).count() / scope.efficiency;
+  const Bytes wire = model.wire_bytes(op.bytes, op.scope);
+  simulation_.account(device(op.from), device(rank), wire, op.bytes);
+  // The responses flow from the target: a helper there posts them (a mailbox comm, for the rate cap; see put).
+  sg4::Mailbox* flow = pgas_state().mailbox();
+  simulation_.spawn(fmt::format("rank{}.get{}", rank, pgas_state().transfers), device(op.from),
+                    [flow, wire, rate] { flow->put_init(&token, wire.count())->set_rate(rate)->detach(); });
+  flow->get<int>();
+}
+
+void Runner::pgas(int rank, const SignalWaitOp& op) {
+  Pgas& state = pgas_state();
+  std::unique_lock lock(*state.mutex);
+  auto& value = state.signals[{rank, op.signal}];
+  state.changed[static_cast<std::size_t>(rank)]->wait(lock, [&] { return holds(value, op.cmp, op.value); });
+  if (op.consume) value -= op.value;
+}
+
+void Runner::wait_puts_complete(int rank) {
+  Pgas& state = pgas_state();
+  auto& issued = state.issued[static_cast<std::size_t>(rank)];
+  std::unique_lock lock(*state.mutex);
+  state.changed[static_cast<std::size_t>(rank)]->wait(
+      lock, [&] { return std::ranges::all_of(issued, [](const InFlightPtr& p) { return p->complete; }); });
+  issued.clear();
+}
+
+void Runner::pgas(int rank, const QuietOp&) {
+  wait_puts_complete(rank);
+  sleep_for(models_.pgas->quiet);
+}
+
+void Runner::pgas(int rank, const FenceOp&) {
+  Pgas& state = pgas_state();
+  for (auto& [to, puts] : state.unfenced[static_cast<std::size_t>(rank)]) {
+    auto& before = state.fenced[static_cast<std::size_t>(rank)][to];
+    before.insert(before.end(), puts.begin(), puts.end());
+    puts.clear();
+  }
+  sleep_for(models_.pgas->fence);
+}
+
+void Runner::pgas(int rank, const ShmemBarrierOp& op) {
+  // nvshmem_barrier_all completes this PE's puts first, then synchronizes in ceil(log2 n) rounds.
+  wait_puts_complete(rank);
+  Pgas& state = pgas_state();
+  auto [it, inserted] = state.barriers.try_emplace(op.group.get(), nullptr);
+  if (inserted) it->second = sg4::Barrier::create(static_cast<unsigned>(op.group->size()));
+  it->second->wait();
+  Seconds farthest{0};
+  for (int peer : *op.group)
+    if (peer != rank) farthest = std::max(farthest, simulation_.route(device(rank), device(peer)).latency);
+  sleep_for(models_.pgas->barrier_time(op.scope, static_cast<int>(op.group->size()), farthest));
+}
+
+void Runner::pgas(int rank, const LoadOp& op) {
+  const auto& model = *models_.pgas;
+  const bool peer = op.from != rank;
+  const models::PgasRoute route = peer ? pgas_route(rank, op.from) : models::PgasRoute{};
+  const Seconds round_trip = route.latency + route.latency_back;
+  if (op.pattern == models::LoadPattern::chase) {
+    // Each load waits for the one before: nothing overlaps, and 8 bytes per load leave the links idle.
+    sleep_for(model.chase_time(op.count, op.bytes, round_trip));
+    return;
+  }
+  const Bytes total = times(op.bytes, op.count);
+  if (!peer) {  // local HBM, not a link of the platform
+    sleep_for(model.local_stream_time(total, op.bytes, simulation_.fabric().device(device(rank)).gpu->hbm_bandwidth));
+    return;
+  }
+  sleep_for(model.load_latency(op.bytes) + round_trip);  // the first line's round trip
+  const Bytes wire = model.load_wire_bytes(total);
+  simulation_.account(device(op.from), device(rank), wire, total);
+  sg4::Comm::sendto(simulation_.host(device(op.from)), simulation_.host(device(rank)), wire.count());
+}
+
+OpDescription describe(const PutOp& op) {
+  std::string label = fmt::format("put {} to {} {}", op.bytes, gpu_name(op.to), models::to_string(op.scope));
+  if (op.issuers > 1) label += fmt::format(" x{} issuers", op.issuers);
+  if (op.count > 1) label += fmt::format(" x{}", op.count);
+  if (op.signal) label += fmt::format(" signal {}", *op.signal);
+  return {"put", label, times(op.bytes, static_cast<std::uint64_t>(op.issuers) * op.count)};
+}
+
+OpDescription describe(const GetOp& op) {
+  return {"get", fmt::format("get {} from {} {}", op.bytes, gpu_name(op.from), models::to_string(op.scope)), op.bytes};
+}
+
+OpDescription describe(const SignalWaitOp& op) {
+  return {"signal_wait",
+          fmt::format("signal_wait {} {} {}{}", op.signal, CMP_SYMBOLS[static_cast<std::size_t>(op.cmp)], op.value,
+                      op.consume ? " consume" : ""),
+          Bytes{0}};
+}
+
+OpDescription describe(const QuietOp&) {
+  return {"quiet", "quiet", Bytes{0}};
+}
+
+OpDescription describe(const FenceOp&) {
+  return {"fence", "fence", Bytes{0}};
+}
+
+OpDescription describe(const ShmemBarrierOp& op) {
+  return {"shmem_barrier", fmt::format("shmem_barrier {}", models::to_string(op.scope)), Bytes{0}};
+}
+
+OpDescription describe(const LoadOp& op) {
+  const bool chase = op.pattern == models::LoadPattern::chase;
+  return {"load",
+          fmt::format("load {} from {} {} x{}", op.bytes, gpu_name(op.from), models::to_string(op.pattern), op.count),
+          chase ? Bytes{0} : times(op.bytes, op.count)};
+}
+
+}  // namespace snsim::workloads
