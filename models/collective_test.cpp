@@ -15,8 +15,8 @@ Models load(const std::string& yaml = "{}") {
 }
 
 // An 8-GPU HGX seen from one rank: 18 NVLink4 links (450 GB/s), SM copies at 82.4 %, NVSwitch3 reducing at 0.85.
-const CollectivePlatform HGX{450_GBps, 0.824, Seconds{0.7e-6}, 18, 0.85};
-const CollectivePlatform NO_NVLS{450_GBps, 0.824, Seconds{0.7e-6}, 18, 0};
+const CollectivePlatform HGX{450_GBps, 0.824, Seconds{0.354e-6}, 18, 0.85};
+const CollectivePlatform NO_NVLS{450_GBps, 0.824, Seconds{0.354e-6}, 18, 0};
 
 CollectiveRequest all_reduce(Bytes size, int ranks = 8) {
   return {CollectiveKind::all_reduce, size, ranks, {}, {}, {}, Launch::stream};
@@ -64,13 +64,13 @@ TEST_CASE("collective: the time model is NCCL's latency plus bytes over the chan
   const auto m = load();
   // NCCL's model: 8-GPU ring LL all-reduce latency = 6.6 + 14 x 0.6 = 15.0 us (hardware.md §2.4), plus wire and launch.
   const auto ll = m.collective->make_plan(all_reduce(Bytes{8}), Algorithm::ring, Protocol::ll, NO_NVLS);
-  const double wire = 14 * 0.7e-6 + 8.0 / 141e9;
+  const double wire = 14 * 0.354e-6 + 8.0 / 141e9;
   CHECK(m.collective->predict(ll, NO_NVLS).count() == doctest::Approx(4.8e-6 + 15.0e-6 + wire));
   // NVLS: a flat 25 us plus the wire, at the switch's reduction rate.
   const auto nvls = m.collective->make_plan(all_reduce(1_GiB), Algorithm::nvls, Protocol::simple, HGX);
   const double S = 1073741824.0;
   CHECK(m.collective->predict(nvls, HGX).count() ==
-        doctest::Approx(4.8e-6 + 25e-6 + 0.7e-6 + (S + S / 8) / (450e9 * 0.824 * 0.85)));
+        doctest::Approx(4.8e-6 + 25e-6 + 0.354e-6 + (S + S / 8) / (450e9 * 0.824 * 0.85)));
   // Half the channels, half the rate; more channels than links add nothing.
   auto request = all_reduce(1_GiB);
   request.channels = 9;

@@ -28,9 +28,8 @@
 // ceil(S / eff) / (r / eff) (flow_time), which differs from S / r by under a byte's time.
 // The *_time functions below are these formulas for an op alone on an idle fabric: the simulation reproduces them
 // exactly (tested), and calibration fits the parameters through them.
-// The defaults were solved with the route our H200 pair shows, L = 354 ns one way (models/pgas.cpp); the hgx
-// preset's 350 ns per hop gives 700 ns, so until the fabric's latency is recalibrated every lone op comes out
-// 0.35 us (put, one way) to 0.7 us (get, round trip) slower than measured.
+// The defaults were solved with the route our H200 pair shows, L = 354 ns one way (models/pgas.cpp), which is what
+// the hgx preset's two hops of 177 ns give (topologies/gpus.hpp).
 #pragma once
 
 #include <array>

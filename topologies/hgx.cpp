@@ -65,7 +65,7 @@ Registry<Topology>::Entry hgx_entry() {
               {"gpu", "h100|h200", "h200", "GPU model (sets compute rate, HBM bandwidth and memory)"},
               {"gpus", "GPUs", "8", "number of GPUs, 2-8"},
               {"nvlink_bandwidth", "bytes/s per link per direction", "25GBps", "NVLink4 line rate of one link"},
-              {"nvlink_latency", "time per hop", "350ns", "wire and switch traversal of one hop"},
+              {"nvlink_latency", "time per hop", "177ns", "wire and switch traversal of one hop"},
               {"pcie_bandwidth", "bytes/s per direction", "63GBps", "PCIe Gen5 x16 to the host"},
               {"pcie_latency", "time per hop", "500ns", "PCIe traversal of one hop"},
           },

@@ -71,7 +71,7 @@ Registry<Topology>::Entry nvl72_entry() {
               {"gpu", "gb200|b200", "gb200", "GPU model (sets compute rate, HBM bandwidth and memory)"},
               {"gpus", "GPUs", "72", "number of GPUs, 2-72"},
               {"nvlink_bandwidth", "bytes/s per link per direction", "50GBps", "NVLink5 line rate of one link"},
-              {"nvlink_latency", "time per hop", "350ns", "wire and switch traversal of one hop [unverified]"},
+              {"nvlink_latency", "time per hop", "177ns", "wire and switch traversal of one hop [unverified]"},
               {"nvls_efficiency", "fraction", "0.58",
                "in-switch reduction rate share (NCCL Blackwell 0.74; 0.58 fits the 72-GPU rack, coreweave nccl-tests "
                "PR #43); 0 = no NVLS"},

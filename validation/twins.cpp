@@ -1,24 +1,14 @@
 #include "validation/twins.hpp"
 
-#include <memory>
+#include <algorithm>
 
 #include <fmt/format.h>
 
+#include "validation/twins/builders.hpp"
+
 namespace snsim::validation {
-namespace {
 
-using workloads::BarrierOp;
-using workloads::CollectiveOp;
-using workloads::ComputeOp;
-using workloads::CopyOp;
-using workloads::Op;
-using workloads::RepeatOp;
-using workloads::StreamsOp;
-using Engine = models::CopyEngine;
-
-Op op(auto what) {
-  return Op{std::move(what), 0, -1};
-}
+namespace twins {
 
 double extra_number(const TraceRecord& r, const char* key, double fallback) {
   const auto it = r.extra.find(key);
@@ -29,53 +19,12 @@ int rank_at(const TraceRecord& r, std::size_t i) {
   return r.ranks.size() > i ? r.ranks[i] : 0;
 }
 
-/// `depth` copies, the first one alone (single) or all queued behind each other (pipelined).
-std::vector<Op> copies(int to, Bytes bytes, Engine engine, int depth, bool pipelined) {
-  if (!pipelined) return {op(CopyOp{to, bytes, engine, false})};
-  return {op(RepeatOp{depth, {op(CopyOp{to, bytes, engine, true})}})};
+std::string env(const Trace& trace, const char* name) {
+  const auto it = trace.header.env.find(name);
+  return it != trace.header.env.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-std::variant<Twin, std::string> copy_twin(const TraceRecord& r, int gpus, const models::Models& models) {
-  Twin twin;
-  twin.sample.resize(static_cast<std::size_t>(gpus));
-  const bool pipelined = r.variant == "pipelined";
-  const int depth = static_cast<int>(extra_number(r, "depth", 1));
-  if (pipelined || r.test == "ce_sm_shared") twin.repetitions = depth;
-  const int src = rank_at(r, 0);
-  const int dst = r.ranks.size() > 1 ? rank_at(r, 1) : src;
-  auto& at_src = twin.sample[static_cast<std::size_t>(src)];
-  if (r.test == "ce_peer" || r.test == "ce_local") {
-    at_src = copies(dst, r.bytes, Engine::ce, depth, pipelined);
-  } else if (r.test == "sm_push" || r.test == "sm_pull" || r.test == "sm_local") {
-    // A pull runs on the destination and loads from the source: the same bytes cross the same link.
-    at_src = copies(dst, r.bytes, Engine::sm, depth, pipelined);
-  } else if (r.test == "ce_peer_bidir") {
-    // The probe starts the second GPU's stream with an event from the first and ends with the first waiting for
-    // the second: two cross-GPU event waits around copies both ways (tools/probe/src/common/timing.cu).
-    const auto pair =
-        std::make_shared<const std::vector<int>>(std::vector<int>{std::min(src, dst), std::max(src, dst)});
-    const int n = pipelined ? depth : 1;
-    at_src = copies(dst, r.bytes, Engine::ce, n, pipelined);
-    at_src.push_back(op(BarrierOp{pair, true}));
-    const Op event_wait = op(ComputeOp{Flops{0}, Bytes{0}, models.stream->event_wait});
-    at_src.push_back(event_wait);
-    auto& at_dst = twin.sample[static_cast<std::size_t>(dst)];
-    at_dst.push_back(event_wait);
-    for (auto& o : copies(src, r.bytes, Engine::ce, n, pipelined)) at_dst.push_back(std::move(o));
-    at_dst.push_back(op(BarrierOp{pair, true}));
-  } else if (r.test == "ce_sm_shared") {
-    // A CE copy stream and an SM copy stream from the same GPU to the same peer, started together.
-    at_src = {
-        op(StreamsOp{{copies(dst, r.bytes, Engine::ce, depth, true), copies(dst, r.bytes, Engine::sm, depth, true)}})};
-    if (r.variant == "ce") twin.measured_label = " ce";
-    if (r.variant == "sm") twin.measured_label = " sm";
-  } else {
-    return fmt::format("no twin for copy test '{}'", r.test);
-  }
-  return twin;
-}
-
-}  // namespace
+}  // namespace twins
 
 std::variant<Twin, std::string> make_twin(const Trace& trace, const TraceRecord& record, int gpus,
                                           const models::Models& models) {
@@ -85,7 +34,7 @@ std::variant<Twin, std::string> make_twin(const Trace& trace, const TraceRecord&
   switch (record.family) {
     case Family::copy:
     case Family::jitter:  // single copies, many samples
-      twin = copy_twin(record, gpus, models);
+      twin = twins::copy(record, gpus, models);
       break;
     default:
       return fmt::format("snsim does not model the {} family yet", to_string(record.family));

@@ -48,7 +48,7 @@ std::vector<double> busbw(const Report& r, const std::string& title) {
 }
 
 constexpr double S = 256.0 * (1 << 20);  // 256 MiB
-constexpr double HOP = 0.7e-6;           // two NVLink hops of 350 ns
+constexpr double HOP = 0.354e-6;         // two NVLink hops of 177 ns
 constexpr double LAUNCH = 4.8e-6;        // stream launch
 // SM copies at 50 % of 450 GB/s: round numbers.
 const std::string HALF_SM = "copy: {sm: {efficiency: 0.5}}";

@@ -29,8 +29,8 @@ double relative_error(double a, double b) {
   return std::abs(a - b) / std::abs(b);
 }
 
-// The hgx preset: two hops of 350 ns between GPUs, 18 x 25 GB/s per direction.
-constexpr PgasRoute HGX{Seconds{0.7e-6}, Seconds{0.7e-6}, BytesPerSecond{450e9}};
+// The hgx preset: two hops of 177 ns between GPUs, 18 x 25 GB/s per direction.
+constexpr PgasRoute HGX{Seconds{0.354e-6}, Seconds{0.354e-6}, BytesPerSecond{450e9}};
 }  // namespace
 
 TEST_CASE("pgas: a lone put followed by quiet takes the model's formula") {
@@ -45,7 +45,7 @@ TEST_CASE("pgas: a lone put followed by quiet takes the model's formula") {
   const auto& t = m.params(Scope::thread);
   const double wire = std::ceil(65536 / t.efficiency);
   const double by_hand =
-      0.7e-6 + m.write_latency.count() + wire / (t.put_bandwidth.count() / t.efficiency) + 0.7e-6 + m.quiet.count();
+      0.354e-6 + m.write_latency.count() + wire / (t.put_bandwidth.count() / t.efficiency) + 0.354e-6 + m.quiet.count();
   CHECK(relative_error(elapsed, by_hand) <= 1e-9);
   // The put itself is non-blocking: the PE only paid the issue.
   CHECK(relative_error((record(r, 0, "put").end - record(r, 0, "put").start).count(), t.issue.count()) <= 1e-9);
@@ -61,14 +61,14 @@ TEST_CASE("pgas: a lone get takes the model's formula") {
   CHECK(relative_error((get.end - get.start).count(), m.get_time(Scope::block, 64_KiB, HGX).count()) <= 1e-9);
   const auto& b = m.params(Scope::block);
   const double by_hand =
-      1.4e-6 + m.read_latency.count() + std::ceil(65536 / b.efficiency) / (b.get_bandwidth.count() / b.efficiency);
+      0.708e-6 + m.read_latency.count() + std::ceil(65536 / b.efficiency) / (b.get_bandwidth.count() / b.efficiency);
   CHECK(relative_error((get.end - get.start).count(), by_hand) <= 1e-9);
 }
 
 TEST_CASE("pgas: a put's signal is seen only after its data arrived, even when a copy slows the data") {
-  // GPU 0 puts 256 MiB with a signal to GPU 2 while GPU 1 copies 256 MiB to GPU 2: both start after 0.7 us and
+  // GPU 0 puts 256 MiB with a signal to GPU 2 while GPU 1 copies 256 MiB to GPU 2: both start after 0.354 us and
   // share GPU 2's links half and half (same wire bytes), so the data arrives when the copy ends, at
-  // 0.7 us + 2 x 512 MiB / 450 GB/s; the signal follows the ack's trip back, its own trip, and its cost.
+  // 0.354 us + 2 x 512 MiB / 450 GB/s; the signal follows the ack's trip back, its own trip, and its cost.
   const auto s = load(
       "topology: {type: hgx, gpus: 3}\n"
       "models:\n"
@@ -82,12 +82,12 @@ TEST_CASE("pgas: a put's signal is seen only after its data arrived, even when a
       "      - {ranks: 1, ops: [{copy: {to: 2, bytes: 256MiB}}]}\n"
       "      - {ranks: 2, ops: [{signal_wait: {signal: 7, value: 1}}]}\n");
   const Report r = s.run();
-  const double arrival = 0.7e-6 + 2 * (512.0 * (1 << 20)) / 450e9;
+  const double arrival = 0.354e-6 + 2 * (512.0 * (1 << 20)) / 450e9;
   const double copy_end = record(r, 1, "copy").end.count();
   const double seen = record(r, 2, "signal_wait").end.count();
   CHECK(relative_error(copy_end, arrival) <= 1e-9);
   CHECK(seen >= copy_end);
-  CHECK(relative_error(seen, arrival + 0.7e-6 + 0.7e-6 + 0.5e-6) <= 1e-9);
+  CHECK(relative_error(seen, arrival + 0.354e-6 + 0.354e-6 + 0.5e-6) <= 1e-9);
   // Alone, the data would have arrived in half the time.
   const auto& m = *s.models().pgas;
   CHECK(m.put_signal_time(Scope::block, 256_MiB, HGX).count() < seen - 1e-3);
@@ -145,7 +145,7 @@ TEST_CASE("pgas: the put rate grows with the number of issuers until the link sa
     const Bytes slice{(64ull << 20) / static_cast<unsigned>(b)};
     CHECK(relative_error(elapsed, m.put_quiet_time(Scope::block, slice, b, 1, HGX).count()) <= 1e-9);
     // The rate while the data flows: without the fixed costs (both wire trips, the remote write, the quiet).
-    const double fixed = 1.4e-6 + m.write_latency.count() + m.quiet.count();
+    const double fixed = 0.708e-6 + m.write_latency.count() + m.quiet.count();
     rates.push_back(64.0 * (1 << 20) / (elapsed - fixed));
   }
   for (std::size_t i = 1; i < rates.size(); ++i) CHECK(rates[i] >= rates[i - 1]);
@@ -207,12 +207,12 @@ TEST_CASE("pgas: shmem_barrier waits for the last PE, then ceil(log2 n) rounds")
       "      - shmem_barrier: {scope: block}\n");
   const Report r = s.run();
   const auto& m = *s.models().pgas;
-  const double expected = 10e-6 + 3 * (0.7e-6 + m.params(Scope::block).barrier_round.count());
+  const double expected = 10e-6 + 3 * (0.354e-6 + m.params(Scope::block).barrier_round.count());
   for (int rank = 0; rank < 5; ++rank) {
     CAPTURE(rank);
     CHECK(relative_error(record(r, rank, "shmem_barrier").end.count(), expected) <= 1e-9);
   }
-  CHECK(relative_error(m.barrier_time(Scope::block, 5, Seconds{0.7e-6}).count(), expected - 10e-6) <= 1e-9);
+  CHECK(relative_error(m.barrier_time(Scope::block, 5, Seconds{0.354e-6}).count(), expected - 10e-6) <= 1e-9);
 }
 
 TEST_CASE("pgas: SM loads from a peer pay the wire's round trip per dependent load") {
@@ -230,12 +230,12 @@ TEST_CASE("pgas: SM loads from a peer pay the wire's round trip per dependent lo
   const Report r = s.run();
   const auto& m = *s.models().pgas;
   auto duration = [&](int i) { return (record(r, 0, "load", i).end - record(r, 0, "load", i).start).count(); };
-  CHECK(relative_error(duration(0) - duration(1), 1000 * 1.4e-6) <= 1e-9);
+  CHECK(relative_error(duration(0) - duration(1), 1000 * 0.708e-6) <= 1e-9);
   CHECK(relative_error(duration(1), 1000 * m.load_l2_latency.count()) <= 1e-9);
   CHECK(relative_error(duration(2), 1000 * m.load_hbm_latency.count()) <= 1e-9);
   CHECK(relative_error(duration(3), m.peer_stream_time(1_GiB, 1_GiB, HGX).count()) <= 1e-9);
-  CHECK(relative_error(duration(3), m.load_hbm_latency.count() + 1.4e-6 + 1073741824.0 / (450e9 * m.load_efficiency)) <=
-        1e-6);
+  CHECK(relative_error(duration(3),
+                       m.load_hbm_latency.count() + 0.708e-6 + 1073741824.0 / (450e9 * m.load_efficiency)) <= 1e-6);
   CHECK(relative_error(duration(4), m.local_stream_time(2_GiB, 1_GiB, BytesPerSecond{4.8e12}).count()) <= 1e-9);
 }
 

@@ -109,7 +109,7 @@ TEST_CASE("variability: with every distribution `none` a lone copy still takes l
       "workloads: [{type: program, ranks: 0, ops: [{copy: {to: 1, bytes: 1GiB, engine: ce}}]}]\n");
   const Report r = s.run();
   REQUIRE(r.ops.size() == 1);
-  CHECK(relative_error(duration(r.ops[0]), 2e-6 + 0.7e-6 + 1073741824.0 / (450e9 * 0.5)) <= 1e-12);
+  CHECK(relative_error(duration(r.ops[0]), 2e-6 + 0.354e-6 + 1073741824.0 / (450e9 * 0.5)) <= 1e-12);
 }
 
 TEST_CASE("variability: a constant bandwidth factor 0.5 doubles a lone copy's data time, not its latency") {
@@ -121,7 +121,7 @@ TEST_CASE("variability: a constant bandwidth factor 0.5 doubles a lone copy's da
       "workloads: [{type: program, ranks: 0, ops: [{copy: {to: 1, bytes: 1GiB, engine: ce}}]}]\n");
   const Report r = s.run();
   REQUIRE(r.ops.size() == 1);
-  CHECK(relative_error(duration(r.ops[0]), 2e-6 + 0.7e-6 + 2 * 1073741824.0 / (450e9 * 0.5)) <= 1e-12);
+  CHECK(relative_error(duration(r.ops[0]), 2e-6 + 0.354e-6 + 2 * 1073741824.0 / (450e9 * 0.5)) <= 1e-12);
 }
 
 TEST_CASE("variability: a latency factor stretches every fixed cost of a ring all-reduce") {
@@ -134,7 +134,7 @@ TEST_CASE("variability: a latency factor stretches every fixed cost of a ring al
       "workloads: [{type: program, ops: [{collective: {op: all_reduce, bytes: 256MiB, algorithm: ring, protocol: "
       "Simple}}]}]\n");
   const Report r = s.run();
-  const double n = 4, S = 256.0 * (1 << 20), B = 450e9 * 0.5, alpha = 1e-6 + 0.7e-6;
+  const double n = 4, S = 256.0 * (1 << 20), B = 450e9 * 0.5, alpha = 1e-6 + 0.354e-6;
   CHECK(relative_error(duration(op_of(r, 0)), 3 * 5e-6 + 2 * (n - 1) * (3 * alpha + S / (n * B))) <= 1e-9);
 }
 
@@ -237,7 +237,7 @@ TEST_CASE("variability: an HBM-bound kernel slows while a peer copy writes into 
   const double hbm = gpu.hbm_bandwidth.count();
   const double nvlink = copy.wire_rate_cap(BytesPerSecond{450e9}, models::CopyEngine::ce).count();
   const double copy_end =
-      copy.ce.setup.count() + 0.7e-6 +
+      copy.ce.setup.count() + 0.354e-6 +
       static_cast<double>(copy.wire_bytes(Bytes{2ull << 30}, models::CopyEngine::ce).count()) / nvlink;
   CHECK(relative_error(duration(records[0]), copy_end) <= 1e-9);  // the copy is NVLink-bound: HBM costs it nothing
   CHECK(relative_error(duration(records[1]), m.launch.count() + memory * hbm / (hbm - nvlink)) <= 1e-6);

@@ -48,7 +48,7 @@ TEST_CASE("workloads: a ring all-reduce without contention takes 2(n-1)(alpha + 
       "workloads: [{type: program, ops: [{collective: {op: all_reduce, bytes: 256MiB, algorithm: ring, protocol: "
       "Simple}}]}]\n");
   const Report r = s.run();
-  const double n = 4, S = 256.0 * (1 << 20), B = 450e9 * 0.5, alpha = 1e-6 + 0.7e-6;
+  const double n = 4, S = 256.0 * (1 << 20), B = 450e9 * 0.5, alpha = 1e-6 + 0.354e-6;
   CHECK(relative_error(span(r, 0), 2 * (n - 1) * (alpha + S / (n * B))) <= 1e-9);
 }
 
@@ -59,7 +59,7 @@ TEST_CASE("workloads: a lone copy takes fixed cost + latency + size / (line rate
       "workloads: [{type: program, ranks: 0, ops: [{copy: {to: 1, bytes: 1GiB, engine: ce}}]}]\n");
   const Report r = s.run();
   REQUIRE(r.ops.size() == 1);
-  const double expected = 2e-6 + 0.7e-6 + 1073741824.0 / (450e9 * 0.5);
+  const double expected = 2e-6 + 0.354e-6 + 1073741824.0 / (450e9 * 0.5);
   CHECK(relative_error((r.ops[0].end - r.ops[0].start).count(), expected) <= 1e-9);
 }
 
@@ -90,7 +90,7 @@ TEST_CASE("workloads: two copies into one GPU share its NVLinks max-min on wire 
   REQUIRE(r.ops.size() == 2);
   // Each copy alone could move 225 GB/s of payload; together they fill the 450 GB/s down-link with payload plus
   // a 16 B header per 256 B packet, half each.
-  const double expected = 0.7e-6 + 2 * 1073741824.0 * (272.0 / 256) / 450e9;
+  const double expected = 0.354e-6 + 2 * 1073741824.0 * (272.0 / 256) / 450e9;
   for (const auto& o : r.ops) CHECK(relative_error((o.end - o.start).count(), expected) <= 1e-9);
 }
 
@@ -105,7 +105,7 @@ TEST_CASE("workloads: a broadcast pipelines chunks down the chain") {
   // 16 chunks through 3 hops: each hop forwards a chunk after receiving it, paying the wire latency per chunk, so
   // the pipeline takes (hops + chunks - 1) x (latency + chunk / B).
   const double chunk = 16.0 * (1 << 20) / (450e9 * 0.5);
-  CHECK(relative_error(span(r, 0), 18 * (0.7e-6 + chunk)) <= 1e-9);
+  CHECK(relative_error(span(r, 0), 18 * (0.354e-6 + chunk)) <= 1e-9);
 }
 
 TEST_CASE("workloads: phases run one after another and repeats expand") {
@@ -187,7 +187,7 @@ TEST_CASE("workloads: streams run concurrently: a CE and an SM copy share one li
   // Alone each would move 405 / 360 GB/s; together they share the 450 GB/s up-link max-min on wire bytes
   // (256 B + 16 B packets for CE, 128 B + 16 B for SM): equal wire shares of 225 GB/s until the first ends.
   const double gib = 1073741824.0, ce_wire = gib * 272 / 256, sm_wire = gib * 144 / 128;
-  const double first = 0.7e-6 + ce_wire / 225e9;                                  // the CE copy has fewer wire bytes
+  const double first = 0.354e-6 + ce_wire / 225e9;                                // the CE copy has fewer wire bytes
   const double second = first + (sm_wire - ce_wire) / (450e9 * 0.8 * 144 / 128);  // then the SM copy alone
   std::vector<double> ends;
   for (const auto& o : r.ops)

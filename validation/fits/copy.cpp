@@ -1,0 +1,136 @@
+// Fits of the copy model and the stream model from the probe's `copy` family (tools/probe/src/families/copy.cu).
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "validation/fit.hpp"
+
+namespace snsim::validation::fits {
+namespace {
+
+struct PeerFit {
+  Seconds setup;
+  double efficiency;
+};
+
+/// A lone peer copy: t = setup + route latency + bytes / (line rate x efficiency).
+std::optional<PeerFit> peer(Fit& fit, const std::vector<std::string>& tests, const std::string& name) {
+  const auto records = fit.select(Family::copy, tests, "single");
+  if (!fit.enough(records, 4, fmt::format("copy.{} setup and efficiency", name))) return std::nullopt;
+  const auto& route = fit.platform().peer;
+  const auto x = Fit::relative_least_squares(records, [](const TraceRecord& r) {
+    return std::vector<double>{1.0, static_cast<double>(r.bytes.count())};
+  });
+  PeerFit result{fit.non_negative(Seconds{x[0]} - route.latency, fmt::format("copy.{}.setup", name)),
+                 std::clamp(1 / (x[1] * route.bottleneck.count()), 0.01, 1.0)};
+  const std::string method =
+      fmt::format("least squares on relative errors of t = setup + route latency ({}) + bytes / ({} x efficiency)",
+                  to_string(route.latency), to_string(route.bottleneck));
+  fit.add_number(fmt::format("copy.{}.efficiency", name), result.efficiency, method, records);
+  fit.add_time(fmt::format("copy.{}.setup", name), result.setup, method, records);
+  return result;
+}
+
+/// Copies queued on one stream: t = queue gap + route latency + bytes / (the engine rate of single copies).
+void queue_gap(Fit& fit, const PeerFit& engine, const std::vector<std::string>& tests, const std::string& name) {
+  const auto records = fit.select(Family::copy, tests, "pipelined");
+  if (!fit.enough(records, 2, fmt::format("copy.{}.queue_gap", name))) return;
+  const auto& route = fit.platform().peer;
+  const double rate = route.bottleneck.count() * engine.efficiency;
+  const double gap = Fit::intercept(records, [&](const TraceRecord& r) {
+    return r.median - static_cast<double>(r.bytes.count()) / rate - route.latency.count();
+  });
+  fit.add_time(fmt::format("copy.{}.queue_gap", name), fit.non_negative(Seconds{gap}, name),
+               fmt::format("weighted mean of t - route latency - bytes / {} (the engine rate of single copies)",
+                           to_string(BytesPerSecond{rate})),
+               records);
+}
+
+/// Local copies: t = local_setup(engine) + 2 bytes / (HBM x efficiency), / l2_speedup when both buffers fit in L2.
+void local(Fit& fit) {
+  const auto records = fit.select(Family::copy, {"ce_local", "sm_local"}, "single");
+  if (!fit.enough(records, 6, "copy local copies")) return;
+  const auto& gpu = fit.platform().gpu;
+  const double l2 = static_cast<double>(gpu.l2.count());
+  auto fits_l2 = [&](const TraceRecord& r) { return l2 > 0 && 2.0 * static_cast<double>(r.bytes.count()) <= l2; };
+  const bool inside = std::ranges::any_of(
+      records, [&](const TracedRecord& t) { return fits_l2(*t.record) && t.record->bytes.count() > 1'000'000; });
+  const bool beyond = std::ranges::any_of(records, [&](const TracedRecord& t) { return !fits_l2(*t.record); });
+  if (!inside || !beyond) {
+    fit.note("copy local copies: need sizes both inside and beyond L2; not fitted");
+    return;
+  }
+  const auto x = Fit::relative_least_squares(records, [&](const TraceRecord& r) {
+    const double traffic = 2.0 * static_cast<double>(r.bytes.count());
+    return std::vector<double>{r.test == "ce_local" ? 1.0 : 0.0, r.test == "sm_local" ? 1.0 : 0.0,
+                               fits_l2(r) ? 0.0 : traffic, fits_l2(r) ? traffic : 0.0};
+  });
+  const double hbm = gpu.hbm_bandwidth.count();
+  const double efficiency = std::clamp(1 / (x[2] * hbm), 0.01, 1.0);
+  const double speedup = std::clamp(x[2] / x[3], 1.0, 10.0);
+  const std::string method = fmt::format(
+      "weighted least squares on t = local_setup(engine) + 2 bytes / (HBM {} x efficiency), / speedup when "
+      "2 bytes <= L2 ({})",
+      to_string(gpu.hbm_bandwidth), to_string(gpu.l2));
+  fit.add_time("copy.ce.local_setup", fit.non_negative(Seconds{x[0]}, "copy.ce.local_setup"), method, records);
+  fit.add_time("copy.sm.local_setup", fit.non_negative(Seconds{x[1]}, "copy.sm.local_setup"), method, records);
+  fit.add_number("copy.local_hbm_efficiency", efficiency, method, records);
+  fit.add_number("copy.local_l2_speedup", speedup, method, records);
+
+  auto memory_time = [&](const TraceRecord& r) {
+    const double traffic = 2.0 * static_cast<double>(r.bytes.count());
+    return traffic / (hbm * efficiency * (fits_l2(r) ? speedup : 1.0));
+  };
+  for (const auto& [test, engine] : {std::pair{"ce_local", "ce"}, {"sm_local", "sm"}}) {
+    const auto queued = fit.select(Family::copy, {test}, "pipelined");
+    if (!fit.enough(queued, 2, fmt::format("copy.{}.local_queue_gap", engine))) continue;
+    const double gap = Fit::intercept(queued, [&](const TraceRecord& r) { return r.median - memory_time(r); });
+    const std::string key = fmt::format("copy.{}.local_queue_gap", engine);
+    fit.add_time(key, fit.non_negative(Seconds{gap}, key), "weighted mean of t - memory time (the local fit above)",
+                 queued);
+  }
+}
+
+/// Copies both ways behind two cross-GPU event waits: t = 2 event_wait + a lone CE copy.
+void event_wait(Fit& fit, const PeerFit& ce) {
+  const auto records = fit.select(Family::copy, {"ce_peer_bidir"}, "single");
+  if (!fit.enough(records, 2, "stream.event_wait")) return;
+  const auto& route = fit.platform().peer;
+  const double rate = route.bottleneck.count() * ce.efficiency;
+  const double wait = Fit::intercept(records, [&](const TraceRecord& r) {
+    return (r.median - (ce.setup + route.latency).count() - static_cast<double>(r.bytes.count()) / rate) / 2;
+  });
+  fit.add_time("stream.event_wait", fit.non_negative(Seconds{wait}, "stream.event_wait"),
+               "weighted mean of (t - a lone CE copy by the fit above) / 2: the probe waits on another GPU's event "
+               "twice",
+               records);
+}
+
+}  // namespace
+
+void copies(Fit& fit) {
+  const auto ce = peer(fit, {"ce_peer"}, "ce");
+  const auto sm = peer(fit, {"sm_push", "sm_pull"}, "sm");
+  if (ce) queue_gap(fit, *ce, {"ce_peer"}, "ce");
+  if (sm) queue_gap(fit, *sm, {"sm_push", "sm_pull"}, "sm");
+  local(fit);
+  if (ce) event_wait(fit, *ce);
+}
+
+/// Kernel launches: the probe's empty-kernel medians are the parameters themselves.
+void launches(Fit& fit) {
+  for (const auto& [variant, keys] :
+       {std::pair{"back_to_back", std::vector<std::string>{"compute.launch", "collective.stream_launch"}},
+        {"graph_back_to_back", std::vector<std::string>{"collective.graph_launch"}}}) {
+    const auto records = fit.select(Family::launch, {"empty_kernel"}, variant);
+    if (!fit.enough(records, 1, keys.front())) continue;
+    std::vector<double> medians;
+    for (const auto& t : records) medians.push_back(t.record->median);
+    for (const auto& key : keys)
+      fit.add_time(key, Seconds{quantile(medians, 0.5)}, fmt::format("median of empty_kernel/{} per kernel", variant),
+                   records);
+  }
+}
+
+}  // namespace snsim::validation::fits

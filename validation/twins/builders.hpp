@@ -1,0 +1,26 @@
+// What the per-family twin builders share (validation/twins/*.cpp); not for use outside validation/.
+#pragma once
+
+#include <string>
+#include <variant>
+
+#include "validation/twins.hpp"
+
+namespace snsim::validation::twins {
+
+/// An op of a twin's sample; the phase and tag are set when the twin is laid out.
+inline workloads::Op op(auto what) {
+  return workloads::Op{std::move(what), 0, -1};
+}
+
+/// A numeric extra field of the record, or `fallback`.
+double extra_number(const TraceRecord& record, const char* key, double fallback);
+/// The record's i-th rank, or 0.
+int rank_at(const TraceRecord& record, std::size_t i);
+/// An environment variable of the capture, or "".
+std::string env(const Trace& trace, const char* name);
+
+// One builder per family: the twin, or why there is none.
+std::variant<Twin, std::string> copy(const TraceRecord& record, int gpus, const models::Models& models);
+
+}  // namespace snsim::validation::twins
