@@ -38,10 +38,14 @@ EngineParams read_engine(const ConfigNode& node, double efficiency, std::uint64_
   e.queue_gap = node.optional<Seconds>("queue_gap", Seconds{QUEUE_GAP_US * 1e-6});
   e.local_setup = node.optional<Seconds>("local_setup", Seconds{LOCAL_SETUP_US * 1e-6});
   e.local_queue_gap = node.optional<Seconds>("local_queue_gap", Seconds{QUEUE_GAP_US * 1e-6});
+  e.pull_setup = node.optional<Seconds>("pull_setup", Seconds{setup_us * 1e-6});
+  e.pull_queue_gap = node.optional<Seconds>("pull_queue_gap", Seconds{QUEUE_GAP_US * 1e-6});
   for (auto [key, value] : {std::pair{"setup", e.setup},
                             {"queue_gap", e.queue_gap},
                             {"local_setup", e.local_setup},
-                            {"local_queue_gap", e.local_queue_gap}})
+                            {"local_queue_gap", e.local_queue_gap},
+                            {"pull_setup", e.pull_setup},
+                            {"pull_queue_gap", e.pull_queue_gap}})
     if (value < Seconds{0}) node.fail_key(key, fmt::format("must be >= 0, got {}", value));
   return e;
 }
@@ -76,6 +80,12 @@ BytesPerSecond CopyModel::wire_rate_cap(BytesPerSecond line_rate, CopyEngine eng
   return line_rate * (e.efficiency * overhead);
 }
 
+Seconds CopyModel::fixed_cost(CopyEngine engine, bool pull, bool pipelined) const {
+  const auto& e = params(engine);
+  if (pull) return pipelined ? e.pull_queue_gap : e.pull_setup;
+  return pipelined ? e.queue_gap : e.setup;
+}
+
 Seconds CopyModel::local_fixed_cost(CopyEngine engine, bool pipelined) const {
   const auto& e = params(engine);
   return pipelined ? e.local_queue_gap : e.local_setup;
@@ -96,12 +106,16 @@ Registry<Model>::Entry copy_model_entry() {
               {"ce.packet_payload", "bytes", "256B", "CE payload per packet [maint. nccl-tests#149]"},
               {"ce.setup", "time", "1.5us", "fixed cost of a CE copy, wire latency aside"},
               {"ce.queue_gap", "time", "2us", "per-copy cost of a queued CE copy, wire latency aside"},
+              {"ce.pull_setup", "time", "1.5us", "fixed cost of a CE copy issued by the destination"},
+              {"ce.pull_queue_gap", "time", "2us", "per-copy cost of a queued CE pull, wire latency aside"},
               {"ce.local_setup", "time", "2us", "fixed cost of a device-local CE copy"},
               {"ce.local_queue_gap", "time", "2us", "per-copy cost of a local CE copy queued behind another"},
               {"sm.efficiency", "fraction", "0.824", "rate of a lone SM copy / line rate [model NCCL topo.h]"},
               {"sm.packet_payload", "bytes", "128B", "SM payload per packet [maint. nccl-tests#149]"},
               {"sm.setup", "time", "2.5us", "fixed cost of an SM copy kernel (launch), wire latency aside"},
               {"sm.queue_gap", "time", "2us", "per-copy cost of a queued SM copy, wire latency aside"},
+              {"sm.pull_setup", "time", "2.5us", "fixed cost of an SM copy kernel loading from the peer"},
+              {"sm.pull_queue_gap", "time", "2us", "per-copy cost of a queued SM pull, wire latency aside"},
               {"sm.local_setup", "time", "2us", "fixed cost of a device-local SM copy"},
               {"sm.local_queue_gap", "time", "2us", "per-copy cost of a local SM copy queued behind another"},
               {"packet_header", "bytes", "16B", "header per NVLink packet [maint. nccl-tests#258]"},

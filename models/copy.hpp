@@ -27,10 +27,12 @@ enum class CopyEngine { ce, sm };
 std::string_view to_string(CopyEngine engine);
 
 struct EngineParams {
-  double efficiency = 0;    // payload rate of one copy alone, as a share of the route's line rate
-  Bytes packet_payload;     // payload bytes per packet
-  Seconds setup;            // fixed cost of one copy before bytes move (CE setup, SM kernel launch), wire latency aside
-  Seconds queue_gap;        // fixed cost of a copy queued behind another on the same stream, wire latency aside
+  double efficiency = 0;  // payload rate of one copy alone, as a share of the route's line rate
+  Bytes packet_payload;   // payload bytes per packet
+  Seconds setup;          // fixed cost of one copy before bytes move (CE setup, SM kernel launch), wire latency aside
+  Seconds queue_gap;      // fixed cost of a copy queued behind another on the same stream, wire latency aside
+  Seconds pull_setup;     // the same two for a copy issued by the destination, reading from the source
+  Seconds pull_queue_gap;
   Seconds local_setup;      // fixed cost of a device-local copy
   Seconds local_queue_gap;  // fixed cost of a device-local copy queued behind another
 };
@@ -46,7 +48,7 @@ class CopyModel final : public Model {
   const EngineParams& params(CopyEngine engine) const { return engine == CopyEngine::ce ? ce : sm; }
   double efficiency(CopyEngine engine) const { return params(engine).efficiency; }
   /// Fixed cost before the bytes of a peer copy move, excluding the route's wire latency.
-  Seconds fixed_cost(CopyEngine engine) const { return params(engine).setup; }
+  Seconds fixed_cost(CopyEngine engine, bool pull = false, bool pipelined = false) const;
   /// Bytes on the wire for `payload` bytes moved by `engine`: payload plus one header per packet.
   Bytes wire_bytes(Bytes payload, CopyEngine engine) const;
   /// The most a lone copy moves per second on a route of `line_rate`, in wire bytes per second.

@@ -117,9 +117,12 @@ void parse_one(const ConfigNode& item, const std::vector<int>& ranks, const Fabr
       op.fail_key("engine", fmt::format("expected ce or sm, found '{}'", engine_name));
     const auto engine = engine_name == "ce" ? models::CopyEngine::ce : models::CopyEngine::sm;
     const bool pipelined = op.optional<bool>("pipelined", false);
-    const ConfigNode to = op.child("to");
+    // `to`: this rank writes into the peer (a push); `from`: it reads from the peer (a pull).
+    if (op.has("to") == op.has("from")) op.fail("expected one of `to` (a push) or `from` (a pull)");
+    const bool pull = op.has("from");
+    const ConfigNode peer = op.child(pull ? "from" : "to");
     for_each_rank(ranks, programs, phase, [&](int r) {
-      return CopyOp{parse_peer(to, r, gpus), bytes, engine, pipelined};
+      return CopyOp{parse_peer(peer, r, gpus), bytes, engine, pipelined, pull};
     });
   } else if (kind == "collective") {
     CollectiveOp c;

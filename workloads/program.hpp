@@ -32,10 +32,11 @@ struct ComputeOp {
 };
 
 struct CopyOp {
-  int to = 0;  // destination rank, or HOST; the issuing rank is the source
+  int peer = 0;  // the other end: a rank, HOST, or the issuing rank itself for a device-local copy
   Bytes bytes;
   models::CopyEngine engine = models::CopyEngine::ce;
   bool pipelined = false;  // queued behind the previous copy on the same stream: pays the engine's queue gap
+  bool pull = false;       // the issuing rank reads from `peer` (data flows peer -> issuer); else it writes to it
 };
 
 struct CollectiveOp {

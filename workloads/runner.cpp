@@ -51,8 +51,8 @@ std::string label(const Op& op) {
           if (o.duration) return fmt::format("compute {}", *o.duration);
           return fmt::format("compute {} {}", o.flops, o.bytes);
         } else if constexpr (std::is_same_v<T, CopyOp>) {
-          return fmt::format("copy {} to {} {}{}", o.bytes,
-                             o.to == HOST ? std::string("host") : fmt::format("gpu{}", o.to),
+          return fmt::format("copy {} {} {} {}{}", o.bytes, o.pull ? "from" : "to",
+                             o.peer == HOST ? std::string("host") : fmt::format("gpu{}", o.peer),
                              models::to_string(o.engine), o.pipelined ? " queued" : "");
         } else if constexpr (std::is_same_v<T, CollectiveOp>) {
           return fmt::format("{} {}", models::to_string(o.kind), o.bytes);
@@ -174,7 +174,7 @@ void Runner::copy(int rank, const CopyOp& op) {
   const auto& copy = *models_.copy;
   const bool sm = op.engine == models::CopyEngine::sm;
   if (sm) hold_sms(rank);
-  if (op.to == rank) {  // device-local: reads and writes the GPU's memory, through its HBM link
+  if (op.peer == rank) {  // device-local: reads and writes the GPU's memory, through its HBM link
     const DeviceId gpu = device(rank);
     const auto& spec = *simulation_.fabric().device(gpu).gpu;
     sleep_for(copy.local_fixed_cost(op.engine, op.pipelined));
@@ -182,9 +182,10 @@ void Runner::copy(int rank, const CopyOp& op) {
     simulation_.kernel(gpu, Seconds{0}, Seconds{copy.local_memory_time(spec, op.bytes).count() / factor},
                        Bytes{2 * op.bytes.count()});
   } else {
-    const auto& route = simulation_.route(device(rank), device(op.to));
-    const Seconds fixed = op.pipelined ? copy.params(op.engine).queue_gap : copy.fixed_cost(op.engine);
-    simulation_.transfer(device(rank), device(op.to), copy.wire_bytes(op.bytes, op.engine), op.bytes, fixed,
+    const DeviceId from = device(op.pull ? op.peer : rank), to = device(op.pull ? rank : op.peer);
+    const auto& route = simulation_.route(from, to);
+    simulation_.transfer(from, to, copy.wire_bytes(op.bytes, op.engine), op.bytes,
+                         copy.fixed_cost(op.engine, op.pull, op.pipelined),
                          copy.wire_rate_cap(route.bottleneck, op.engine));
   }
   if (sm) release_sms(rank);

@@ -202,3 +202,24 @@ TEST_CASE("workloads: streams needs at least two op lists") {
                          "workloads: [{type: program, ops: [{streams: [[{compute: {time: 1us}}]]}]}]\n"),
                     "t.yaml:2:45: workloads[0].ops[0].streams: expected a list of 2 or more op lists, found 1");
 }
+
+TEST_CASE("workloads: a pull copy moves data from the peer and pays the pull setup") {
+  const auto s = load(
+      "topology: {type: hgx, gpus: 2}\n"
+      "models: {copy: {sm: {efficiency: 0.5, setup: 1us, pull_setup: 3us}}}\n"
+      "workloads: [{type: program, ranks: 1, ops: [{copy: {from: 0, bytes: 1GiB, engine: sm}}]}]\n");
+  const Report r = s.run();
+  REQUIRE(r.ops.size() == 1);
+  CHECK(r.ops[0].rank == 1);
+  CHECK(r.ops[0].label == "copy 1 GiB from gpu0 sm");
+  CHECK(relative_error((r.ops[0].end - r.ops[0].start).count(), 3e-6 + 0.354e-6 + 1073741824.0 / (450e9 * 0.5)) <=
+        1e-9);
+  for (const auto& l : r.links)  // the bytes went 0 -> 1
+    if (l.name == "gpu0->nvswitch[0-3]") CHECK(l.payload_bytes == Bytes{1ull << 30});
+}
+
+TEST_CASE("workloads: a copy names exactly one of to and from") {
+  CHECK_THROWS_WITH(load("topology: {type: hgx, gpus: 2}\n"
+                         "workloads: [{type: program, ops: [{copy: {to: 1, from: 0, bytes: 1MiB}}]}]\n"),
+                    "t.yaml:2:42: workloads[0].ops[0].copy: expected one of `to` (a push) or `from` (a pull)");
+}

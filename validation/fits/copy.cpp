@@ -14,34 +14,44 @@ struct PeerFit {
   double efficiency;
 };
 
-/// A lone peer copy: t = setup + route latency + bytes / (line rate x efficiency).
-std::optional<PeerFit> peer(Fit& fit, const std::vector<std::string>& tests, const std::string& name) {
-  const auto records = fit.select(Family::copy, tests, "single");
+/// Lone peer copies: t = setup(push or pull) + route latency + bytes / (line rate x efficiency). Pushes and pulls
+/// share the engine's rate but not its fixed cost (a pull's loads wait for a round trip).
+std::optional<PeerFit> peer(Fit& fit, const std::string& push_test, const std::string& pull_test,
+                            const std::string& name) {
+  const auto records = fit.select(Family::copy, {push_test, pull_test}, "single");
   if (!fit.enough(records, 4, fmt::format("copy.{} setup and efficiency", name))) return std::nullopt;
+  const bool pulls = std::ranges::any_of(records, [&](const TracedRecord& t) { return t.record->test == pull_test; });
   const auto& route = fit.platform().peer;
-  const auto x = Fit::relative_least_squares(records, [](const TraceRecord& r) {
-    return std::vector<double>{1.0, static_cast<double>(r.bytes.count())};
+  const auto x = Fit::relative_least_squares(records, [&](const TraceRecord& r) {
+    std::vector<double> row{r.test == push_test ? 1.0 : 0.0, static_cast<double>(r.bytes.count())};
+    if (pulls) row.push_back(r.test == pull_test ? 1.0 : 0.0);
+    return row;
   });
   PeerFit result{fit.non_negative(Seconds{x[0]} - route.latency, fmt::format("copy.{}.setup", name)),
                  std::clamp(1 / (x[1] * route.bottleneck.count()), 0.01, 1.0)};
-  const std::string method =
-      fmt::format("least squares on relative errors of t = setup + route latency ({}) + bytes / ({} x efficiency)",
-                  to_string(route.latency), to_string(route.bottleneck));
+  const std::string method = fmt::format(
+      "least squares on relative errors of t = setup (push or pull) + route latency ({}) + bytes / ({} x "
+      "efficiency)",
+      to_string(route.latency), to_string(route.bottleneck));
   fit.add_number(fmt::format("copy.{}.efficiency", name), result.efficiency, method, records);
   fit.add_time(fmt::format("copy.{}.setup", name), result.setup, method, records);
+  if (pulls) {
+    const std::string key = fmt::format("copy.{}.pull_setup", name);
+    fit.add_time(key, fit.non_negative(Seconds{x[2]} - route.latency, key), method, records);
+  }
   return result;
 }
 
 /// Copies queued on one stream: t = queue gap + route latency + bytes / (the engine rate of single copies).
-void queue_gap(Fit& fit, const PeerFit& engine, const std::vector<std::string>& tests, const std::string& name) {
-  const auto records = fit.select(Family::copy, tests, "pipelined");
-  if (!fit.enough(records, 2, fmt::format("copy.{}.queue_gap", name))) return;
+void queue_gap(Fit& fit, const PeerFit& engine, const std::string& test, const std::string& key) {
+  const auto records = fit.select(Family::copy, {test}, "pipelined");
+  if (!fit.enough(records, 2, key)) return;
   const auto& route = fit.platform().peer;
   const double rate = route.bottleneck.count() * engine.efficiency;
   const double gap = Fit::intercept(records, [&](const TraceRecord& r) {
     return r.median - static_cast<double>(r.bytes.count()) / rate - route.latency.count();
   });
-  fit.add_time(fmt::format("copy.{}.queue_gap", name), fit.non_negative(Seconds{gap}, name),
+  fit.add_time(key, fit.non_negative(Seconds{gap}, key),
                fmt::format("weighted mean of t - route latency - bytes / {} (the engine rate of single copies)",
                            to_string(BytesPerSecond{rate})),
                records);
@@ -110,10 +120,11 @@ void event_wait(Fit& fit, const PeerFit& ce) {
 }  // namespace
 
 void copies(Fit& fit) {
-  const auto ce = peer(fit, {"ce_peer"}, "ce");
-  const auto sm = peer(fit, {"sm_push", "sm_pull"}, "sm");
-  if (ce) queue_gap(fit, *ce, {"ce_peer"}, "ce");
-  if (sm) queue_gap(fit, *sm, {"sm_push", "sm_pull"}, "sm");
+  const auto ce = peer(fit, "ce_peer", "ce_pull", "ce");
+  const auto sm = peer(fit, "sm_push", "sm_pull", "sm");
+  if (ce) queue_gap(fit, *ce, "ce_peer", "copy.ce.queue_gap");
+  if (sm) queue_gap(fit, *sm, "sm_push", "copy.sm.queue_gap");
+  if (sm) queue_gap(fit, *sm, "sm_pull", "copy.sm.pull_queue_gap");
   local(fit);
   if (ce) event_wait(fit, *ce);
 }

@@ -17,10 +17,10 @@ using workloads::RepeatOp;
 using workloads::StreamsOp;
 using Engine = models::CopyEngine;
 
-/// `depth` copies, the first one alone (single) or all queued behind each other (pipelined).
-std::vector<Op> copies(int to, Bytes bytes, Engine engine, int depth, bool pipelined) {
-  if (!pipelined) return {op(CopyOp{to, bytes, engine, false})};
-  return {op(RepeatOp{depth, {op(CopyOp{to, bytes, engine, true})}})};
+/// One copy alone (single), or `depth` copies queued behind each other (pipelined).
+std::vector<Op> copies(int peer, Bytes bytes, Engine engine, int depth, bool pipelined, bool pull = false) {
+  if (!pipelined) return {op(CopyOp{peer, bytes, engine, false, pull})};
+  return {op(RepeatOp{depth, {op(CopyOp{peer, bytes, engine, true, pull})}})};
 }
 
 }  // namespace
@@ -36,9 +36,10 @@ std::variant<Twin, std::string> copy(const TraceRecord& r, int gpus, const model
   auto& at_src = twin.sample[static_cast<std::size_t>(src)];
   if (r.test == "ce_peer" || r.test == "ce_local") {
     at_src = copies(dst, r.bytes, Engine::ce, depth, pipelined);
-  } else if (r.test == "sm_push" || r.test == "sm_pull" || r.test == "sm_local") {
-    // A pull runs on the destination and loads from the source: the same bytes cross the same link.
+  } else if (r.test == "sm_push" || r.test == "sm_local") {
     at_src = copies(dst, r.bytes, Engine::sm, depth, pipelined);
+  } else if (r.test == "sm_pull") {  // the kernel runs on the destination and loads from the source
+    twin.sample[static_cast<std::size_t>(dst)] = copies(src, r.bytes, Engine::sm, depth, pipelined, true);
   } else if (r.test == "ce_peer_bidir") {
     // The probe starts the second GPU's stream with an event from the first and ends with the first waiting for
     // the second: two cross-GPU event waits around copies both ways (tools/probe/src/common/timing.cu).
