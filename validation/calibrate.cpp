@@ -183,8 +183,9 @@ Calibration calibrate(const std::vector<Trace>& traces) {
 
 std::string Calibration::to_yaml(const std::string& command) const {
   std::string out = fmt::format(
-      "# Written by `{}`: model parameters fitted on the calibration records of the traces below (every other size\n"
-      "# of each measured curve); the other records validate them (`snsim validate --params` this file).\n"
+      "# Written by `{}`: model parameters fitted on the calibration records of the traces\n"
+      "# below (every other size of each measured curve); the other records validate them (`snsim validate --params`\n"
+      "# this file).\n"
       "# Overlay it with `models: {{params: FILE}}` in a scenario or `--params FILE`; scenario values still win.\n",
       command);
   // models: nested by the dotted keys, in the order fitted.
