@@ -1,17 +1,10 @@
 #include "tools/traces_command.hpp"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <optional>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -19,9 +12,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "tools/python.hpp"
 #include "validation/importers/import.hpp"
-
-extern char** environ;
 
 namespace snsim::tools {
 
@@ -120,48 +112,6 @@ std::string read_text(const std::string& file) {
   return text.str();
 }
 
-/// Runs `program` (looked up on PATH) with `args`; returns its exit status, or nullopt if it cannot be started.
-/// `quiet` sends its output to /dev/null. No shell: file names need no quoting.
-std::optional<int> run_program(const std::string& program, const std::vector<std::string>& args, bool quiet) {
-  std::vector<char*> argv;
-  std::vector<std::string> storage{program};
-  storage.insert(storage.end(), args.begin(), args.end());
-  for (std::string& s : storage) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  if (quiet) {
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  }
-  pid_t pid = 0;
-  const int spawned = posix_spawnp(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) return std::nullopt;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return std::nullopt;
-  }
-  if (!WIFEXITED(status)) return std::nullopt;
-  return WEXITSTATUS(status);
-}
-
-/// The first Python interpreter that can import matplotlib. SNSIM_PYTHON chooses one; otherwise "python3" on PATH,
-/// then Debian's own interpreter, because a pyenv or conda python earlier on PATH often lacks python3-matplotlib.
-std::optional<std::string> find_python(std::vector<std::string>& tried) {
-  std::vector<std::string> candidates;
-  if (const char* chosen = std::getenv("SNSIM_PYTHON"); chosen && *chosen)
-    candidates.emplace_back(chosen);
-  else
-    candidates = {"python3", "/usr/bin/python3"};
-  for (const std::string& python : candidates) {
-    const auto status = run_program(python, {"-c", "import matplotlib"}, /*quiet=*/true);
-    if (status == 0) return python;
-    tried.push_back(fmt::format("{} ({})", python, status ? "no matplotlib" : "not found"));
-  }
-  return std::nullopt;
-}
-
 int plot(const std::string& file, const std::string& out_dir, const std::string& image_format) {
   const std::string text = read_text(file);
   const Trace trace = validation::import_text(text, file);  // validates before anything is drawn
@@ -173,23 +123,12 @@ int plot(const std::string& file, const std::string& out_dir, const std::string&
     validation::write_trace_file(trace, jsonl);
     std::cout << fmt::format("wrote {} (converted to an snsim trace)\n", jsonl) << std::flush;
   }
-  const std::string script = SNSIM_PLOT_SCRIPT;
-  if (!fs::exists(script)) {
-    std::cerr << fmt::format("snsim traces plot: the plotting script {} is missing (moved source tree?)\n", script);
+  const ScriptRun run = run_python_script(SNSIM_PLOT_SCRIPT, {jsonl, "--out", out_dir, "--format", image_format});
+  if (!run.status) {
+    std::cerr << fmt::format("snsim traces plot: {}\n", run.problem);
     return 3;
   }
-  std::vector<std::string> tried;
-  const auto python = find_python(tried);
-  if (!python) {
-    std::cerr << fmt::format(
-        "snsim traces plot: needs python3 with matplotlib (Debian: apt install python3-matplotlib; or set "
-        "SNSIM_PYTHON); tried: {}\n",
-        fmt::join(tried, ", "));
-    return 3;
-  }
-  const auto status = run_program(*python, {script, jsonl, "--out", out_dir, "--format", image_format}, false);
-  if (!status) return 3;
-  return *status == 0 ? 0 : (*status == 2 ? 2 : 3);
+  return *run.status == 0 ? 0 : (*run.status == 2 ? 2 : 3);
 }
 
 int import_to_snsim(const std::string& file, const std::string& out_file) {

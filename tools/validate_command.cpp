@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "sim/error.hpp"
+#include "tools/python.hpp"
 #include "validation/calibrate.hpp"
 #include "validation/importers/import.hpp"
 #include "validation/validate.hpp"
@@ -87,6 +88,16 @@ int run_validate(const ValidateOptions& o) {
     std::ofstream(fs::path(o.out) / "validation.json") << result.to_json().dump(1) << '\n';
     std::ofstream(fs::path(o.out) / "validation.csv") << result.to_csv();
     std::cout << fmt::format("wrote {}/validation.json and validation.csv\n", o.out);
+    // Plots are for looking, not part of pass/fail: without matplotlib, one line says so.
+    const std::string plots = (fs::path(o.out) / "plots").string();
+    const auto drawn = run_python_script(SNSIM_VALIDATION_PLOT_SCRIPT,
+                                         {(fs::path(o.out) / "validation.json").string(), "--out", plots, "--quiet"});
+    if (drawn.status == 0)
+      std::cout << fmt::format("wrote plots into {}\n", plots);
+    else
+      std::cout << fmt::format("no plots: {}\n", drawn.status
+                                                     ? fmt::format("plot_validation.py exited with {}", *drawn.status)
+                                                     : drawn.problem);
   }
   std::cout << (result.pass ? "validation passed\n" : "validation FAILED: a family crossed its bound\n");
   return result.pass ? 0 : 1;
