@@ -140,11 +140,15 @@ std::string ConfigNode::scalar() const {
 }
 
 SourceLocation ConfigNode::location() const {
-  for (const auto& [path, where] : doc_->overrides_)
-    if (path_ == path || path_.starts_with(path + ".") || path_.starts_with(path + "[")) return where;
-  const YAML::Mark mark = node_->Mark();
-  if (mark.is_null()) return {doc_->file_, 0, 0};
-  return {doc_->file_, mark.line + 1, mark.column + 1};  // yaml-cpp counts from 0
+  return doc_->location(path_, node_->Mark());
+}
+
+SourceLocation ConfigDocument::location(const std::string& key_path, const YAML::Mark& mark) const {
+  // A value written by --set or copied from an overlay is reported where it came from.
+  for (const auto& [path, where] : overrides_)
+    if (key_path == path || key_path.starts_with(path + ".") || key_path.starts_with(path + "[")) return where;
+  if (mark.is_null()) return {file_, 0, 0};
+  return {file_, mark.line + 1, mark.column + 1};  // yaml-cpp counts from 0
 }
 
 void ConfigNode::fail(std::string_view message) const {
@@ -427,8 +431,7 @@ void ConfigDocument::reject_unknown_keys() const {
       for (const auto& entry : node) {
         const std::string key = entry.first.Scalar();
         const std::string child = path.empty() ? key : fmt::format("{}.{}", path, key);
-        const YAML::Mark mark = entry.first.Mark();
-        const SourceLocation where{doc.file_, mark.line + 1, mark.column + 1};
+        const SourceLocation where = doc.location(child, entry.first.Mark());
         if (!seen.insert(key).second) throw_input_error(where, child, "duplicate key");
         if (!known->second.contains(key)) {
           std::string suggestion;

@@ -31,7 +31,8 @@
 
 namespace YAML {
 class Node;
-}
+struct Mark;
+}  // namespace YAML
 
 namespace snsim {
 
@@ -174,6 +175,8 @@ class ConfigDocument : public std::enable_shared_from_this<ConfigDocument> {
  private:
   friend class ConfigNode;
   ConfigDocument(std::unique_ptr<YAML::Node> root, std::string file);
+  /// Where the value at `key_path` was written: its --set option or overlay file, else `mark` in this file.
+  SourceLocation location(const std::string& key_path, const YAML::Mark& mark) const;
 
   std::unique_ptr<YAML::Node> root_;
   std::string file_;
