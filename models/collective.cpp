@@ -44,6 +44,9 @@ constexpr double BARRIER_US = 2.0;
 // so that a 1 GiB broadcast or tree stays a few hundred transfers.
 constexpr std::uint64_t CHAIN_CHUNK = 512 * 1024;
 constexpr int MAX_CHUNKS = 128;
+// Each kind's kernel rate relative to all_reduce's: 1 until calibrated [unverified default; `snsim calibrate` fits
+// it from the probe's collective family, validation/fits/collective.cpp].
+constexpr double RELATIVE_RATE = 1.0;
 
 Bytes ceil_div(Bytes size, std::uint64_t parts) {
   return Bytes{(size.count() + parts - 1) / parts};
@@ -91,6 +94,11 @@ std::unique_ptr<Model> make(const ConfigNode& node) {
   check_positive(node, "broadcast_chunk", m->chain_chunk);
   m->max_chunks = node.optional<int>("max_chunks", MAX_CHUNKS);
   check_between(node, "max_chunks", m->max_chunks, 1, 4096);
+  for (std::size_t k = 0; k < KIND_NAMES.size(); ++k) {
+    const ConfigNode kind = node.section(std::string(KIND_NAMES[k]));
+    m->relative_rate[k] = kind.optional<double>("relative_rate", RELATIVE_RATE);
+    check_between(kind, "relative_rate", m->relative_rate[k], 0.1, 4.0);
+  }
   return m;
 }
 }  // namespace
@@ -173,6 +181,15 @@ double switch_reduction(const Fabric& fabric) {
   return std::isinf(efficiency) ? 0 : efficiency;
 }
 
+int switch_links(const Fabric& fabric, DeviceId gpu) {
+  int links = 0;
+  for (auto e : boost::make_iterator_range(boost::out_edges(gpu, fabric.graph()))) {
+    const auto kind = fabric.device(fabric.target(e)).kind;
+    if (kind == DeviceKind::nvswitch || kind == DeviceKind::pcie_switch) links += fabric.channel(e).lanes;
+  }
+  return std::max(1, links);
+}
+
 CollectiveShape CollectiveModel::shape(CollectiveKind kind, Bytes size, int ranks, Algorithm algorithm) const {
   const auto allowed = algorithms_for(kind);
   if (std::ranges::find(allowed, algorithm) == allowed.end())
@@ -191,10 +208,12 @@ CollectiveShape CollectiveModel::shape(CollectiveKind kind, Bytes size, int rank
   switch (algorithm) {
     case Algorithm::ring:
       if (kind == CollectiveKind::broadcast) {
-        // Every hop forwards every chunk and pays its latency per chunk (hops + chunks - 1 stages).
+        // Every hop forwards every chunk as it arrives (hops + chunks - 1 stages). Latency is paid once per hop, to
+        // fill the pipeline: NCCL keeps several chunks in flight per channel, and on our H200 x2 traces an 8 MiB
+        // Simple broadcast (16 chunks) takes 40 us, less than 16 step latencies alone.
         s = chunked(s);
         s.steps = peers + s.chunks - 1;
-        s.latency_steps = s.steps;
+        s.latency_steps = peers;
         s.serial_bytes = Bytes{s.step_bytes.count() * static_cast<std::uint64_t>(s.steps)};
         return s;
       }
@@ -253,7 +272,7 @@ CollectivePlan CollectiveModel::make_plan(const CollectiveRequest& request, Algo
   plan.shape = shape(request.kind, request.bytes, request.ranks, algorithm);
   plan.channels = request.channels.value_or(platform.links);
   plan.launch = request.launch == Launch::graph ? graph_launch : stream_launch;
-  plan.efficiency = p.efficiency;
+  plan.efficiency = std::min(1.0, p.efficiency * relative_rate[static_cast<std::size_t>(request.kind)]);
   plan.max_bandwidth = p.max_bandwidth;
   // NCCL's bus bandwidth is channels x one link's effective rate (tuning.cc: busBw = nChannels * bwIntra), so fewer
   // channels than links leave links idle, and more cannot exceed the links.
@@ -353,6 +372,11 @@ Registry<Model>::Entry collective_model_entry() {
       {"barrier_latency", "time", "2us", "device-side barrier across the ranks"},
       {"broadcast_chunk", "bytes", "512KiB", "pipeline chunk of broadcast and tree [src NCCL init.cc]"},
       {"max_chunks", "count", "128", "most chunks per pipeline"},
+      {"all_reduce.relative_rate", "factor", "1", "all_reduce kernels' payload rate: the reference"},
+      {"all_gather.relative_rate", "factor", "1", "all_gather kernels' payload rate relative to all_reduce's"},
+      {"reduce_scatter.relative_rate", "factor", "1", "reduce_scatter kernels' rate relative to all_reduce's"},
+      {"all_to_all.relative_rate", "factor", "1", "all_to_all (grouped send/recv) rate relative to all_reduce's"},
+      {"broadcast.relative_rate", "factor", "1", "broadcast kernels' rate relative to all_reduce's"},
   };
   return {"collective",
           "NCCL-like BSP collectives: ring, tree, one_shot, two_shot, nvls (all_reduce), direct (all_to_all); "

@@ -4,7 +4,7 @@
 // Algorithms (S bytes, n ranks; "per rank" = what one GPU sends, and receives, in each direction):
 //
 //   ring      all_reduce 2(n-1) steps of S/n to the next rank; all_gather / reduce_scatter n-1 steps of S/n;
-//             broadcast: S in chunks pipelined along the ring from the root.
+//             broadcast: S in chunks pipelined along the ring from the root, latency paid once per hop.
 //   tree      all_reduce on NCCL's intra-node tree, which is a chain: chunks are reduced up the chain to the root
 //             and broadcast back down, both pipelines running at once (a middle rank sends 2S).
 //   one_shot  all_reduce in 1 step: every rank reads every peer's whole buffer ((n-1)S) and reduces locally
@@ -19,8 +19,12 @@
 // A lone collective takes
 //
 //   time = launch + base + latency_steps * (step_latency + route_latency) + serial_bytes / rate
-//   rate = min(line_rate * sm_efficiency * protocol_efficiency * min(1, channels / links) [* reduction], max_bandwidth)
+//   rate = min(line_rate * sm_efficiency * protocol_efficiency * relative_rate(kind) * min(1, channels / links)
+//              [* reduction], max_bandwidth)
 //
+// where relative_rate is the payload rate of the kind's kernels relative to all_reduce's: NCCL runs a different
+// kernel per collective (all_gather copies to its own output as it sends, broadcast only sends from the root), and
+// on our H200 x2 traces their rates stand in the same ratios under LL, LL128 and Simple.
 // where serial_bytes is what a rank's busiest link direction carries one step after another. The algorithm and
 // protocol (LL, LL128, Simple) are chosen by size as NCCL does -- the pair with the smallest predicted time among
 // ring, tree and nvls (one_shot and two_shot need symmetric memory, so they run only when forced) -- unless the op
@@ -63,6 +67,8 @@ std::vector<Protocol> protocols_for(Algorithm algorithm);
 /// The in-switch reduction efficiency shared by every NVSwitch that a GPU of `fabric` reaches over NVLink, or 0 when
 /// some GPU has no NVLink switch or one of them cannot reduce (then nvls cannot run).
 double switch_reduction(const Fabric& fabric);
+/// Lanes from `gpu` into its NVLink or PCIe switches, at least 1: NCCL runs a channel per link's worth of bandwidth.
+int switch_links(const Fabric& fabric, DeviceId gpu);
 
 /// How one step moves data between the ranks.
 enum class Pattern {
@@ -135,13 +141,14 @@ class CollectiveModel final : public Model {
   std::array<Latencies, 3> tree{};            // indexed by Protocol
   Latencies one_shot;
   Latencies two_shot;
-  bool nvls_enabled = true;  // NCCL_NVLS_ENABLE
-  Seconds nvls_latency;      // NVLS fixed cost (NCCL: base 0, hwLat 25 us)
-  Seconds stream_launch;     // a collective launched from a stream
-  Seconds graph_launch;      // a collective replayed from a CUDA graph
-  Seconds barrier_latency;   // a device-side barrier across the ranks
-  Bytes chain_chunk;         // pipeline chunk of broadcast and tree
-  int max_chunks = 0;        // at most this many chunks per pipeline
+  bool nvls_enabled = true;                            // NCCL_NVLS_ENABLE
+  Seconds nvls_latency;                                // NVLS fixed cost (NCCL: base 0, hwLat 25 us)
+  Seconds stream_launch;                               // a collective launched from a stream
+  Seconds graph_launch;                                // a collective replayed from a CUDA graph
+  Seconds barrier_latency;                             // a device-side barrier across the ranks
+  Bytes chain_chunk;                                   // pipeline chunk of broadcast and tree
+  int max_chunks = 0;                                  // at most this many chunks per pipeline
+  std::array<double, 5> relative_rate{1, 1, 1, 1, 1};  // indexed by CollectiveKind; all_reduce = 1
 
   const ProtocolParams& params(Protocol p) const { return protocols[static_cast<std::size_t>(p)]; }
 

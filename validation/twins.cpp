@@ -36,6 +36,9 @@ std::variant<Twin, std::string> make_twin(const Trace& trace, const TraceRecord&
     case Family::jitter:  // single copies, many samples
       twin = twins::copy(record, gpus, models);
       break;
+    case Family::collective:
+      twin = twins::collective(trace, record, gpus);
+      break;
     default:
       return fmt::format("snsim does not model the {} family yet", to_string(record.family));
   }

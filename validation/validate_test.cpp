@@ -92,7 +92,7 @@ TEST_CASE("validation: models.params names a preset or a file, and a missing one
   CHECK(preset->root().child("models").child("copy").child("ce").has("efficiency"));
   auto missing = ConfigDocument::load_string("models: {params: nowhere.yaml}\n", "dir/s.yaml");
   CHECK_THROWS_WITH(models::apply_params(*missing),
-                    doctest::Contains("dir/s.yaml:1:19: models.params: no parameter file 'dir/nowhere.yaml' (and not "
+                    doctest::Contains("dir/s.yaml:1:18: models.params: no parameter file 'dir/nowhere.yaml' (and not "
                                       "a preset: h200"));
 }
 

@@ -26,15 +26,9 @@ struct Runner::Step {
 models::CollectivePlatform Runner::collective_platform(int rank, int peer) const {
   const Fabric& fabric = simulation_.fabric();
   const auto& route = simulation_.route(device(rank), device(peer));
-  // NCCL runs a channel per link's worth of bandwidth: count the lanes from the GPU into its switches.
-  int links = 0;
-  for (auto e : boost::make_iterator_range(boost::out_edges(device(rank), fabric.graph()))) {
-    const auto kind = fabric.device(fabric.target(e)).kind;
-    if (kind == DeviceKind::nvswitch || kind == DeviceKind::pcie_switch) links += fabric.channel(e).lanes;
-  }
   if (!switch_reduction_) switch_reduction_ = models::switch_reduction(fabric);
-  return {route.bottleneck, models_.copy->efficiency(models::CopyEngine::sm), route.latency, std::max(1, links),
-          *switch_reduction_};
+  return {route.bottleneck, models_.copy->efficiency(models::CopyEngine::sm), route.latency,
+          models::switch_links(fabric, device(rank)), *switch_reduction_};
 }
 
 void Runner::collective(int rank, const CollectiveOp& op) {
@@ -71,7 +65,7 @@ void Runner::collective(int rank, const CollectiveOp& op) {
         const std::size_t distance = (position + n - root) % n;  // 0 for the root
         const auto prev = distance > 0 ? std::optional{group[(position + n - 1) % n]} : std::nullopt;
         const auto next = distance + 1 < n ? std::optional{group[(position + 1) % n]} : std::nullopt;
-        pipeline(rank, prev, next, step, false);
+        pipeline(rank, prev, next, step);
       }
       break;
   }
@@ -125,9 +119,10 @@ void Runner::all_peers_steps(int rank, const std::vector<int>& group, const Step
   }
 }
 
-void Runner::pipeline(int self, std::optional<int> from, std::optional<int> to, const Step& step, bool latency_once) {
-  // Forwards every chunk as soon as it has arrived. Broadcast pays the step latency per chunk; tree pays it once per
-  // hop, to fill the pipeline (NCCL's 2(n-1) hwLat), later chunks following back to back.
+void Runner::pipeline(int self, std::optional<int> from, std::optional<int> to, const Step& step) {
+  // Forwards every chunk as soon as it has arrived, paying the step latency once per hop to fill the pipeline (NCCL's
+  // 2(n-1) hwLat for tree, one per hop for broadcast); later chunks follow back to back, paced by the receiver taking
+  // one chunk at a time.
   std::vector<sg4::CommPtr> sends;
   for (int chunk = 0; chunk < step.plan.shape.chunks; ++chunk) {
     if (from) {
@@ -135,8 +130,7 @@ void Runner::pipeline(int self, std::optional<int> from, std::optional<int> to, 
       mailbox(*from, self)->get_async<int>(&received)->wait();
     }
     if (to) {
-      if (!latency_once || chunk == 0)
-        sleep_for(step.plan.step_latency + simulation_.route(device(self), device(*to)).latency);
+      if (chunk == 0) sleep_for(step.plan.step_latency + simulation_.route(device(self), device(*to)).latency);
       sends.push_back(put(self, *to, step));
     }
   }
@@ -150,13 +144,13 @@ void Runner::tree(int rank, const std::vector<int>& group, std::size_t position,
   const std::size_t n = group.size();
   const auto child = position + 1 < n ? std::optional{group[position + 1]} : std::nullopt;
   if (position == 0) {
-    pipeline(rank, child, child, step, true);
+    pipeline(rank, child, child, step);
     return;
   }
   const int parent = group[position - 1];
   auto up = sg4::Actor::create(fmt::format("rank{}-tree-up", rank), sg4::this_actor::get_host(),
-                               [this, rank, child, parent, &step] { pipeline(rank, child, parent, step, true); });
-  pipeline(rank, parent, child, step, true);
+                               [this, rank, child, parent, &step] { pipeline(rank, child, parent, step); });
+  pipeline(rank, parent, child, step);
   up->join();
 }
 

@@ -59,7 +59,7 @@ class Runner {
   models::CollectivePlatform collective_platform(int rank, int peer) const;
   void ring_steps(int rank, int next, int prev, const Step& step);
   void all_peers_steps(int rank, const std::vector<int>& group, const Step& step);
-  void pipeline(int self, std::optional<int> from, std::optional<int> to, const Step& step, bool latency_once);
+  void pipeline(int self, std::optional<int> from, std::optional<int> to, const Step& step);
   void tree(int rank, const std::vector<int>& group, std::size_t position, const Step& step);
   simgrid::s4u::CommPtr put(int from, int to, const Step& step);
   simgrid::s4u::Mailbox* mailbox(int from, int to);

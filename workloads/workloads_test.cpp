@@ -102,10 +102,10 @@ TEST_CASE("workloads: a broadcast pipelines chunks down the chain") {
       "{sm: {efficiency: 0.5}}}\n"
       "workloads: [{type: program, ops: [{collective: {op: broadcast, bytes: 256MiB, protocol: Simple}}]}]\n");
   const Report r = s.run();
-  // 16 chunks through 3 hops: each hop forwards a chunk after receiving it, paying the wire latency per chunk, so
-  // the pipeline takes (hops + chunks - 1) x (latency + chunk / B).
+  // 16 chunks through 3 hops: each hop forwards a chunk after receiving it, paying the wire latency once to fill the
+  // pipeline, so it takes hops x latency + (hops + chunks - 1) x chunk / B.
   const double chunk = 16.0 * (1 << 20) / (450e9 * 0.5);
-  CHECK(relative_error(span(r, 0), 18 * (0.354e-6 + chunk)) <= 1e-9);
+  CHECK(relative_error(span(r, 0), 3 * 0.354e-6 + 18 * chunk) <= 1e-9);
 }
 
 TEST_CASE("workloads: phases run one after another and repeats expand") {
