@@ -29,16 +29,17 @@ std::unique_ptr<Model> make(const ConfigNode& node) {
 }
 }  // namespace
 
-Seconds ComputeModel::math_time(const GpuSpec& gpu, Flops flops, double flop_rate) const {
-  return flops / (gpu.dense_bf16 * (flop_efficiency * flop_rate));
+Seconds ComputeModel::math_time(const GpuSpec& gpu, Flops flops, double flop_rate, Dtype dtype) const {
+  return flops / (gpu.peak(dtype).value_or(gpu.dense_bf16) * (flop_efficiency * flop_rate));
 }
 
 Seconds ComputeModel::memory_time(const GpuSpec& gpu, Bytes bytes, double hbm_rate) const {
   return bytes / (gpu.hbm_bandwidth * (hbm_efficiency * hbm_rate));
 }
 
-Seconds ComputeModel::time(const GpuSpec& gpu, Flops flops, Bytes bytes, double flop_rate, double hbm_rate) const {
-  return launch + std::max(math_time(gpu, flops, flop_rate), memory_time(gpu, bytes, hbm_rate));
+Seconds ComputeModel::time(const GpuSpec& gpu, Flops flops, Bytes bytes, double flop_rate, double hbm_rate,
+                           Dtype dtype) const {
+  return launch + std::max(math_time(gpu, flops, flop_rate, dtype), memory_time(gpu, bytes, hbm_rate));
 }
 
 Registry<Model>::Entry compute_model_entry() {

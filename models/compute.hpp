@@ -20,12 +20,14 @@ class ComputeModel final : public Model {
   Seconds launch;              // kernel launch overhead per compute op
   double comm_sm_share = 0;    // share of the SMs an SM-driven copy or a collective kernel takes from compute
 
-  /// The FLOP side alone: flops / (peak x efficiency x flop_rate), flop_rate the GPU's rate factor.
-  Seconds math_time(const GpuSpec& gpu, Flops flops, double flop_rate = 1) const;
+  /// The FLOP side alone: flops / (the dtype's peak x efficiency x flop_rate), flop_rate the GPU's rate factor. The
+  /// GPU must have a peak for `dtype` (checked when programs are parsed).
+  Seconds math_time(const GpuSpec& gpu, Flops flops, double flop_rate = 1, Dtype dtype = Dtype::bf16) const;
   /// The HBM side alone: bytes / (HBM bandwidth x efficiency x hbm_rate).
   Seconds memory_time(const GpuSpec& gpu, Bytes bytes, double hbm_rate = 1) const;
   /// A lone kernel: launch + max(math_time, memory_time).
-  Seconds time(const GpuSpec& gpu, Flops flops, Bytes bytes, double flop_rate = 1, double hbm_rate = 1) const;
+  Seconds time(const GpuSpec& gpu, Flops flops, Bytes bytes, double flop_rate = 1, double hbm_rate = 1,
+               Dtype dtype = Dtype::bf16) const;
 };
 
 Registry<Model>::Entry compute_model_entry();

@@ -1,5 +1,9 @@
 #include "sim/fabric.hpp"
 
+#include <array>
+
+#include <fmt/ranges.h>
+
 #include <limits>
 
 #include <boost/graph/breadth_first_search.hpp>
@@ -122,6 +126,33 @@ std::optional<Route> Fabric::route(DeviceId from, DeviceId to) const {
     if (from_source[u] + 1 + to_target[v] == length) route.hops[from_source[u]].channels.push_back(e);
   }
   return route;
+}
+
+namespace {
+constexpr std::array<std::string_view, 6> DTYPE_NAMES{"fp64", "fp32", "tf32", "bf16", "fp16", "fp8"};
+}
+
+std::string_view to_string(Dtype dtype) {
+  return DTYPE_NAMES[static_cast<std::size_t>(dtype)];
+}
+
+std::optional<Dtype> dtype_from_string(std::string_view name) {
+  for (std::size_t i = 0; i < DTYPE_NAMES.size(); ++i)
+    if (DTYPE_NAMES[i] == name) return static_cast<Dtype>(i);
+  return std::nullopt;
+}
+
+std::string known_dtype_names() {
+  std::vector<std::string_view> names(DTYPE_NAMES.begin(), DTYPE_NAMES.end());
+  std::ranges::sort(names);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+std::optional<FlopsPerSecond> GpuSpec::peak(Dtype dtype) const {
+  if (dtype == Dtype::bf16) return dense_bf16;
+  const auto it = dense_peak.find(dtype);
+  if (it == dense_peak.end()) return std::nullopt;
+  return it->second;
 }
 
 RouteCost Fabric::cost(const Route& route) const {

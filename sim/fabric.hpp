@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,12 +31,23 @@ std::string_view to_string(DeviceKind kind);
 std::string_view to_string(ChannelKind kind);
 
 /// What a GPU can do; the compute model reads it. Sources are given where presets are defined (topologies/).
+/// Number formats a kernel computes in; GPUs publish a dense peak rate for each.
+enum class Dtype { fp64, fp32, tf32, bf16, fp16, fp8 };
+std::string_view to_string(Dtype dtype);
+std::optional<Dtype> dtype_from_string(std::string_view name);
+/// "bf16, fp16, fp32, fp64, fp8, tf32", for messages.
+std::string known_dtype_names();
+
 struct GpuSpec {
-  std::string model;             // "h200"
-  FlopsPerSecond dense_bf16;     // peak dense tensor rate
-  BytesPerSecond hbm_bandwidth;  // peak HBM bandwidth
-  Bytes memory;                  // HBM capacity
-  Bytes l2{};                    // L2 cache size; 0 = not modelled
+  std::string model;                             // "h200"
+  FlopsPerSecond dense_bf16;                     // peak dense tensor rate
+  BytesPerSecond hbm_bandwidth;                  // peak HBM bandwidth
+  Bytes memory;                                  // HBM capacity
+  Bytes l2{};                                    // L2 cache size; 0 = not modelled
+  std::map<Dtype, FlopsPerSecond> dense_peak{};  // peak dense rate per number format (bf16 as dense_bf16)
+
+  /// The peak for `dtype`, or nullopt when the preset has no published number for it.
+  std::optional<FlopsPerSecond> peak(Dtype dtype) const;
 };
 
 struct Device {

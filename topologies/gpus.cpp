@@ -1,5 +1,7 @@
 #include "topologies/gpus.hpp"
 
+#include <map>
+
 #include <fmt/ranges.h>
 
 namespace snsim::topologies {
@@ -20,11 +22,31 @@ struct Preset {
 // 180 GB (1,440 GB per 8 GPUs); GB200 (GB200 NVL72 datasheet, per GPU of 72) 2.5 PFLOP/s dense BF16 (180 PFLOP/s per
 // rack), 8 TB/s (576 TB/s per rack), 186 GB (13.4 TB per rack).
 const std::vector<Preset>& presets() {
+  // Dense peaks per format (the datasheets print sparse tensor rates too: dense is half of those).
+  // Hopper (H100 / H200 SXM datasheets): FP64 tensor 67 TF, FP32 67 TF, TF32 494.5 TF, FP16 989.5 TF, FP8 1,979 TF.
+  const std::map<Dtype, FlopsPerSecond> hopper{{Dtype::fp64, FlopsPerSecond{67e12}},
+                                               {Dtype::fp32, FlopsPerSecond{67e12}},
+                                               {Dtype::tf32, FlopsPerSecond{494.5e12}},
+                                               {Dtype::fp16, FlopsPerSecond{989e12}},
+                                               {Dtype::fp8, FlopsPerSecond{1979e12}}};
+  // Blackwell (HGX B200 and GB200 NVL72 datasheets, per GPU, dense): B200 FP64 40 TF, TF32 1.1 PF, FP16 2.25 PF,
+  // FP8 4.5 PF; GB200 FP64 45 TF (3,240 TF per rack), TF32 1.25 PF, FP16 2.5 PF, FP8 5 PF (360 PF dense per rack).
+  // No dense FP32 figure is published for them: kernels in fp32 on these presets are refused.
+  const std::map<Dtype, FlopsPerSecond> b200{{Dtype::fp64, FlopsPerSecond{40e12}},
+                                             {Dtype::tf32, FlopsPerSecond{1.1e15}},
+                                             {Dtype::fp16, FlopsPerSecond{2.25e15}},
+                                             {Dtype::fp8, FlopsPerSecond{4.5e15}}};
+  const std::map<Dtype, FlopsPerSecond> gb200{{Dtype::fp64, FlopsPerSecond{45e12}},
+                                              {Dtype::tf32, FlopsPerSecond{1.25e15}},
+                                              {Dtype::fp16, FlopsPerSecond{2.5e15}},
+                                              {Dtype::fp8, FlopsPerSecond{5e15}}};
   static const std::vector<Preset> table{
-      {"b200", {"b200", FlopsPerSecond{2.25e15}, BytesPerSecond{8e12}, Bytes{180'000'000'000ull}}},
-      {"gb200", {"gb200", FlopsPerSecond{2.5e15}, BytesPerSecond{8e12}, Bytes{186'000'000'000ull}}},
-      {"h100", {"h100", FlopsPerSecond{989e12}, BytesPerSecond{3.35e12}, Bytes{81559ull << 20}, Bytes{50'000'000}}},
-      {"h200", {"h200", FlopsPerSecond{989e12}, BytesPerSecond{4.8e12}, Bytes{143771ull << 20}, Bytes{60ull << 20}}},
+      {"b200", {"b200", FlopsPerSecond{2.25e15}, BytesPerSecond{8e12}, Bytes{180'000'000'000ull}, Bytes{0}, b200}},
+      {"gb200", {"gb200", FlopsPerSecond{2.5e15}, BytesPerSecond{8e12}, Bytes{186'000'000'000ull}, Bytes{0}, gb200}},
+      {"h100",
+       {"h100", FlopsPerSecond{989e12}, BytesPerSecond{3.35e12}, Bytes{81559ull << 20}, Bytes{50'000'000}, hopper}},
+      {"h200",
+       {"h200", FlopsPerSecond{989e12}, BytesPerSecond{4.8e12}, Bytes{143771ull << 20}, Bytes{60ull << 20}, hopper}},
   };
   return table;
 }

@@ -108,6 +108,16 @@ void parse_one(const ConfigNode& item, const std::vector<int>& ranks, const Fabr
     if (!c.duration && c.flops.count() == 0 && c.bytes.count() == 0)
       op.fail("expected time, or flops and bytes (for the roofline)");
     if (c.duration) check_positive(op, "time", *c.duration);
+    if (const auto name = op.maybe<std::string>("dtype")) {
+      const auto dtype = dtype_from_string(*name);
+      if (!dtype)
+        op.fail_key("dtype", fmt::format("unknown number format '{}'; known: {}", *name, known_dtype_names()));
+      const auto& gpu = *fabric.device(fabric.gpus().front()).gpu;
+      if (!gpu.peak(*dtype))
+        op.fail_key("dtype", fmt::format("the {} preset has no published dense {} rate", gpu.model, *name));
+      if (c.duration) op.fail_key("dtype", "applies to flops, not to a fixed time");
+      c.dtype = *dtype;
+    }
     for_each_rank(ranks, programs, phase, [&](int) { return c; });
   } else if (kind == "copy") {
     const Bytes bytes = op.required<Bytes>("bytes");

@@ -26,9 +26,10 @@ using Group = std::shared_ptr<const std::vector<int>>;
 inline constexpr int HOST = -1;
 
 struct ComputeOp {
-  Flops flops;
+  Flops flops;                      // in `dtype`
   Bytes bytes;                      // HBM traffic
   std::optional<Seconds> duration;  // a fixed time instead of the roofline
+  Dtype dtype = Dtype::bf16;        // the number format of the FLOPs: picks the GPU's peak rate
 };
 
 struct CopyOp {

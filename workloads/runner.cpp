@@ -49,7 +49,7 @@ std::string label(const Op& op) {
         using T = std::decay_t<decltype(o)>;
         if constexpr (std::is_same_v<T, ComputeOp>) {
           if (o.duration) return fmt::format("compute {}", *o.duration);
-          return fmt::format("compute {} {}", o.flops, o.bytes);
+          return fmt::format("compute {} {} {}", o.flops, o.bytes, to_string(o.dtype));
         } else if constexpr (std::is_same_v<T, CopyOp>) {
           return fmt::format("copy {} {} {} {}{}", o.bytes, o.pull ? "from" : "to",
                              o.peer == HOST ? std::string("host") : fmt::format("gpu{}", o.peer),
@@ -166,7 +166,7 @@ void Runner::compute(int rank, const ComputeOp& op) {
     return;
   }
   sleep_for(model.launch);
-  simulation_.kernel(gpu, model.math_time(spec, op.flops, variability_.flop_rate(gpu)) * jitter,
+  simulation_.kernel(gpu, model.math_time(spec, op.flops, variability_.flop_rate(gpu), op.dtype) * jitter,
                      model.memory_time(spec, op.bytes, variability_.hbm_rate(gpu)) * jitter, op.bytes);
 }
 

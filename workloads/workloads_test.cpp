@@ -223,3 +223,27 @@ TEST_CASE("workloads: a copy names exactly one of to and from") {
                          "workloads: [{type: program, ops: [{copy: {to: 1, from: 0, bytes: 1MiB}}]}]\n"),
                     "t.yaml:2:42: workloads[0].ops[0].copy: expected one of `to` (a push) or `from` (a pull)");
 }
+
+TEST_CASE("workloads: a kernel's dtype picks the GPU's peak for that number format") {
+  const auto s = load(
+      "topology: {type: hgx, gpu: h200, gpus: 2}\n"
+      "models: {compute: {launch: 0us, flop_efficiency: 1}}\n"
+      "workloads: [{type: program, ranks: 0, ops: [{compute: {flops: 1979TFLOP, dtype: fp8}},\n"
+      "                                            {compute: {flops: 67TFLOP, dtype: fp64}}]}]\n");
+  const Report r = s.run();
+  REQUIRE(r.ops.size() == 2);
+  CHECK(r.ops[0].label == "compute 1.979 PFLOP 0 B fp8");
+  CHECK(relative_error((r.ops[0].end - r.ops[0].start).count(), 1.0) <= 1e-9);  // 1,979 TFLOP/s dense fp8
+  CHECK(relative_error((r.ops[1].end - r.ops[1].start).count(), 1.0) <= 1e-9);  // 67 TFLOP/s fp64 tensor
+}
+
+TEST_CASE("workloads: an unknown dtype or one the GPU has no rate for is an input error") {
+  CHECK_THROWS_WITH(load("topology: {type: hgx, gpus: 2}\n"
+                         "workloads: [{type: program, ops: [{compute: {flops: 1TFLOP, dtype: int4}}]}]\n"),
+                    "t.yaml:2:68: workloads[0].ops[0].compute.dtype: unknown number format 'int4'; known: bf16, fp16, "
+                    "fp32, fp64, fp8, tf32");
+  CHECK_THROWS_WITH(
+      load("topology: {type: nvl72, gpus: 4}\n"
+           "workloads: [{type: program, ops: [{compute: {flops: 1TFLOP, dtype: fp32}}]}]\n"),
+      "t.yaml:2:68: workloads[0].ops[0].compute.dtype: the gb200 preset has no published dense fp32 rate");
+}
