@@ -178,12 +178,13 @@ TEST_CASE("collectives: forcing what cannot run is a pinned error") {
                        "t.yaml:2:80: workloads[0].algorithm: tree cannot run all_gather; allowed: ring", InputError);
 }
 
-// Consistency checks, not validation: public 8xH100 numbers we cannot measure here (reference/hardware.md §2.3).
+// Consistency checks, not validation: public 8xH100 numbers we cannot measure here (reference/hardware.md §2.3), on
+// the shipped published-number parameter set (validation/params/h100.yaml).
 TEST_CASE("consistency check: 8xH100 HGX ring all-reduce busbw at 1-8 GiB is within 10 % of 365-370 GB/s") {
   // [meas] NVIDIA/nccl#1455: ring busbw 365-370 GB/s at 2-4 GB on 8xH100, flat in n.
   const auto s = load(
-      "topology: {type: hgx, gpu: h100, gpus: 8}\nworkloads: [{type: collective_sweep, ops: all_reduce, algorithm: "
-      "ring, sizes: {from: 1GiB, to: 8GiB}}]\n");
+      "topology: {type: hgx, gpu: h100, gpus: 8}\nmodels: {params: h100}\nworkloads: [{type: collective_sweep, ops: "
+      "all_reduce, algorithm: ring, sizes: {from: 1GiB, to: 8GiB}}]\n");
   const auto values = busbw(s.run(), "all_reduce on 8 ranks");
   REQUIRE(values.size() == 4);
   for (double v : values) {
@@ -195,7 +196,7 @@ TEST_CASE("consistency check: 8xH100 HGX ring all-reduce busbw at 1-8 GiB is wit
 
 TEST_CASE("consistency check: HGX H100 NVLS all-reduce busbw is within 10 % of 420-480 GB/s on 5-8 GPUs") {
   // [meas] NVIDIA/nccl#1455: NVLS busbw 420 / 440 / 460 / 480 GB/s on 5 / 6 / 7 / 8 H100s (2-4 GB).
-  std::string yaml = "topology: {type: hgx, gpu: h100, gpus: 8}\nworkloads:\n";
+  std::string yaml = "topology: {type: hgx, gpu: h100, gpus: 8}\nmodels: {params: h100}\nworkloads:\n";
   for (const char* ranks : {"0-4", "0-5", "0-6", "0-7"})
     yaml += fmt::format(
         "  - {{type: collective_sweep, ops: all_reduce, ranks: \"{}\", algorithm: nvls, sizes: {{from: 2GiB, to: "
@@ -220,7 +221,7 @@ TEST_CASE("consistency check: GB200 NVL72 all-reduce busbw on 72 GPUs is within 
   // [meas] coreweave/nccl-tests PR #43: 72 GPUs, busbw 839 at 4 GB, 834.6-846.8 at 8 GB.
   const auto started = std::chrono::steady_clock::now();
   const auto s = load(
-      "topology: {type: nvl72}\nworkloads:\n"
+      "topology: {type: nvl72}\nmodels: {params: gb200}\nworkloads:\n"
       "  - {type: collective_sweep, ops: all_reduce, sizes: {from: 4GiB, to: 8GiB}}\n"
       "  - {type: collective_sweep, ops: all_reduce, algorithm: ring, sizes: {from: 8GiB, to: 8GiB}}\n");
   const Report r = s.run();
