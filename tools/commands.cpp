@@ -1,5 +1,8 @@
 #include "tools/commands.hpp"
 
+#include "models/params.hpp"
+#include "sim/config.hpp"
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -94,6 +97,13 @@ int info_command() {
   print_params(models);
   fmt::print("\nworkloads (workloads[].type):\n");
   print_params(workloads);
+  fmt::print("\nparameter sets (models.params, --params):\n");
+  for (const auto& preset : models::params_presets()) {
+    // Where the numbers come from: our traces (validated) or published numbers (not).
+    auto document = ConfigDocument::load_string(preset.text, preset.file);
+    const auto source = document->root().section("calibration").optional<std::string>("source", "");
+    fmt::print("  {:<6} {}: {}\n", preset.name, preset.file, source);
+  }
   fmt::print(
       "\nunits: sizes 4B 64KiB 1GiB (binary) or 1GB (decimal); bandwidth 450GBps 450GB/s 3600Gbps (per "
       "direction); time 700ns 1.5us 2ms; work 2.2TFLOP\n");

@@ -207,11 +207,13 @@ std::vector<Bytes> parse_sizes(const ConfigNode& node, const Fabric& fabric, Byt
 
 WorkloadRegistry::Entry program_entry() {
   return {"program",
-          "explicit per-rank ops: compute, copy, collective, barrier, repeat",
+          "explicit per-rank ops: compute, copy, collective, barrier, PGAS (put, get, ...), loads, repeat, streams",
           {{"ranks", "all|even|odd|N|\"A-B\"|[list]", "all", "the ranks that run the ops"},
            {"ops", "list of ops", "",
-            "compute {flops, bytes | time}, copy {to, bytes, engine}, collective {op, "
-            "bytes, root, algorithm, protocol, channels, launch}, barrier {}, repeat N with ops"}},
+            "compute {flops, bytes, dtype | time}, copy {to | from, bytes, engine, pipelined}, collective {op, "
+            "bytes, root, algorithm, protocol, channels, launch}, barrier {}, put {to, bytes, scope, issuers, count, "
+            "signal}, get {from, bytes, scope}, signal_wait {signal, value, cmp}, quiet {}, fence {}, shmem_barrier "
+            "{}, load {from, bytes, pattern, count}, repeat N with ops, streams [[ops], [ops]], {ranks, ops}"}},
           make_program};
 }
 
