@@ -178,6 +178,7 @@ Calibration calibrate(const std::vector<Trace>& traces) {
   fits::copies(fit);
   fits::launches(fit);
   fits::jitter(fit);
+  fits::pgas(fit);
   return result;
 }
 

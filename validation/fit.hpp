@@ -69,6 +69,7 @@ namespace fits {
 void copies(Fit& fit);
 void launches(Fit& fit);
 void jitter(Fit& fit);
+void pgas(Fit& fit);
 }  // namespace fits
 
 }  // namespace snsim::validation

@@ -36,6 +36,12 @@ std::variant<Twin, std::string> make_twin(const Trace& trace, const TraceRecord&
     case Family::jitter:  // single copies, many samples
       twin = twins::copy(record, gpus, models);
       break;
+    case Family::nvshmem:
+      twin = twins::nvshmem(record, gpus, models);
+      break;
+    case Family::latency:
+      twin = twins::latency(record, gpus, models);
+      break;
     default:
       return fmt::format("snsim does not model the {} family yet", to_string(record.family));
   }
