@@ -179,6 +179,7 @@ Calibration calibrate(const std::vector<Trace>& traces) {
   fits::launches(fit);
   fits::jitter(fit);
   fits::collectives(fit);
+  fits::pgas(fit);
   return result;
 }
 
@@ -211,8 +212,9 @@ std::string Calibration::to_yaml(const std::string& command) const {
     }
     out += fmt::format("{:{}}{}: {}\n", "", 2 * parts.size(), parts.back(), p.value);
   }
-  out += "calibration:\n  source: \"fitted by snsim calibrate on the calibration records of the traces below; "
-         "`snsim validate` checks the other records\"\n  traces:\n";
+  out +=
+      "calibration:\n  source: \"fitted by snsim calibrate on the calibration records of the traces below; "
+      "`snsim validate` checks the other records\"\n  traces:\n";
   for (const auto& t : traces) out += fmt::format("    - {}\n", t);
   out += "  parameters:\n";
   for (const auto& p : parameters) {

@@ -70,6 +70,7 @@ void copies(Fit& fit);
 void launches(Fit& fit);
 void jitter(Fit& fit);
 void collectives(Fit& fit);
+void pgas(Fit& fit);
 }  // namespace fits
 
 }  // namespace snsim::validation

@@ -39,10 +39,17 @@ std::variant<Twin, std::string> make_twin(const Trace& trace, const TraceRecord&
     case Family::collective:
       twin = twins::collective(trace, record, gpus);
       break;
+    case Family::nvshmem:
+      twin = twins::nvshmem(record, gpus, models);
+      break;
+    case Family::latency:
+      twin = twins::latency(record, gpus, models);
+      break;
+    case Family::launch:
+      return "launch records are the launch parameters themselves (fits/copy.cpp): calibration only, no twin";
     default:
       return fmt::format("snsim does not model the {} family yet", to_string(record.family));
   }
-  (void)trace;
   if (auto* t = std::get_if<Twin>(&twin))
     t->samples = static_cast<int>(std::max<std::size_t>(1, record.samples.size()));
   return twin;

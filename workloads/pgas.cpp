@@ -114,21 +114,23 @@ void Runner::pgas(int rank, const PutOp& op) {
   const Bytes wire = model.wire_bytes(payload, op.scope);
   // Each issuer injects at most one put per issue time and at most its store bandwidth; headers go on the wire.
   const double wire_rate = model.issuer_put_rate(op.scope, op.bytes).count() / scope.efficiency;
-  // SimGrid 3.32 ignores the rate of host-to-host comms, so flows go through a mailbox (whose comms honour it):
-  // the issuer posts one detached send per issuer now -- they survive the PE moving on -- and a helper actor on the
-  // target receives them once the latency has passed, then carries the put to visibility, ack and signal.
+  // The issuers' flows are identical (same size, rate cap, path and start), so they move as one flow of all their
+  // bytes at the sum of their caps: the same end time alone or against other traffic on one path, without a
+  // max-min variable per thread (8,192 flows made SimGrid's completion bookkeeping quadratic). Against other traffic
+  // the put then counts as one flow, not one per thread: NVLink arbitrates between requesters, not threads.
+  // SimGrid 3.32 ignores the rate of host-to-host comms, so the flow goes through a mailbox (whose comms honour it):
+  // the issuer posts a detached send now -- it survives the PE moving on -- and a helper actor on the target
+  // receives it once the latency has passed, then carries the put to visibility, ack and signal.
   sg4::Mailbox* flows = state.mailbox();
-  for (int i = 0; i < op.issuers; ++i) flows->put_init(&token, wire.count())->set_rate(wire_rate)->detach();
+  const auto issuers = static_cast<std::uint64_t>(op.issuers);
+  flows->put_init(&token, times(wire, issuers).count())->set_rate(wire_rate * static_cast<double>(issuers))->detach();
   simulation_.spawn(
       fmt::format("rank{}.put{}", rank, state.transfers), device(op.to),
       [this, rank, op, route, payload, wire, flows, flight, predecessors, &model, &state] {
         sleep_for(route.latency + model.write_latency);
         simulation_.account(device(rank), device(op.to), times(wire, static_cast<std::uint64_t>(op.issuers)),
                             times(payload, static_cast<std::uint64_t>(op.issuers)));
-        std::vector<sg4::CommPtr> arriving;
-        std::vector<int*> slots(static_cast<std::size_t>(op.issuers), nullptr);
-        for (auto& slot : slots) arriving.push_back(flows->get_async<int>(&slot));
-        for (auto& a : arriving) a->wait();
+        flows->get<int>();
         {
           std::unique_lock lock(*state.mutex);
           state.changed[static_cast<std::size_t>(rank)]->wait(

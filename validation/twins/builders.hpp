@@ -23,5 +23,7 @@ std::string env(const Trace& trace, const char* name);
 // One builder per family: the twin, or why there is none.
 std::variant<Twin, std::string> copy(const TraceRecord& record, int gpus, const models::Models& models);
 std::variant<Twin, std::string> collective(const Trace& trace, const TraceRecord& record, int gpus);
+std::variant<Twin, std::string> nvshmem(const TraceRecord& record, int gpus, const models::Models& models);
+std::variant<Twin, std::string> latency(const TraceRecord& record, int gpus, const models::Models& models);
 
 }  // namespace snsim::validation::twins
