@@ -378,6 +378,21 @@ TEST_CASE("cli: --set overrides a scenario value") {
   CHECK(r.out.starts_with("# snsim renamed: 4 x h200"));
 }
 
+TEST_CASE("cli: --params applies a parameter set, and a missing one is an input error") {
+  TempDir dir;
+  const std::string yaml = scenario(HGX8, "[{copy: {to: next, bytes: 1GiB}}]");
+  REQUIRE(run_scenario(dir, yaml, {"--out", "a", "--quiet"}).code == 0);
+  REQUIRE(run_scenario(dir, yaml, {"--out", "b", "--quiet", "--params", "h200"}).code == 0);
+  const auto a = nlohmann::json::parse(read_file(dir.path() / "a/report.json"));
+  const auto b = nlohmann::json::parse(read_file(dir.path() / "b/report.json"));
+  CHECK(b["config"]["models"]["params"] == "h200");
+  CHECK(a["simulated_time_s"] != b["simulated_time_s"]);  // the calibrated copy engine is not the default one
+  const Result r = run_scenario(dir, yaml, {"--params", "no-such.yaml"});
+  CHECK(r.code == 2);
+  CHECK(
+      r.err.starts_with("--params no-such.yaml: models.params: no parameter file 'no-such.yaml' (and not a preset: "));
+}
+
 TEST_CASE("cli: info lists the topologies, workloads and models") {
   TempDir dir;
   const Result r = snsim(dir, {"info"});

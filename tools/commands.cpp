@@ -47,6 +47,10 @@ int run_command(const RunOptions& options) {
   const auto started = std::chrono::steady_clock::now();
   auto doc = load_document(options.scenario, options.sets);
   if (options.seed) doc->set(fmt::format("seed={}", *options.seed), fmt::format("--seed {}", *options.seed));
+  // A parameter set from the command line replaces the scenario's own (a path here is relative to the working
+  // directory, as the option's origin says).
+  if (options.params)
+    doc->set(fmt::format("models.params={}", *options.params), fmt::format("--params {}", *options.params));
   const auto scenario = workloads::Scenario::load(doc);
   std::filesystem::path out;
   if (!options.out.empty()) {

@@ -12,11 +12,12 @@ extern const char* const DEFAULT_SCENARIO;
 extern const char* const DEFAULT_SCENARIO_NAME;
 
 struct RunOptions {
-  std::string scenario;             // empty: the embedded default
-  std::string out;                  // output directory, empty: none
-  std::optional<std::string> seed;  // overrides the scenario's seed (checked like the YAML value)
-  std::vector<std::string> sets;    // --set key.path=value
-  std::vector<std::string> engine;  // --log=... / --cfg=... passed to SimGrid
+  std::string scenario;               // empty: the embedded default
+  std::string out;                    // output directory, empty: none
+  std::optional<std::string> seed;    // overrides the scenario's seed (checked like the YAML value)
+  std::optional<std::string> params;  // a parameter set (preset name or file) instead of the scenario's models.params
+  std::vector<std::string> sets;      // --set key.path=value
+  std::vector<std::string> engine;    // --log=... / --cfg=... passed to SimGrid
   bool quiet = false;
 };
 

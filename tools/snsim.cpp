@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("scenario", run.scenario, "scenario YAML file");
   run_cmd->add_option("--out", run.out, "write report.json, report.csv, run.json (and timeline.json) here");
   run_cmd->add_option("--seed", run.seed, "override the scenario's seed");
+  run_cmd->add_option("--params", run.params,
+                      "calibrated parameters: a file from `snsim calibrate`, or a preset (h200, h100, gb200)");
   run_cmd->add_option("--set", run.sets, "override one value: key.path=value (YAML scalar), repeatable");
   run_cmd->add_option("--engine", run.engine,
                       "pass an option to SimGrid, e.g. --engine=--log=snsim_runner.thres:debug");
