@@ -24,6 +24,11 @@ struct Default {
   double efficiency, max_gbps, base_us, step_us;
 };
 constexpr std::array<Default, 3> DEFAULTS{{{0.5, 141.0, 6.6, 0.6}, {0.92, 0.0, 14.0, 1.9}, {1.0, 0.0, 8.4, 3.4}}};
+// Channel ramp: NCCL drops channels while bytes < channels x threads x threadThreshold [src: NVIDIA/nccl
+// src/enqueue.cc topoGetAlgoInfo], with threads = NCCL_{LL,LL128,SIMPLE}_MAX_NTHREADS {512, 640, 512}
+// [src/include/device.h] and threadThreshold = NCCL_{LL,LL128,SIMPLE}_THREAD_THRESHOLD {8, 8, 64}
+// [src/include/comm.h]; a ring's LL threshold is multiplied by the ranks [src/graph/tuning.cc].
+constexpr std::array<std::uint64_t, 3> CHANNEL_BYTES{512 * 8, 640 * 8, 512 * 64};
 // Tree: base {6.8, 14.0, 8.4} us, NVLink hwLat {0.6, 1.25, 4.0} us per chain hop; NCCL charges 2(n-1) hops
 // [model: NVIDIA/nccl src/graph/tuning.cc].
 constexpr std::array<std::array<double, 2>, 3> TREE_US{{{6.8, 0.6}, {14.0, 1.25}, {8.4, 4.0}}};
@@ -81,10 +86,16 @@ std::unique_ptr<Model> make(const ConfigNode& node) {
     out.max_bandwidth = p.optional<BytesPerSecond>("max_bandwidth", BytesPerSecond{DEFAULTS[i].max_gbps * 1e9});
     out.base_latency = p.optional<Seconds>("base_latency", Seconds{DEFAULTS[i].base_us * 1e-6});
     out.step_latency = p.optional<Seconds>("step_latency", Seconds{DEFAULTS[i].step_us * 1e-6});
+    out.channel_bytes = p.optional<Bytes>("channel_bytes", Bytes{CHANNEL_BYTES[i]});
     m->tree[i] = read_latencies(tree.section(name), TREE_US[i][0], TREE_US[i][1]);
   }
   m->one_shot = read_latencies(node.section("one_shot"), DIRECT_BASE_US, DIRECT_STEP_US);
   m->two_shot = read_latencies(node.section("two_shot"), DIRECT_BASE_US, DIRECT_STEP_US);
+  const ConfigNode direct = node.section("direct");
+  const auto direct_base = direct.maybe<Seconds>("base_latency");
+  const auto direct_step = direct.maybe<Seconds>("step_latency");
+  if (direct_base || direct_step)
+    m->direct = Latencies{direct_base.value_or(Seconds{0}), direct_step.value_or(Seconds{0})};
   m->nvls_enabled = node.optional<bool>("nvls", true);
   m->nvls_latency = node.optional<Seconds>("nvls_latency", Seconds{NVLS_US * 1e-6});
   m->stream_launch = node.optional<Seconds>("stream_launch", Seconds{STREAM_LAUNCH_US * 1e-6});
@@ -190,6 +201,25 @@ int switch_links(const Fabric& fabric, DeviceId gpu) {
   return std::max(1, links);
 }
 
+int ramp_channels(Bytes size, Bytes threshold, int links) {
+  links = std::max(1, links);
+  if (threshold.count() == 0) return links;
+  return static_cast<int>(
+      std::clamp<std::uint64_t>(size.count() / threshold.count(), 1, static_cast<std::uint64_t>(links)));
+}
+
+int CollectiveModel::channels_for(const CollectiveRequest& request, Algorithm algorithm, Protocol protocol,
+                                  const CollectivePlatform& platform) const {
+  if (request.channels) return *request.channels;
+  // NCCL tunes the channel count of ring and tree only; NVLS runs its own fixed count, and symmetric-memory kernels
+  // and peer-to-peer sends are not channel-tuned this way.
+  if (algorithm != Algorithm::ring && algorithm != Algorithm::tree) return platform.links;
+  Bytes threshold = params(protocol).channel_bytes;
+  if (algorithm == Algorithm::ring && protocol == Protocol::ll)
+    threshold = Bytes{threshold.count() * static_cast<std::uint64_t>(request.ranks)};
+  return ramp_channels(request.bytes, threshold, platform.links);
+}
+
 CollectiveShape CollectiveModel::shape(CollectiveKind kind, Bytes size, int ranks, Algorithm algorithm) const {
   const auto allowed = algorithms_for(kind);
   if (std::ranges::find(allowed, algorithm) == allowed.end())
@@ -270,12 +300,12 @@ CollectivePlan CollectiveModel::make_plan(const CollectiveRequest& request, Algo
   plan.algorithm = algorithm;
   plan.protocol = protocol;
   plan.shape = shape(request.kind, request.bytes, request.ranks, algorithm);
-  plan.channels = request.channels.value_or(platform.links);
+  plan.channels = channels_for(request, algorithm, protocol, platform);
   plan.launch = request.launch == Launch::graph ? graph_launch : stream_launch;
   plan.efficiency = std::min(1.0, p.efficiency * relative_rate[static_cast<std::size_t>(request.kind)]);
   plan.max_bandwidth = p.max_bandwidth;
   // NCCL's bus bandwidth is channels x one link's effective rate (tuning.cc: busBw = nChannels * bwIntra), so fewer
-  // channels than links leave links idle, and more cannot exceed the links.
+  // channels than links (forced, or a small message's ramp) leave links idle, and more cannot exceed the links.
   plan.rate_scale = std::min(1.0, static_cast<double>(plan.channels) / std::max(1, platform.links));
   Latencies lat{p.base_latency, p.step_latency};
   switch (algorithm) {
@@ -287,6 +317,9 @@ CollectivePlan CollectiveModel::make_plan(const CollectiveRequest& request, Algo
       break;
     case Algorithm::two_shot:
       lat = two_shot;
+      break;
+    case Algorithm::direct:
+      if (direct) lat = *direct;
       break;
     case Algorithm::nvls:
       lat = {Seconds{0}, nvls_latency};
@@ -347,14 +380,19 @@ Registry<Model>::Entry collective_model_entry() {
       {"LL.max_bandwidth", "bytes/s", "141GBps", "LL per-rank cap on Hopper [model NCCL tuning.cc]"},
       {"LL.base_latency", "time", "6.6us", "ring: per collective [model NCCL tuning.cc]"},
       {"LL.step_latency", "time", "0.6us", "ring: per step [model NCCL tuning.cc]"},
+      {"LL.channel_bytes", "bytes", "4KiB",
+       "ring and tree add a channel per this many bytes, x ranks on a ring; 0 = all channels "
+       "[src NCCL enqueue.cc, 512 threads x 8]"},
       {"LL128.efficiency", "fraction", "0.92", "payload share of an LL128 line"},
       {"LL128.max_bandwidth", "bytes/s", "0 (none)", "per-rank cap"},
       {"LL128.base_latency", "time", "14us", "ring: per collective"},
       {"LL128.step_latency", "time", "1.9us", "ring: per step"},
+      {"LL128.channel_bytes", "bytes", "5KiB", "bytes per channel of ring and tree [src NCCL, 640 threads x 8]"},
       {"Simple.efficiency", "fraction", "1.0", "payload share"},
       {"Simple.max_bandwidth", "bytes/s", "0 (none)", "per-rank cap"},
       {"Simple.base_latency", "time", "8.4us", "ring: per collective"},
       {"Simple.step_latency", "time", "3.4us", "ring: per step"},
+      {"Simple.channel_bytes", "bytes", "32KiB", "bytes per channel of ring and tree [src NCCL, 512 threads x 64]"},
       {"tree.LL.base_latency", "time", "6.8us", "tree (a chain): per collective [model NCCL tuning.cc]"},
       {"tree.LL.step_latency", "time", "0.6us", "tree: per chain hop, 2(n-1) hops [model NCCL tuning.cc]"},
       {"tree.LL128.base_latency", "time", "14us", "tree: per collective"},
@@ -365,6 +403,10 @@ Registry<Model>::Entry collective_model_entry() {
       {"one_shot.step_latency", "time", "1us", "one-shot: its one step"},
       {"two_shot.base_latency", "time", "2us", "two-shot all-reduce: per collective"},
       {"two_shot.step_latency", "time", "1us", "two-shot: per step (2 steps)"},
+      {"direct.base_latency", "time", "ring's",
+       "all_to_all (grouped send/recv): per collective; unset with "
+       "step_latency = the protocol's ring latencies, else the other one is 0"},
+      {"direct.step_latency", "time", "ring's", "all_to_all: its one step"},
       {"nvls", "bool", "true", "allow NVLS where the NVSwitches reduce (NCCL_NVLS_ENABLE; our H200 traces: false)"},
       {"nvls_latency", "time", "25us", "NVLS fixed cost [model NCCL tuning.cc hwLat]"},
       {"stream_launch", "time", "4.8us", "launch of a collective from a stream [meas h200x1-launch back_to_back]"},
@@ -380,7 +422,7 @@ Registry<Model>::Entry collective_model_entry() {
   };
   return {"collective",
           "NCCL-like BSP collectives: ring, tree, one_shot, two_shot, nvls (all_reduce), direct (all_to_all); "
-          "LL/LL128/Simple; algorithm and protocol chosen by size, one transfer per step",
+          "LL/LL128/Simple; algorithm, protocol and channels chosen by size, one transfer per step",
           std::move(docs), make};
 }
 

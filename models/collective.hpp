@@ -22,6 +22,13 @@
 //   rate = min(line_rate * sm_efficiency * protocol_efficiency * relative_rate(kind) * min(1, channels / links)
 //              [* reduction], max_bandwidth)
 //
+// where channels is what the op forces, else, for ring and tree, NCCL's ramp (src/enqueue.cc topoGetAlgoInfo: fewer
+// channels while bytes < channels x threads x threadThreshold):
+//
+//   channels(S) = clamp(floor(S / threshold), 1, links),  threshold = channel_bytes(protocol) [x ranks for ring LL]
+//
+// so that a ring runs one channel up to 2 thresholds, then grows its rate with the size (time flat over a range of
+// mid sizes) until every link has its channel. nvls, one_shot, two_shot and direct run all their channels.
 // where relative_rate is the payload rate of the kind's kernels relative to all_reduce's: NCCL runs a different
 // kernel per collective (all_gather copies to its own output as it sends, broadcast only sends from the root), and
 // on our H200 x2 traces their rates stand in the same ratios under LL, LL128 and Simple.
@@ -69,6 +76,9 @@ std::vector<Protocol> protocols_for(Algorithm algorithm);
 double switch_reduction(const Fabric& fabric);
 /// Lanes from `gpu` into its NVLink or PCIe switches, at least 1: NCCL runs a channel per link's worth of bandwidth.
 int switch_links(const Fabric& fabric, DeviceId gpu);
+/// NCCL's channel count for `size` bytes: one channel per `threshold` bytes, at least 1 and at most `links`
+/// (src/enqueue.cc topoGetAlgoInfo drops a channel while size < channels x threshold).
+int ramp_channels(Bytes size, Bytes threshold, int links);
 
 /// How one step moves data between the ranks.
 enum class Pattern {
@@ -93,6 +103,7 @@ struct ProtocolParams {
   BytesPerSecond max_bandwidth;  // per-rank payload rate cap; 0 = none (LL's llMaxBw)
   Seconds base_latency;          // once per collective (kernel start, setup)
   Seconds step_latency;          // per algorithm step, on top of the route's wire latency
+  Bytes channel_bytes;           // bytes per channel before ring and tree add one (NCCL's threads x threadThreshold)
 };
 
 /// Per-algorithm latencies (efficiency and rate caps belong to the protocol's line format).
@@ -117,7 +128,7 @@ struct CollectiveRequest {
   int ranks = 2;
   std::optional<Algorithm> algorithm;  // forced, else chosen by size
   std::optional<Protocol> protocol;    // forced, else chosen by size
-  std::optional<int> channels;         // forced, else one per link
+  std::optional<int> channels;         // forced, else NCCL's ramp up to one per link (channels_for)
   Launch launch = Launch::stream;
 };
 
@@ -141,16 +152,22 @@ class CollectiveModel final : public Model {
   std::array<Latencies, 3> tree{};            // indexed by Protocol
   Latencies one_shot;
   Latencies two_shot;
-  bool nvls_enabled = true;                            // NCCL_NVLS_ENABLE
-  Seconds nvls_latency;                                // NVLS fixed cost (NCCL: base 0, hwLat 25 us)
-  Seconds stream_launch;                               // a collective launched from a stream
-  Seconds graph_launch;                                // a collective replayed from a CUDA graph
-  Seconds barrier_latency;                             // a device-side barrier across the ranks
-  Bytes chain_chunk;                                   // pipeline chunk of broadcast and tree
-  int max_chunks = 0;                                  // at most this many chunks per pipeline
+  std::optional<Latencies> direct;  // all_to_all's grouped sends; unset = the chosen protocol's ring latencies
+  bool nvls_enabled = true;         // NCCL_NVLS_ENABLE
+  Seconds nvls_latency;             // NVLS fixed cost (NCCL: base 0, hwLat 25 us)
+  Seconds stream_launch;            // a collective launched from a stream
+  Seconds graph_launch;             // a collective replayed from a CUDA graph
+  Seconds barrier_latency;          // a device-side barrier across the ranks
+  Bytes chain_chunk;                // pipeline chunk of broadcast and tree
+  int max_chunks = 0;               // at most this many chunks per pipeline
   std::array<double, 5> relative_rate{1, 1, 1, 1, 1};  // indexed by CollectiveKind; all_reduce = 1
 
   const ProtocolParams& params(Protocol p) const { return protocols[static_cast<std::size_t>(p)]; }
+
+  /// The channels a plan runs: the forced count, else NCCL's ramp for ring and tree (LL's threshold on a ring
+  /// grows with the ranks, as in NCCL), else one per link.
+  int channels_for(const CollectiveRequest& request, Algorithm algorithm, Protocol protocol,
+                   const CollectivePlatform& platform) const;
 
   /// The data movement of (kind, bytes, ranks, algorithm); channels and protocol change only rates and latencies.
   /// Throws std::logic_error for an algorithm that cannot run `kind`.

@@ -85,6 +85,65 @@ TEST_CASE("collective: the time model is NCCL's latency plus bytes over the chan
   CHECK((m.collective->predict(many, HGX) - m.collective->predict(graph, HGX)).count() == doctest::Approx(4.28e-6));
 }
 
+TEST_CASE("collective: below its ramp a ring runs one channel per channel_bytes, and its time stays flat") {
+  const auto m = load("models: {collective: {Simple: {channel_bytes: 32KiB}, LL: {channel_bytes: 4KiB}}}");
+  const auto& c = *m.collective;
+  // t = launch + base + 2(n-1) (step + hop) + 2(n-1)/n S / (rate x channels / links), channels = floor(S / 32 KiB)
+  // clamped to 1..18 (NCCL's rule, src/enqueue.cc).
+  auto expected = [&](std::uint64_t s, int channels) {
+    return 4.8e-6 + 8.4e-6 + 14 * (3.4e-6 + 0.354e-6) +
+           14.0 / 8 * static_cast<double>(s) / (450e9 * 0.824 * channels / 18);
+  };
+  auto plan = [&](std::uint64_t s) {
+    return c.make_plan(forced(Bytes{s}, Algorithm::ring, Protocol::simple), Algorithm::ring, Protocol::simple, NO_NVLS);
+  };
+  for (auto [s, channels] : std::vector<std::pair<std::uint64_t, int>>{{8, 1},
+                                                                       {16 * 1024, 1},
+                                                                       {48 * 1024, 1},
+                                                                       {64 * 1024, 2},
+                                                                       {96 * 1024, 3},
+                                                                       {512 * 1024, 16},
+                                                                       {576 * 1024, 18},
+                                                                       {1 << 20, 18},
+                                                                       {1ull << 30, 18}}) {
+    CAPTURE(s);
+    CHECK(plan(s).channels == channels);
+    CHECK(c.predict(plan(s), NO_NVLS).count() == doctest::Approx(expected(s, channels)).epsilon(1e-12));
+  }
+  // On the ramp every channel carries the same bytes: the time does not move from 2 to 16 channels.
+  CHECK(c.predict(plan(64 * 1024), NO_NVLS).count() == doctest::Approx(c.predict(plan(512 * 1024), NO_NVLS).count()));
+  // A ring's LL threshold grows with the ranks (NCCL's tuning.cc): 4 KiB x 8 ranks per channel.
+  CHECK(c.make_plan(forced(Bytes{64 * 1024}, Algorithm::ring, Protocol::ll), Algorithm::ring, Protocol::ll, NO_NVLS)
+            .channels == 2);
+  CHECK(c.make_plan(forced(Bytes{64 * 1024}, Algorithm::tree, Protocol::ll), Algorithm::tree, Protocol::ll, NO_NVLS)
+            .channels == 16);
+  // NVLS runs every channel at any size; a forced count wins over the ramp.
+  CHECK(c.make_plan(forced(Bytes{8}, Algorithm::nvls, Protocol::simple), Algorithm::nvls, Protocol::simple, HGX)
+            .channels == 18);
+  auto request = forced(Bytes{8}, Algorithm::ring, Protocol::simple);
+  request.channels = 6;
+  CHECK(c.make_plan(request, Algorithm::ring, Protocol::simple, NO_NVLS).channels == 6);
+}
+
+TEST_CASE("collective: the channel ramp never runs more channels than links") {
+  const auto m = load();
+  const auto& c = *m.collective;
+  for (int links : {1, 4, 18})
+    for (std::uint64_t s = 1; s <= (1ull << 40); s *= 3)
+      for (auto a : {Algorithm::ring, Algorithm::tree})
+        for (auto p : protocols_for(a)) {
+          const CollectivePlatform platform{450_GBps, 0.824, Seconds{0.354e-6}, links, 0};
+          const auto plan = c.make_plan(forced(Bytes{s}, a, p), a, p, platform);
+          CAPTURE(s);
+          CAPTURE(links);
+          CHECK(plan.channels >= 1);
+          CHECK(plan.channels <= links);
+          CHECK(plan.rate_scale <= 1.0);
+        }
+  CHECK(ramp_channels(1_GiB, Bytes{0}, 18) == 18);  // 0 B per channel: the ramp is off
+  CHECK(ramp_channels(Bytes{1}, 1_GiB, 0) == 1);
+}
+
 TEST_CASE("collective: protocol and algorithm switch where the model's times cross") {
   const auto m = load();
   const auto& c = *m.collective;

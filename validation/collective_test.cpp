@@ -127,7 +127,7 @@ TEST_CASE("collective twins: NCCL's own choice is the model's, and what cannot b
 
 TEST_CASE("collective fit: calibrate recovers the parameters that generated the records") {
   // Records written with the model's own lone-collective time on the platform calibrate() assumes (hgx h200 x2), with
-  // known protocol latencies and efficiencies and per-kind relative rates.
+  // known protocol latencies, efficiencies and channel ramps and per-kind relative rates.
   auto doc = ConfigDocument::load_string("topology: {type: hgx, gpu: h200, gpus: 2}\n", "t.yaml");
   Registry<Topology> topologies("topology");
   topologies::register_topologies(topologies);
@@ -138,10 +138,12 @@ TEST_CASE("collective fit: calibrate recovers the parameters that generated the 
                                             cost.latency, models::switch_links(fabric, fabric.gpus()[0]),
                                             models::switch_reduction(fabric)};
   models::CollectiveModel truth = *defaults.collective;
-  truth.protocols[0] = {0.4, BytesPerSecond{0}, Seconds{4e-6}, Seconds{0.5e-6}};
-  truth.protocols[1] = {0.7, BytesPerSecond{0}, Seconds{8e-6}, Seconds{1.3e-6}};
-  truth.protocols[2] = {0.8, BytesPerSecond{0}, Seconds{7e-6}, Seconds{4e-6}};
+  // Channel ramps that end (at 18 channels) below the sizes that give the rates; LL's threshold doubles on 2 ranks.
+  truth.protocols[0] = {0.4, BytesPerSecond{0}, Seconds{4e-6}, Seconds{0.5e-6}, 8_KiB};
+  truth.protocols[1] = {0.7, BytesPerSecond{0}, Seconds{8e-6}, Seconds{1.3e-6}, 16_KiB};
+  truth.protocols[2] = {0.8, BytesPerSecond{0}, Seconds{7e-6}, Seconds{4e-6}, 64_KiB};
   truth.relative_rate = {1.0, 0.8, 0.85, 0.9, 1.2};  // all_reduce, all_gather, reduce_scatter, all_to_all, broadcast
+  truth.direct = models::Latencies{Seconds{5e-6}, Seconds{0}};  // all_to_all's own fixed cost, in one step
 
   std::vector<Trace> traces;
   for (const std::string proto : {"LL", "LL128", "Simple"}) {
@@ -149,7 +151,7 @@ TEST_CASE("collective fit: calibrate recovers the parameters that generated the 
     t.source = proto + ".jsonl";
     for (const std::string test : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast"})
       for (const std::string variant : {"out_of_place", "graph"})
-        for (std::uint64_t bytes = 8; bytes <= (1ull << 30); bytes *= 4) {
+        for (std::uint64_t bytes = 8; bytes <= (1ull << 30); bytes *= 2) {
           const auto kind = *models::collective_kind(test);
           const bool p2p = kind == CollectiveKind::all_to_all;
           const models::CollectiveRequest request{
@@ -180,7 +182,11 @@ TEST_CASE("collective fit: calibrate recovers the parameters that generated the 
     CHECK(m.protocols[p].step_latency.count() ==
           doctest::Approx(truth.protocols[p].step_latency.count()).epsilon(1e-3));
     CHECK(m.protocols[p].max_bandwidth.count() == 0);
+    CHECK(m.protocols[p].channel_bytes == truth.protocols[p].channel_bytes);
   }
+  REQUIRE(m.direct);
+  CHECK(m.direct->base_latency.count() == doctest::Approx(5e-6).epsilon(1e-3));
+  CHECK(m.direct->step_latency.count() == 0);
   for (std::size_t k = 0; k < 5; ++k) {
     CAPTURE(k);
     CHECK(m.relative_rate[k] == doctest::Approx(truth.relative_rate[k]).epsilon(1e-4));

@@ -143,6 +143,23 @@ TEST_CASE("collectives: fewer channels than links slow a ring down in proportion
   CHECK(span(r, 1) - span(r, 2) == doctest::Approx(4.28e-6).epsilon(1e-6));
 }
 
+TEST_CASE("collectives: a lone ring runs NCCL's channel ramp, one channel per 32 KiB under Simple up to every link") {
+  const auto s = load(
+      "topology: {type: hgx, gpus: 2}\nmodels: {" + HALF_SM +
+      "}\nworkloads:\n"
+      "  - {type: program, ops: [{collective: {op: all_reduce, bytes: 16KiB, algorithm: ring, protocol: Simple}}]}\n"
+      "  - {type: program, ops: [{collective: {op: all_reduce, bytes: 128KiB, algorithm: ring, protocol: Simple}}]}\n"
+      "  - {type: program, ops: [{collective: {op: all_reduce, bytes: 256MiB, algorithm: ring, protocol: Simple}}]}\n");
+  const Report r = s.run();
+  // 2 ranks: 2 steps of S/2; channels = clamp(floor(S / 32 KiB), 1, 18), each with a link's share of the rate.
+  auto model = [](double bytes, int channels) {
+    return LAUNCH + 8.4e-6 + 2 * (3.4e-6 + HOP) + bytes / (B * channels / 18);
+  };
+  CHECK(relative_error(span(r, 0), model(16 * 1024, 1)) <= 1e-9);
+  CHECK(relative_error(span(r, 1), model(128 * 1024, 4)) <= 1e-9);
+  CHECK(relative_error(span(r, 2), model(S, 18)) <= 1e-9);
+}
+
 TEST_CASE("collectives: forcing what cannot run is a pinned error") {
   auto error = [](const std::string& collective, const std::string& topology = "hgx", const std::string& models = "") {
     try {

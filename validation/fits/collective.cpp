@@ -1,12 +1,24 @@
 // Fits of the collective model from the probe's `collective` family (tools/probe/src/families/collective.cu): NCCL
 // collectives on 2 GPUs, with NCCL_PROTO forced per trace. NCCL runs ring on 2 GPUs inside a node (twins/collective.cpp
-// says why), so these records give ring's per-protocol latencies and rates.
+// says why), so these records give ring's per-protocol latencies, rates and channel ramps.
 //
 // A lone collective takes launch + base + latency_steps x (step_latency + route latency) + serial_bytes / rate
 // (models/collective.hpp), with rate = line rate x SM copy efficiency x protocol efficiency x the kind's relative
-// rate (x channels / links). The design matrix comes from CollectiveModel::make_plan, the plan the runner executes.
+// rate x channels / links, and channels = NCCL's ramp, one per channel_bytes of the message up to one per link. The
+// design matrix comes from CollectiveModel::make_plan, the plan the runner executes.
+//
+// The measured curves bend more than this line does: past the ramp (~1 MiB) the payload rate still grows by a fifth
+// from 8 MiB to 1 GiB (Simple all_reduce: 260 -> 330 GB/s), so least squares over all sizes at once gives a rate
+// between the two and predicts 1 GiB 15-22 % slow. Capacity planning needs the large-size rate, so the fit takes it
+// where latency no longer counts, and the rest from the smaller sizes:
+//   1. per protocol and kind, the rate is the slope of time over bytes across the records of >= 32 MiB;
+//   2. the kinds' relative rates and the protocols' efficiencies split those slopes (least squares in logs);
+//   3. per protocol, base and step latencies by least squares on relative errors of the smaller records with the byte
+//      term known, at each channel_bytes of a log grid; the channel_bytes with the least error is kept.
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -26,9 +38,22 @@ constexpr std::array<Protocol, 3> PROTOCOLS{Protocol::ll, Protocol::ll128, Proto
 constexpr std::array<CollectiveKind, 4> RING_KINDS{CollectiveKind::all_reduce, CollectiveKind::all_gather,
                                                    CollectiveKind::reduce_scatter, CollectiveKind::broadcast};
 const std::vector<std::string> TESTS{"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast"};
+// Records this large give the rates: a 2-GPU ring at ~300 GB/s takes >= 100 us there, several times its latency, and
+// on our H200 traces three calibration sizes (32, 128, 512 MiB) lie above it. From 64 MiB the 1 GiB rate comes out
+// closer still (within 5 %), at the cost of 2-64 MiB, and the family's median error crosses 10 %.
+constexpr std::uint64_t LARGE_BYTES = 32ull << 20;
+// The channel_bytes grid: from 256 B, 8 points per octave (powers of two, NCCL's thresholds, lie on it).
+constexpr std::uint64_t GRID_LOW = 256;
+constexpr double GRID_PER_OCTAVE = 8;
 
 std::size_t index(auto value) {
   return static_cast<std::size_t>(value);
+}
+
+double mean(const std::vector<double>& values) {
+  double sum = 0;
+  for (double v : values) sum += v;
+  return sum / static_cast<double>(values.size());
 }
 
 /// A calibration record with what its twin runs.
@@ -67,12 +92,12 @@ void collectives(Fit& fit) {
       p.peer.latency, models::switch_links(p.fabric, rank0), models::switch_reduction(p.fabric)};
   const Seconds hop = platform.hop_latency;
 
-  // A model whose protocols have efficiency 1, no cap and no latency, and whose kinds all run at all_reduce's rate:
-  // its plans give the fit's columns. Launch costs come from the launch family.
+  // A model whose protocols have efficiency 1, no cap, no latency and every channel at every size, and whose kinds
+  // all run at all_reduce's rate: its plans give the fit's columns. Launch costs come from the launch family.
   models::CollectiveModel unit = *p.defaults.collective;
   unit.stream_launch = Seconds{fit.value_or("collective.stream_launch", unit.stream_launch.count())};
   unit.graph_launch = Seconds{fit.value_or("collective.graph_launch", unit.graph_launch.count())};
-  for (auto& proto : unit.protocols) proto = {1, BytesPerSecond{0}, Seconds{0}, Seconds{0}};
+  for (auto& proto : unit.protocols) proto = {1, BytesPerSecond{0}, Seconds{0}, Seconds{0}, Bytes{0}};
   unit.relative_rate.fill(1);
 
   std::vector<Point> points;
@@ -85,103 +110,157 @@ void collectives(Fit& fit) {
     }
 
   // Ring records under a forced protocol, by protocol.
-  std::array<std::vector<std::pair<const Point*, Terms>>, 3> ring;
+  std::array<std::vector<const Point*>, 3> ring;
   for (const auto& pt : points) {
     if (!pt.need.protocol || pt.need.kind == CollectiveKind::all_to_all) continue;
     if (pt.need.algorithm.value_or(Algorithm::ring) != Algorithm::ring) continue;
-    const auto plan =
-        unit.make_plan(pt.request(Algorithm::ring, pt.need.protocol), Algorithm::ring, *pt.need.protocol, platform);
-    ring[index(*pt.need.protocol)].push_back({&pt, terms(unit, plan, platform)});
+    ring[index(*pt.need.protocol)].push_back(&pt);
   }
-  auto records_of = [](const auto& rows) {
+  auto ring_terms = [&](const Point& pt, const models::CollectiveModel& model) {
+    const auto proto = *pt.need.protocol;
+    return terms(unit, model.make_plan(pt.request(Algorithm::ring, proto), Algorithm::ring, proto, platform), platform);
+  };
+  auto records_of = [](const std::vector<const Point*>& pts) {
     std::vector<TracedRecord> out;
-    for (const auto& [pt, _] : rows) out.push_back(pt->traced);
+    for (const auto* pt : pts) out.push_back(pt->traced);
     return out;
   };
-  auto lookup = [](const auto& rows) {
-    std::map<const TraceRecord*, Terms> by_record;
-    for (const auto& [pt, t] : rows) by_record[pt->traced.record] = t;
-    return by_record;
-  };
+  auto large = [](const Point* pt) { return pt->record().bytes.count() >= LARGE_BYTES; };
 
-  // 1. Each kind's rate relative to all_reduce's: per protocol, a byte column per kind; the geometric mean over the
-  //    protocols of all_reduce's coefficient over the kind's.
+  // 1. Per protocol and kind, 1 / (efficiency x relative rate): the slope of time over unit_time across the large
+  //    records (a free intercept takes launch, latencies and what else is fixed), where every channel runs.
+  std::array<std::array<double, 5>, 3> slope{};  // 0 = not fitted
+  for (auto proto : PROTOCOLS)
+    for (auto k : RING_KINDS) {
+      std::vector<const Point*> rows;
+      std::map<const TraceRecord*, Terms> by_record;
+      for (const auto* pt : ring[index(proto)])
+        if (pt->need.kind == k && large(pt)) {
+          rows.push_back(pt);
+          by_record[&pt->record()] = ring_terms(*pt, unit);
+        }
+      const auto other_sizes = std::ranges::count_if(
+          rows, [&](const Point* pt) { return pt->record().bytes != rows.front()->record().bytes; });
+      if (other_sizes == 0) continue;  // one size (or none) gives no slope
+      const auto x = Fit::relative_least_squares(
+          records_of(rows),
+          [&](const TraceRecord& r) {
+            return std::vector<double>{1.0, by_record.at(&r).unit_time};
+          },
+          [&](const TraceRecord& r) { return r.median - by_record.at(&r).launch.count(); });
+      if (x[1] > 0) slope[index(proto)][index(k)] = x[1];
+    }
+  std::vector<const Point*> all_ring;
+  for (const auto& rows : ring) all_ring.insert(all_ring.end(), rows.begin(), rows.end());
+  std::vector<const Point*> all_large;
+  std::ranges::copy_if(all_ring, std::back_inserter(all_large), large);
+
+  // 2. Relative rates: the geometric mean over protocols of all_reduce's slope over the kind's; efficiencies: the
+  //    geometric mean over kinds of 1 / (slope x relative rate). Together the least squares fit of
+  //    log slope = -log efficiency(protocol) - log relative_rate(kind).
   std::array<double, 5> relative{1, 1, 1, 1, 1};
-  std::array<std::vector<double>, 5> log_ratios;
-  for (const auto& rows : ring) {
-    std::vector<CollectiveKind> present;
-    for (auto k : RING_KINDS)
-      if (std::ranges::count_if(rows, [&](const auto& row) { return row.first->need.kind == k; }) >= 3)
-        present.push_back(k);
-    if (present.empty() || present.front() != CollectiveKind::all_reduce || rows.size() < 2 + 2 * present.size())
-      continue;
-    const auto by_record = lookup(rows);
-    const auto x = Fit::relative_least_squares(
-        records_of(rows),
-        [&](const TraceRecord& r) {
-          const auto& t = by_record.at(&r);
-          std::vector<double> row{1.0, t.latency_steps};
-          for (auto k : present) row.push_back(models::collective_kind(r.test) == k ? t.unit_time : 0.0);
-          return row;
-        },
-        [&](const TraceRecord& r) {
-          const auto& t = by_record.at(&r);
-          return r.median - t.launch.count() - t.latency_steps * hop.count();
-        });
-    for (std::size_t k = 1; k < present.size(); ++k)
-      if (x[2] > 0 && x[2 + k] > 0) log_ratios[index(present[k])].push_back(std::log(x[2] / x[2 + k]));
-  }
-  std::vector<TracedRecord> ring_records;
-  for (const auto& rows : ring)
-    for (const auto& r : records_of(rows)) ring_records.push_back(r);
   for (auto k : RING_KINDS) {
-    const auto& logs = log_ratios[index(k)];
+    if (k == CollectiveKind::all_reduce) continue;
+    std::vector<double> logs;
+    for (auto proto : PROTOCOLS)
+      if (const auto& s = slope[index(proto)]; s[0] > 0 && s[index(k)] > 0)
+        logs.push_back(std::log(s[0] / s[index(k)]));
     if (logs.empty()) continue;
-    double sum = 0;
-    for (double l : logs) sum += l;
-    relative[index(k)] = std::clamp(std::exp(sum / static_cast<double>(logs.size())), 0.1, 4.0);
+    relative[index(k)] = std::clamp(std::exp(mean(logs)), 0.1, 4.0);
     fit.add_number(fmt::format("collective.{}.relative_rate", models::to_string(k)), relative[index(k)],
-                   fmt::format("geometric mean over {} protocols of all_reduce's byte coefficient over {}'s, each "
-                               "from least squares on relative errors of t = launch + base + steps x (step + route "
-                               "latency) + one byte term per kind",
-                               logs.size(), models::to_string(k)),
-                   ring_records);
+                   fmt::format("geometric mean over {} protocols of all_reduce's rate over {}'s, each the slope of "
+                               "time over bytes across the records >= {} (every channel running)",
+                               logs.size(), models::to_string(k), to_string(Bytes{LARGE_BYTES})),
+                   records_of(all_large));
   }
 
-  // 2. Per protocol: base, step and efficiency, with the kinds' relative rates known.
+  // 3. Per protocol: efficiency from the slopes, then base, step and channel_bytes from the smaller records.
   models::CollectiveModel fitted = *p.defaults.collective;  // protocols without records keep their defaults
   fitted.stream_launch = unit.stream_launch;
   fitted.graph_launch = unit.graph_launch;
   fitted.relative_rate = relative;
   for (auto proto : PROTOCOLS) {
-    const auto& rows = ring[index(proto)];
     const std::string name(models::to_string(proto));
-    if (!fit.enough(records_of(rows), 6, fmt::format("collective.{} latencies and efficiency", name))) continue;
-    const auto by_record = lookup(rows);
-    const auto x = Fit::relative_least_squares(
-        records_of(rows),
-        [&](const TraceRecord& r) {
-          const auto& t = by_record.at(&r);
-          return std::vector<double>{1.0, t.latency_steps,
-                                     t.unit_time / relative[index(*models::collective_kind(r.test))]};
-        },
-        [&](const TraceRecord& r) {
-          const auto& t = by_record.at(&r);
-          return r.median - t.launch.count() - t.latency_steps * hop.count();
-        });
+    std::vector<double> logs;
+    for (auto k : RING_KINDS)
+      if (const double s = slope[index(proto)][index(k)]; s > 0) logs.push_back(std::log(s * relative[index(k)]));
+    std::vector<const Point*> rows;
+    std::ranges::copy_if(ring[index(proto)], std::back_inserter(rows), [&](const Point* pt) { return !large(pt); });
+    if (logs.empty()) {
+      fit.note(fmt::format("collective.{}: no kind has records >= {} at two sizes: its rate is not fitted", name,
+                           to_string(Bytes{LARGE_BYTES})));
+      continue;
+    }
+    if (!fit.enough(records_of(rows), 6, fmt::format("collective.{} latencies and channel_bytes", name))) continue;
+    const double efficiency = std::clamp(std::exp(-mean(logs)), 0.01, 1.0);
+
+    // The grid: 8 points per octave from 256 B while the ramp still ends below every large record (their slopes
+    // assumed every channel running).
+    struct Best {
+      double error = std::numeric_limits<double>::infinity();
+      Bytes channel_bytes;
+      std::vector<double> x;
+    } best;
+    models::CollectiveModel trial = unit;
+    for (int step = 0; static_cast<double>(GRID_LOW) * std::exp2(step / GRID_PER_OCTAVE) <= LARGE_BYTES; ++step) {
+      const Bytes cb{
+          static_cast<std::uint64_t>(std::llround(static_cast<double>(GRID_LOW) * std::exp2(step / GRID_PER_OCTAVE)))};
+      trial.protocols[index(proto)].channel_bytes = cb;
+      if (std::ranges::any_of(all_large, [&](const Point* pt) {
+            return pt->need.protocol == proto && trial.channels_for(pt->request(Algorithm::ring, proto),
+                                                                    Algorithm::ring, proto, platform) < platform.links;
+          }))
+        break;
+      std::map<const TraceRecord*, Terms> by_record;
+      for (const auto* pt : rows) by_record[&pt->record()] = ring_terms(*pt, trial);
+      auto target = [&](const TraceRecord& r) {
+        const auto& t = by_record.at(&r);
+        return r.median - t.launch.count() - t.latency_steps * hop.count() -
+               t.unit_time / (efficiency * relative[index(*models::collective_kind(r.test))]);
+      };
+      auto row = [&](const TraceRecord& r) { return std::vector<double>{1.0, by_record.at(&r).latency_steps}; };
+      const auto x = Fit::relative_least_squares(records_of(rows), row, target);
+      double error = 0;
+      for (const auto* pt : rows) {
+        const auto& r = pt->record();
+        const auto a = row(r);
+        error += std::pow((a[0] * x[0] + a[1] * x[1] - target(r)) / r.median, 2);
+      }
+      // The calibration sizes pin channel_bytes only to a range (the same channel counts at every record): the
+      // largest value of the range is kept, where NCCL's power-of-two thresholds (threads x threadThreshold) lie.
+      if (error <= best.error * (1 + 1e-9)) best = {error, cb, x};
+    }
+    if (best.x.empty()) {
+      fit.note(fmt::format("collective.{}: no channel_bytes of the grid ends the ramp below {}", name,
+                           to_string(Bytes{LARGE_BYTES})));
+      continue;
+    }
+
     auto& out = fitted.protocols[index(proto)];
-    out.base_latency = fit.non_negative(Seconds{x[0]}, fmt::format("collective.{}.base_latency", name));
-    out.step_latency = fit.non_negative(Seconds{x[1]}, fmt::format("collective.{}.step_latency", name));
-    out.efficiency = std::clamp(1 / x[2], 0.01, 1.0);
+    out.base_latency = fit.non_negative(Seconds{best.x[0]}, fmt::format("collective.{}.base_latency", name));
+    out.step_latency = fit.non_negative(Seconds{best.x[1]}, fmt::format("collective.{}.step_latency", name));
+    out.efficiency = efficiency;
+    out.channel_bytes = best.channel_bytes;
     out.max_bandwidth = BytesPerSecond{0};
+    const auto all_rows = records_of(ring[index(proto)]);
+    fit.add_number(
+        fmt::format("collective.{}.efficiency", name), out.efficiency,
+        fmt::format("geometric mean over {} kinds of 1 / (relative rate x slope of time over serial_bytes / ({} x SM "
+                    "efficiency {:.3g})) across the ring records >= {} with {} (every channel running)",
+                    logs.size(), to_string(platform.line_rate), platform.sm_efficiency, to_string(Bytes{LARGE_BYTES}),
+                    name),
+        all_rows);
     const std::string method = fmt::format(
-        "least squares on relative errors of t = launch (collective.stream_launch or graph_launch) + base + "
-        "latency_steps x (step + route latency {}) + serial_bytes / ({} x SM efficiency {:.3g} x efficiency x "
-        "relative rate of the kind), from CollectiveModel::make_plan of ring with {}",
-        to_string(hop), to_string(platform.line_rate), platform.sm_efficiency, name);
-    fit.add_time(fmt::format("collective.{}.base_latency", name), out.base_latency, method, records_of(rows));
-    fit.add_time(fmt::format("collective.{}.step_latency", name), out.step_latency, method, records_of(rows));
-    fit.add_number(fmt::format("collective.{}.efficiency", name), out.efficiency, method, records_of(rows));
+        "least squares on relative errors of the ring records < {} with {}: t = launch (collective.stream_launch or "
+        "graph_launch) + base + latency_steps x (step + route latency {}) + serial_bytes / rate, the rate fitted above "
+        "x channels / {} links, channels = clamp(floor(bytes / channel_bytes{}), 1, links); channel_bytes the best of "
+        "a grid of 8 points per octave from {}",
+        to_string(Bytes{LARGE_BYTES}), name, to_string(hop), platform.links, proto == Protocol::ll ? " x ranks" : "",
+        to_string(Bytes{GRID_LOW}));
+    fit.add_time(fmt::format("collective.{}.base_latency", name), out.base_latency, method, all_rows);
+    fit.add_time(fmt::format("collective.{}.step_latency", name), out.step_latency, method, all_rows);
+    fit.add_yaml(fmt::format("collective.{}.channel_bytes", name), fmt::format("{}B", out.channel_bytes.count()),
+                 method, all_rows);
     if (proto == Protocol::ll) {
       // NCCL caps LL at llMaxBw (141 GB/s on Hopper). On our traces LL's rate follows the kernel like the other
       // protocols' (broadcast 164 GB/s, all_reduce 123 GB/s at 1 GiB): no flat cap binds, so the efficiency above is
@@ -189,46 +268,75 @@ void collectives(Fit& fit) {
       fit.add_yaml("collective.LL.max_bandwidth", "0GBps",
                    "off: LL's fitted efficiency carries its rate, which differs per collective like the other "
                    "protocols' (no flat llMaxBw cap binds on these records)",
-                   records_of(rows));
+                   all_rows);
     }
   }
 
-  // 3. all_to_all is grouped send/recv, which picks LL or Simple by size whatever NCCL_PROTO says: its relative rate
-  //    from its records with the fitted protocols, the protocol chosen by the model as the twins will.
+  // 4. all_to_all is grouped send/recv, which picks LL or Simple by size whatever NCCL_PROTO says, with fixed costs of
+  //    its own (~13 us at 8 B under every NCCL_PROTO, against 11-19 us for the ring kinds): its relative rate from the
+  //    slope across its large records, then its latency from the smaller ones, with the fitted protocols and the
+  //    protocol the model picks, as the twins will.
   std::vector<const Point*> direct;
   for (const auto& pt : points)
     if (pt.need.kind == CollectiveKind::all_to_all) direct.push_back(&pt);
-  std::vector<TracedRecord> direct_records;
-  for (const auto* pt : direct) direct_records.push_back(pt->traced);
-  if (fit.enough(direct_records, 4, "collective.all_to_all.relative_rate")) {
-    double u = 1;  // 1 / relative rate; the protocol choice depends on it, so iterate to a fixed point
-    for (int iteration = 0; iteration < 5; ++iteration) {
-      fitted.relative_rate[index(CollectiveKind::all_to_all)] = 1 / u;
-      double num = 0, den = 0;
+  std::vector<const Point*> direct_large, direct_small;
+  std::ranges::partition_copy(direct, std::back_inserter(direct_large), std::back_inserter(direct_small), large);
+  const auto other_sizes = std::ranges::count_if(
+      direct_large, [&](const Point* pt) { return pt->record().bytes != direct_large.front()->record().bytes; });
+  if (fit.enough(records_of(direct_small), 4, "collective.direct latencies") && other_sizes > 0) {
+    // Per record: the byte term's column (unit_time / efficiency) and the fixed costs other than base, under the
+    // protocol the model picks; the pick depends on the fitted latency, so fit twice.
+    std::map<const TraceRecord*, std::pair<double, double>> columns;
+    auto refresh = [&] {
       for (const auto* pt : direct) {
-        auto plan = fitted.plan(pt->request({}, {}), platform);
+        const auto plan = fitted.plan(pt->request({}, {}), platform);
         const Terms t =
             terms(unit, unit.make_plan(pt->request({}, {}), plan.algorithm, plan.protocol, platform), platform);
-        const double efficiency = fitted.params(plan.protocol).efficiency;
-        const double a = t.unit_time / efficiency;
-        const double residual = pt->record().median - (plan.launch + plan.base_latency).count() -
-                                t.latency_steps * (plan.step_latency + hop).count();
-        const double w = 1 / (pt->record().median * pt->record().median);
-        num += w * a * residual;
-        den += w * a * a;
+        columns[&pt->record()] = {t.unit_time / fitted.params(plan.protocol).efficiency,
+                                  t.launch.count() + t.latency_steps * hop.count()};
       }
-      if (den > 0 && num > 0) u = num / den;
+    };
+    double rate = 1;
+    Seconds base{0};
+    std::vector<TracedRecord> latency_records;
+    for (int pass = 0; pass < 2; ++pass) {
+      refresh();
+      const auto x = Fit::relative_least_squares(
+          records_of(direct_large),
+          [&](const TraceRecord& r) {
+            return std::vector<double>{1.0, columns.at(&r).first};
+          },
+          [&](const TraceRecord& r) { return r.median - columns.at(&r).second; });
+      rate = std::clamp(x[1] > 0 ? 1 / x[1] : 1.0, 0.1, 4.0);
+      // The latency from the records whose byte term is under a tenth of their time: between those and the large
+      // ones the rate of grouped sends ramps up well beyond what the model's one line follows (16 MiB: 167 GB/s,
+      // 1 GiB: 334 GB/s).
+      latency_records.clear();
+      for (const auto* pt : direct_small)
+        if (columns.at(&pt->record()).first / rate < 0.1 * pt->record().median) latency_records.push_back(pt->traced);
+      if (latency_records.empty()) break;
+      base = Seconds{Fit::intercept(latency_records, [&](const TraceRecord& r) {
+        return r.median - columns.at(&r).second - columns.at(&r).first / rate;
+      })};
+      fitted.relative_rate[index(CollectiveKind::all_to_all)] = rate;
+      fitted.direct = models::Latencies{Seconds{std::max(0.0, base.count())}, Seconds{0}};
     }
-    const double rate = std::clamp(1 / u, 0.1, 4.0);
-    fitted.relative_rate[index(CollectiveKind::all_to_all)] = rate;
     fit.add_number("collective.all_to_all.relative_rate", rate,
-                   "weighted least squares on relative errors of the byte term of t = launch + base + step + route "
-                   "latency + (n-1)/n S / rate, with the protocols fitted above and the protocol (LL or Simple) the "
-                   "model picks",
-                   direct_records);
+                   fmt::format("1 / the slope of time over (n-1)/n S / (line rate x SM efficiency x the protocol's "
+                               "efficiency) across the all_to_all records >= {}, the protocol (LL or Simple) the one "
+                               "the model picks",
+                               to_string(Bytes{LARGE_BYTES})),
+                   records_of(direct_large));
+    const std::string method = fmt::format(
+        "weighted mean (1 / median^2) over the all_to_all records whose byte term is under a tenth of their time of "
+        "t - launch - route latency - the byte term at the rate above: one step cannot tell base from step latency, "
+        "so all of it is base");
+    fit.add_time("collective.direct.base_latency", fit.non_negative(base, "collective.direct.base_latency"), method,
+                 latency_records);
+    fit.add_time("collective.direct.step_latency", Seconds{0}, method, latency_records);
   }
 
-  // 4. The model's own choice where the capture let NCCL choose: ring (NCCL's choice on 2 GPUs), never tree, with
+  // 5. The model's own choice where the capture let NCCL choose: ring (NCCL's choice on 2 GPUs), never tree, with
   //    NVLS off as it was.
   fitted.nvls_enabled = false;
   std::size_t not_ring = 0, chosen = 0;
