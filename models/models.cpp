@@ -11,6 +11,7 @@ void register_models(Registry<Model>& registry) {
   registry.add(variation_model_entry());
   registry.add(slow_model_entry());
   registry.add(pgas_model_entry());
+  registry.add(uvm_model_entry());
 }
 
 namespace {
@@ -31,7 +32,8 @@ Models Models::load(const ConfigNode& section) {
           build<JitterModel>(registry, section, "jitter"),
           build<VariationModel>(registry, section, "variation"),
           build<SlowModel>(registry, section, "slow"),
-          build<PgasModel>(registry, section, "pgas")};
+          build<PgasModel>(registry, section, "pgas"),
+          build<UvmModel>(registry, section, "uvm")};
 }
 
 }  // namespace snsim::models

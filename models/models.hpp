@@ -9,6 +9,7 @@
 #include "models/jitter.hpp"
 #include "models/pgas.hpp"
 #include "models/stream.hpp"
+#include "models/uvm.hpp"
 
 namespace snsim::models {
 
@@ -24,6 +25,7 @@ struct Models {
   std::shared_ptr<const VariationModel> variation;
   std::shared_ptr<const SlowModel> slow;  // check(gpus) once the fabric is known
   std::shared_ptr<const PgasModel> pgas;
+  std::shared_ptr<const UvmModel> uvm;
 
   /// Builds every model from `models.<name>` (absent sections take the defaults).
   static Models load(const ConfigNode& section);

@@ -180,6 +180,7 @@ Calibration calibrate(const std::vector<Trace>& traces) {
   fits::jitter(fit);
   fits::collectives(fit);
   fits::pgas(fit);
+  fits::uvm(fit);
   return result;
 }
 

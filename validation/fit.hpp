@@ -71,6 +71,7 @@ void launches(Fit& fit);
 void jitter(Fit& fit);
 void collectives(Fit& fit);
 void pgas(Fit& fit);
+void uvm(Fit& fit);
 }  // namespace fits
 
 }  // namespace snsim::validation

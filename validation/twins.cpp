@@ -45,6 +45,9 @@ std::variant<Twin, std::string> make_twin(const Trace& trace, const TraceRecord&
     case Family::latency:
       twin = twins::latency(record, gpus, models);
       break;
+    case Family::uvm:
+      twin = twins::uvm(record, gpus);
+      break;
     case Family::launch:
       return "launch records are the launch parameters themselves (fits/copy.cpp): calibration only, no twin";
     default:

@@ -18,8 +18,8 @@ constexpr int MAX_SIGNAL = 65535;
 constexpr std::uint64_t MAX_LOADS = 1'000'000'000'000;
 constexpr double MAX_OP_BYTES = 1125899906842624.0;  // 2^50
 constexpr std::string_view OP_NAMES =
-    "compute, copy, collective, barrier, put, get, signal_wait, quiet, fence, shmem_barrier, load, repeat, streams or "
-    "ranks";
+    "compute, copy, collective, barrier, put, get, signal_wait, quiet, fence, shmem_barrier, load, managed, touch, "
+    "prefetch, advise, read, repeat, streams or ranks";
 
 std::optional<int> to_int(std::string_view text) {
   int value = 0;
@@ -91,7 +91,7 @@ void parse_one(const ConfigNode& item, const std::vector<int>& ranks, const Fabr
   }
   std::vector<std::string> present;
   for (std::string_view kind : {"compute", "copy", "collective", "barrier", "put", "get", "signal_wait", "quiet",
-                                "fence", "shmem_barrier", "load"})
+                                "fence", "shmem_barrier", "load", "managed", "touch", "prefetch", "advise", "read"})
     if (item.has(kind)) present.emplace_back(kind);
   if (present.size() != 1)
     item.fail(present.empty() ? fmt::format("expected an op: {}", OP_NAMES)
@@ -149,6 +149,8 @@ void parse_one(const ConfigNode& item, const std::vector<int>& ranks, const Fabr
   } else if (kind == "barrier") {
     if (!op.is_map() && !(op.is_scalar() && op.scalar().empty())) op.fail("expected {} (no parameters)");
     for_each_rank(ranks, programs, phase, [&](int) { return BarrierOp{group, false}; });
+  } else if (kind == "managed" || kind == "touch" || kind == "prefetch" || kind == "advise" || kind == "read") {
+    parse_uvm(kind, op, ranks, fabric, phase, programs);
   } else {
     parse_pgas(kind, op, ranks, fabric, phase, group, programs);
   }
@@ -363,6 +365,7 @@ int parse_peer(const ConfigNode& node, int rank, int gpus) {
 
 void parse_ops(const ConfigNode& ops, const std::vector<int>& ranks, const Fabric& fabric, int phase,
                std::vector<Program>& programs) {
+  const ManagedScope buffers;
   parse_list(ops, ranks, fabric, phase, make_group(ranks), programs);
 }
 

@@ -107,6 +107,57 @@ struct LoadOp {
   std::uint64_t count = 1;  // dependent loads (chase) or passes over the span (stream)
 };
 
+// Unified memory (models/uvm.hpp), run by workloads/uvm.cpp. Buffers are named within the program that declares
+// them; every op naming a buffer holds its declaration.
+
+/// A managed allocation (cudaMallocManaged) and where its pages start.
+struct ManagedBuffer {
+  std::string name;
+  Bytes bytes;
+  Bytes page{4096};  // residency and fault granularity: 4 KiB, 64 KiB or 2 MiB
+  int on = HOST;     // HOST or a rank
+};
+using ManagedPtr = std::shared_ptr<const ManagedBuffer>;
+
+/// Allocates the buffer with every page at `on` and no advice; run again, it frees and allocates it anew. The
+/// allocation and first placement take no simulated time (they are set up, not simulated).
+struct ManagedOp {
+  ManagedPtr buffer;
+};
+
+/// A kernel touching one word per page of [offset, offset + bytes): pages neither resident nor mapped here fault.
+struct TouchOp {
+  ManagedPtr buffer;
+  Bytes offset;
+  Bytes bytes;
+  bool write = false;
+};
+
+/// cudaMemPrefetchAsync of [offset, offset + bytes) to a GPU or the host.
+struct PrefetchOp {
+  ManagedPtr buffer;
+  int to = HOST;
+  Bytes offset;
+  Bytes bytes;
+};
+
+/// cudaMemAdvise over the whole buffer: replaces its advice (absent keys: none).
+struct AdviseOp {
+  ManagedPtr buffer;
+  std::optional<int> preferred;  // HOST or a rank
+  std::vector<int> accessed_by;  // ranks that map the pages wherever they are and read them there
+  bool read_mostly = false;      // reads duplicate pages instead of moving them
+};
+
+/// A kernel streaming through [offset, offset + bytes) `passes` times: faults what is neither resident nor mapped,
+/// then reads every page where it is (local HBM, a peer over NVLink, the host over PCIe).
+struct ReadOp {
+  ManagedPtr buffer;
+  Bytes offset;
+  Bytes bytes;
+  std::uint64_t passes = 1;
+};
+
 struct Op;
 
 struct RepeatOp {
@@ -122,7 +173,7 @@ struct StreamsOp {
 
 struct Op {
   std::variant<ComputeOp, CopyOp, CollectiveOp, BarrierOp, RepeatOp, StreamsOp, PutOp, GetOp, SignalWaitOp, QuietOp,
-               FenceOp, ShmemBarrierOp, LoadOp>
+               FenceOp, ShmemBarrierOp, LoadOp, ManagedOp, TouchOp, PrefetchOp, AdviseOp, ReadOp>
       what;
   int phase = 0;  // index of the workload that emitted it
   int tag = -1;   // generators' key for summarising records (a sweep point); -1 when not summarised
@@ -155,6 +206,20 @@ int parse_peer(const ConfigNode& node, int rank, int gpus);
 /// Parses a list of ops for the given ranks into their programs. Checks sizes against the GPUs' memory.
 void parse_ops(const ConfigNode& ops, const std::vector<int>& ranks, const Fabric& fabric, int phase,
                std::vector<Program>& programs);
+
+/// Parses a UVM op (managed, touch, prefetch, advise, read) for `ranks` (workloads/uvm_parse.cpp). Buffer names
+/// resolve within the current parse_ops call.
+void parse_uvm(const std::string& kind, const ConfigNode& op, const std::vector<int>& ranks, const Fabric& fabric,
+               int phase, std::vector<Program>& programs);
+
+/// The managed buffers one program declares, by name: parse_ops opens one for the ops it parses.
+class ManagedScope {
+ public:
+  ManagedScope();
+  ~ManagedScope();
+  ManagedScope(const ManagedScope&) = delete;
+  ManagedScope& operator=(const ManagedScope&) = delete;
+};
 
 /// Size limit of one op's buffer: what one GPU's memory can hold.
 void check_size(const ConfigNode& parent, std::string_view key, Bytes bytes, const Fabric& fabric);

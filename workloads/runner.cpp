@@ -148,6 +148,7 @@ void Runner::execute(int rank, const Op& op, const Op& top) {
         if constexpr (std::is_same_v<T, CollectiveOp>) collective(rank, o);
         if constexpr (std::is_same_v<T, BarrierOp>) barrier(o);
         if constexpr (requires { pgas(rank, o); }) pgas(rank, o);
+        if constexpr (requires { uvm(rank, o, top); }) uvm(rank, o, top);
       },
       op.what);
   if (const auto* b = std::get_if<BarrierOp>(&op.what); b && b->sync) return;  // bookkeeping, not an op

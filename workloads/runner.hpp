@@ -23,6 +23,9 @@ class Runner {
   void launch();
   /// Every op every rank executed, by rank then start time. Valid after Simulation::run().
   std::vector<OpRecord> records() const;
+  /// Per location (host, then every GPU): faults, fault batches, migrated bytes and time in fault service; nullopt
+  /// when the programs use no managed memory. Valid after Simulation::run().
+  std::optional<Table> uvm_table() const;
   /// Ranks whose program did not run to its end (the engine stopped on a deadlock). Empty after a normal run.
   std::vector<int> unfinished() const;
 
@@ -53,6 +56,18 @@ class Runner {
   void wait_puts_complete(int rank);
   models::PgasRoute pgas_route(int from, int to) const;
 
+  // Unified memory (workloads/uvm.cpp). Faults and migrations are recorded as their own ops ("fault", "migrate")
+  // with the phase and tag of the op `top` that caused them.
+  struct Uvm;  // every managed buffer's residency and advice, and per-location counters
+  Uvm& uvm_state();
+  void uvm(int rank, const ManagedOp& op, const Op& top);
+  void uvm(int rank, const TouchOp& op, const Op& top);
+  void uvm(int rank, const PrefetchOp& op, const Op& top);
+  void uvm(int rank, const AdviseOp& op, const Op& top);
+  void uvm(int rank, const ReadOp& op, const Op& top);
+  void fault(int rank, const ManagedPtr& buffer, Bytes offset, Bytes bytes, bool write, const Op& top);
+  void migrate(int from, int to, Bytes bytes, Seconds fixed_cost, const Op& top, int rank);
+
   // Collectives, one transfer per algorithm step (workloads/collectives.cpp).
   struct Step;  // a plan with what its transfers need
   void collective(int rank, const CollectiveOp& op);
@@ -74,6 +89,7 @@ class Runner {
   std::map<const void*, simgrid::s4u::BarrierPtr> barriers_;  // by Group identity
   mutable std::optional<double> switch_reduction_;            // of the fabric, computed on first use
   std::shared_ptr<Pgas> pgas_;                                // created by the first PGAS op
+  std::shared_ptr<Uvm> uvm_;                                  // created by the first UVM op
 };
 
 std::string label(const Op& op);
@@ -91,5 +107,10 @@ OpDescription describe(const QuietOp& op);
 OpDescription describe(const FenceOp& op);
 OpDescription describe(const ShmemBarrierOp& op);
 OpDescription describe(const LoadOp& op);
+OpDescription describe(const ManagedOp& op);
+OpDescription describe(const TouchOp& op);
+OpDescription describe(const PrefetchOp& op);
+OpDescription describe(const AdviseOp& op);
+OpDescription describe(const ReadOp& op);
 
 }  // namespace snsim::workloads

@@ -86,6 +86,7 @@ Report Scenario::run(const std::vector<std::string>& engine_args) const {
   for (std::size_t phase = 0; phase < workloads_.size(); ++phase)
     for (auto& t : workloads_[phase]->summarize(report.ops, static_cast<int>(phase)))
       report.tables.push_back(std::move(t));
+  if (auto uvm = runner.uvm_table()) report.tables.push_back(std::move(*uvm));
   return report;
 }
 

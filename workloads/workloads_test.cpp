@@ -131,7 +131,8 @@ TEST_CASE("workloads: program mistakes are pinned errors") {
   CHECK(error("[]") == "t.yaml:2:34: workloads[0].ops: the program is empty");
   CHECK(error("[{jump: {}}]") ==
         "t.yaml:2:35: workloads[0].ops[0]: expected an op: compute, copy, collective, barrier, put, get, "
-        "signal_wait, quiet, fence, shmem_barrier, load, repeat, streams or ranks");
+        "signal_wait, quiet, fence, shmem_barrier, load, managed, touch, prefetch, advise, read, repeat, streams or "
+        "ranks");
   CHECK(error("[{copy: {to: 9, bytes: 1MiB}}]") ==
         "t.yaml:2:47: workloads[0].ops[0].copy.to: GPU 9 does not exist (the topology has 4 GPUs: 0-3)");
   CHECK(error("[{copy: {to: sideways, bytes: 1MiB}}]") ==

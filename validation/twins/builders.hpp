@@ -25,5 +25,6 @@ std::variant<Twin, std::string> copy(const TraceRecord& record, int gpus, const 
 std::variant<Twin, std::string> collective(const Trace& trace, const TraceRecord& record, int gpus);
 std::variant<Twin, std::string> nvshmem(const TraceRecord& record, int gpus, const models::Models& models);
 std::variant<Twin, std::string> latency(const TraceRecord& record, int gpus, const models::Models& models);
+std::variant<Twin, std::string> uvm(const TraceRecord& record, int gpus);
 
 }  // namespace snsim::validation::twins

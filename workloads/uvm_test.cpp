@@ -1,0 +1,163 @@
+// Unified-memory ops end to end: each TEST_CASE that runs a simulation is its own process (one simulation per
+// process). Expected times come from the model's formulas (models/uvm.hpp), which calibration uses too, and from
+// the formula written out by hand.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "workloads/scenario.hpp"
+
+using namespace snsim;
+using namespace snsim::workloads;
+using namespace snsim::literals;
+using models::UvmPath;
+
+namespace {
+Scenario load(const std::string& yaml) {
+  return Scenario::load(ConfigDocument::load_string(yaml, "t.yaml"));
+}
+
+std::vector<OpRecord> records(const Report& report, const std::string& kind) {
+  std::vector<OpRecord> out;
+  for (const auto& o : report.ops)
+    if (o.kind == kind) out.push_back(o);
+  return out;
+}
+
+const OpRecord& record(const Report& report, const std::string& kind) {
+  for (const auto& o : report.ops)
+    if (o.kind == kind) return o;
+  throw std::logic_error("no such record: " + kind);
+}
+
+/// A cell of the uvm table: the row of `location`, the column `column`.
+double uvm_cell(const Report& report, const std::string& location, const std::string& column) {
+  for (const auto& t : report.tables) {
+    if (!t.title.starts_with("uvm")) continue;
+    const auto c = std::ranges::find(t.columns, column) - t.columns.begin();
+    for (const auto& row : t.rows)
+      if (row[0] == location) return row[static_cast<std::size_t>(c)].get<double>();
+  }
+  throw std::logic_error("no uvm cell " + location + " " + column);
+}
+
+double relative_error(double a, double b) {
+  return std::abs(a - b) / std::abs(b);
+}
+
+// The hgx preset: host <-> GPU is one PCIe Gen5 hop (500 ns, 63 GB/s per direction).
+constexpr Seconds PCIE_LATENCY{500e-9};
+constexpr BytesPerSecond PCIE{63e9};
+}  // namespace
+
+TEST_CASE("uvm: a first touch takes the kernel start plus, per batch, its service and its migration") {
+  const auto s = load(
+      "topology: {type: hgx, gpus: 2}\n"
+      "workloads: [{type: program, ranks: 0, ops: [{managed: {name: A, bytes: 4MiB}}, {touch: {buffer: A}}]}]\n");
+  const Report r = s.run();
+  const auto& m = *s.models().uvm;
+  const auto& touch = record(r, "touch");
+  const double elapsed = (touch.end - touch.start).count();
+  CHECK(relative_error(elapsed, m.first_touch_time(UvmPath::host_to_gpu, 4_MiB, 4_KiB, PCIE_LATENCY, PCIE).count()) <=
+        1e-9);
+  // By hand: 1,024 faults on 4 KiB pages, 4 full batches of 256, each migrating 1 MiB at the host -> GPU rate.
+  const auto& h2d = m.params(UvmPath::host_to_gpu);
+  const double batch =
+      m.batch_service.count() + 256 * h2d.fault_service.count() + 500e-9 + (1 << 20) / h2d.bandwidth.count();
+  CHECK(relative_error(elapsed, m.kernel_start.count() + 4 * batch) <= 1e-9);
+  CHECK(records(r, "fault").size() == 4);
+  CHECK(records(r, "migrate").size() == 4);
+  CHECK(uvm_cell(r, "gpu0", "faults") == 1024);
+  CHECK(uvm_cell(r, "gpu0", "fault_batches") == 4);
+  CHECK(uvm_cell(r, "gpu0", "migrated_in_bytes") == 4 << 20);
+  CHECK(uvm_cell(r, "host", "migrated_out_bytes") == 4 << 20);
+  CHECK(relative_error(uvm_cell(r, "gpu0", "fault_service_us") * 1e-6, 4 * batch) <= 1e-9);
+}
+
+TEST_CASE("uvm: a prefetch moves the bytes once, over the route, and a second one moves nothing") {
+  const auto s = load(
+      "topology: {type: hgx, gpus: 2}\n"
+      "workloads: [{type: program, ranks: 0, ops: [{managed: {name: A, bytes: 64MiB, on: 1}},\n"
+      "  {prefetch: {buffer: A, to: self}}, {prefetch: {buffer: A, to: 0}}, {touch: {buffer: A}}]}]\n");
+  const Report r = s.run();
+  const auto& m = *s.models().uvm;
+  const auto first = records(r, "prefetch").at(0), second = records(r, "prefetch").at(1);
+  CHECK(relative_error((first.end - first.start).count(),
+                       m.prefetch_time(UvmPath::gpu_to_gpu, 64_MiB, Seconds{354e-9}, BytesPerSecond{450e9}).count()) <=
+        1e-9);
+  CHECK(second.end == second.start);
+  CHECK(records(r, "migrate").size() == 1);
+  CHECK(records(r, "fault").empty());  // resident after the prefetch: the touch does not fault
+  CHECK(uvm_cell(r, "gpu0", "faults") == 0);
+  CHECK(uvm_cell(r, "gpu0", "migrated_in_bytes") == 64 << 20);
+  CHECK(uvm_cell(r, "gpu1", "migrated_out_bytes") == 64 << 20);
+  for (const auto& link : r.links)
+    if (link.name == "gpu1->nvswitch[0-3]") CHECK(link.payload_bytes == 64_MiB);
+}
+
+TEST_CASE("uvm: an accessed-by GPU reads a buffer kept at its preferred location over NVLink, without migrating") {
+  const auto s = load(
+      "topology: {type: hgx, gpus: 2}\n"
+      "workloads: [{type: program, ranks: 0, ops: [{managed: {name: B, bytes: 256MiB, on: 1}},\n"
+      "  {advise: {buffer: B, preferred: 1, accessed_by: [0]}}, {read: {buffer: B}}]}]\n");
+  const Report r = s.run();
+  CHECK(records(r, "fault").empty());
+  CHECK(records(r, "migrate").empty());
+  CHECK(uvm_cell(r, "gpu0", "faults") == 0);
+  CHECK(uvm_cell(r, "gpu0", "migrated_in_bytes") == 0);
+  // The read is the PGAS model's streaming load from the peer after the kernel's start.
+  const auto& read = record(r, "read");
+  const models::PgasRoute route{Seconds{354e-9}, Seconds{354e-9}, BytesPerSecond{450e9}};
+  CHECK(relative_error(
+            (read.end - read.start).count(),
+            (s.models().uvm->kernel_start + s.models().pgas->peer_stream_time(256_MiB, 256_MiB, route)).count()) <=
+        1e-9);
+  for (const auto& link : r.links)
+    if (link.name == "gpu1->nvswitch[0-3]") CHECK(link.payload_bytes == 256_MiB);
+}
+
+TEST_CASE("uvm: the density prefetcher brings a 2 MiB block along once more than 51 % of it is resident") {
+  // A: 1.5 MiB of a 2 MiB block touched: 384 faults (75 %), the other 128 pages follow without faulting.
+  // B: 1 MiB touched (50 %, not past the threshold): only the touched pages move.
+  const auto s = load(
+      "topology: {type: hgx, gpus: 2}\n"
+      "workloads: [{type: program, ranks: 0, ops: [{managed: {name: A, bytes: 2MiB}}, {managed: {name: B, bytes: "
+      "2MiB}},\n"
+      "  {touch: {buffer: A, bytes: 1536KiB}}, {touch: {buffer: B, bytes: 1MiB}}, {touch: {buffer: A}}]}]\n");
+  const Report r = s.run();
+  CHECK(uvm_cell(r, "gpu0", "faults") == 384 + 256);
+  CHECK(uvm_cell(r, "gpu0", "density_prefetched_bytes") == 512 << 10);
+  CHECK(uvm_cell(r, "gpu0", "migrated_in_bytes") == (2 << 20) + (1 << 20));
+  CHECK(records(r, "fault").size() == 3);  // 256 + 128 faults on A, 256 on B; the last touch of A finds it resident
+}
+
+TEST_CASE("uvm: op mistakes are pinned errors") {
+  auto error = [](const std::string& ops) {
+    try {
+      load("topology: {type: hgx, gpus: 2}\nworkloads: [{type: program, ranks: 0, ops: " + ops + "}]\n");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(error("[{touch: {buffer: A}}]") ==
+        "t.yaml:2:62: workloads[0].ops[0].touch.buffer: unknown managed buffer 'A'; none is declared before it");
+  CHECK(error("[{managed: {name: A, bytes: 4MiB}}, {prefetch: {buffer: X, to: 0}}]") ==
+        "t.yaml:2:100: workloads[0].ops[1].prefetch.buffer: unknown managed buffer 'X'; declared: A");
+  CHECK(error("[{managed: {name: A, bytes: 4MiB}}, {touch: {buffer: A, offset: 3MiB, bytes: 2MiB}}]") ==
+        "t.yaml:2:121: workloads[0].ops[1].touch.bytes: offset 3 MiB + 2 MiB runs past the end of buffer 'A' (4 "
+        "MiB)");
+  CHECK(error("[{managed: {name: A, bytes: 4MiB}}, {read: {buffer: A, offset: 4MiB}}]") ==
+        "t.yaml:2:107: workloads[0].ops[1].read.offset: 4 MiB is past the end of buffer 'A' (4 MiB)");
+  CHECK(error("[{managed: {name: A, bytes: 4MiB, page: 8KiB}}]") ==
+        "t.yaml:2:84: workloads[0].ops[0].managed.page: expected 4KiB, 64KiB or 2MiB, found 8 KiB");
+  CHECK(error("[{managed: {name: A, bytes: 1TiB}}]") ==
+        "t.yaml:2:72: workloads[0].ops[0].managed.bytes: 1 TiB does not fit in one GPU's memory (140.401 GiB)");
+  CHECK(error("[{managed: {name: A, bytes: 4MiB}}, {managed: {name: A, bytes: 4MiB}}]") ==
+        "t.yaml:2:97: workloads[0].ops[1].managed.name: buffer 'A' is already declared in this program");
+  CHECK(error("[{managed: {name: A, bytes: 4MiB}}, {advise: {buffer: A, accessed_by: [host]}}]") ==
+        "t.yaml:2:115: workloads[0].ops[1].advise.accessed_by[0]: the host always reaches managed memory; expected a "
+        "GPU");
+  CHECK(error("[{managed: {name: A, bytes: 4MiB}}, {touch: {buffer: A, access: modify}}]") ==
+        "t.yaml:2:108: workloads[0].ops[1].touch.access: expected read or write, found 'modify'");
+}
