@@ -176,6 +176,33 @@ Seconds Simulation::now() {
   return Seconds{sg4::Engine::get_clock()};
 }
 
+// A daemon actor on one endpoint that runs one job at a time when woken (SimGrid actors are costly to create).
+struct Simulation::Worker {
+  sg4::SemaphorePtr wake = sg4::Semaphore::create(0);
+  std::function<void()> job;
+};
+
+void Simulation::run_on(DeviceId device, std::function<void()> job) {
+  auto& idle = idle_workers_[device];
+  std::shared_ptr<Worker> w;
+  if (idle.empty()) {
+    w = std::make_shared<Worker>();
+    sg4::Actor::create("worker", host(device), [this, w, device] {
+      for (;;) {
+        w->wake->acquire();
+        auto job = std::move(w->job);
+        job();
+        idle_workers_[device].push_back(w);
+      }
+    })->daemonize();
+  } else {
+    w = idle.back();
+    idle.pop_back();
+  }
+  w->job = std::move(job);
+  w->wake->release();
+}
+
 void Simulation::transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload, Seconds fixed_cost,
                           BytesPerSecond max_rate) {
   const PlatformRoute& path = route(from, to);
@@ -185,12 +212,24 @@ void Simulation::transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload,
     sg4::Comm::sendto(host(from), host(to), timed_bytes(wire).count());
     return;
   }
-  // SimGrid 3.32 ignores Comm::set_rate on host-to-host (sendto) comms; mailbox comms honour it. A receiver actor
-  // on the destination takes the one message; receivers are interchangeable, so one mailbox per pair suffices.
-  auto* mailbox = sg4::Mailbox::by_name(fmt::format("transfer:{}>{}", from, to));
-  sg4::Actor::create("receive", host(to), [mailbox] { mailbox->get<int>(); });
+  // SimGrid 3.32 ignores Comm::set_rate on host-to-host (sendto) comms; mailbox comms honour it, but run from the
+  // sender's host to the receiver's: pooled workers (run_on) receive on the destination and, when the caller is not
+  // on the source (a pull), send from the source, while the caller waits for the bytes.
   static int token = 0;
-  mailbox->put_init(&token, timed_bytes(wire).count())->set_rate(max_rate.count())->wait();
+  // One mailbox per pair: receivers only take bytes, and each put carries its own size and rate.
+  auto* mailbox = sg4::Mailbox::by_name(fmt::format("transfer:{}>{}", from, to));
+  run_on(to, [mailbox] { mailbox->get<int>(); });
+  const double size = timed_bytes(wire).count();
+  if (sg4::this_actor::get_host() == host(from)) {
+    mailbox->put_init(&token, size)->set_rate(max_rate.count())->wait();
+    return;
+  }
+  auto done = sg4::Semaphore::create(0);
+  run_on(from, [mailbox, size, rate = max_rate.count(), done] {
+    mailbox->put_init(&token, size)->set_rate(rate)->wait();
+    done->release();
+  });
+  done->acquire();
 }
 
 sg4::CommPtr Simulation::start_transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload) {

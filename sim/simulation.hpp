@@ -122,6 +122,10 @@ class Simulation {
 
  private:
   void add_bytes(const PlatformRoute& path, Bytes wire, Bytes payload);
+  /// Runs `job` on a pooled daemon actor on `device`'s host (see transfer()).
+  void run_on(DeviceId device, std::function<void()> job);
+
+  struct Worker;
 
   const Fabric& fabric_;
   std::unique_ptr<simgrid::s4u::Engine> engine_;
@@ -134,6 +138,7 @@ class Simulation {
   std::vector<unsigned long> sm_holders_;  // by DeviceId
   unsigned long max_pstate_ = 0;           // the pstate of the most holders the GPUs' hosts model
   TransferJitter jitter_;
+  std::map<DeviceId, std::vector<std::shared_ptr<Worker>>> idle_workers_;  // by endpoint
 };
 
 }  // namespace snsim

@@ -248,3 +248,19 @@ TEST_CASE("workloads: an unknown dtype or one the GPU has no rate for is an inpu
            "workloads: [{type: program, ops: [{compute: {flops: 1TFLOP, dtype: fp32}}]}]\n"),
       "t.yaml:2:68: workloads[0].ops[0].compute.dtype: the gb200 preset has no published dense fp32 rate");
 }
+
+TEST_CASE("workloads: a pull's bytes leave the source, sharing its up-link with the source's own push") {
+  // GPU 1 pulls 1 GiB from GPU 0 while GPU 0 pushes 1 GiB to GPU 2: both cross gpu0's up-link, half each.
+  const auto s = load(
+      "topology: {type: hgx, gpus: 3}\n"
+      "models: {copy: {sm: {efficiency: 1, setup: 0us, pull_setup: 0us}}}\n"
+      "workloads:\n"
+      "  - type: program\n"
+      "    ops:\n"
+      "      - {ranks: 1, ops: [{copy: {from: 0, bytes: 1GiB, engine: sm}}]}\n"
+      "      - {ranks: 0, ops: [{copy: {to: 2, bytes: 1GiB, engine: sm}}]}\n");
+  const Report r = s.run();
+  REQUIRE(r.ops.size() == 2);
+  const double wire = 1073741824.0 * 144 / 128;  // 16 B header per 128 B SM payload
+  for (const auto& o : r.ops) CHECK(relative_error((o.end - o.start).count(), 0.354e-6 + 2 * wire / 450e9) <= 1e-9);
+}
