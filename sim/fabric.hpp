@@ -24,8 +24,9 @@
 
 namespace snsim {
 
-enum class DeviceKind { gpu, host, nvswitch, pcie_switch };
-enum class ChannelKind { nvlink, pcie };
+// Switches (nvswitch, pcie_switch, ib_switch) and NICs forward traffic; GPUs and hosts are endpoints.
+enum class DeviceKind { gpu, host, nvswitch, pcie_switch, nic, ib_switch };
+enum class ChannelKind { nvlink, pcie, ib };
 
 std::string_view to_string(DeviceKind kind);
 std::string_view to_string(ChannelKind kind);
@@ -58,6 +59,8 @@ struct Device {
   // NVSwitches with NVLink SHARP reduce multicast traffic in the switch (NVLS): the share of the SM-driven link rate
   // at which they do; 0 = this switch cannot reduce.
   double in_switch_reduction = 0;
+  // Ports of a switch chip (its radix), checked against the lanes attached to it; 0 = not checked.
+  int ports = 0;
 };
 
 /// One direction of one physical connection, possibly several bonded lanes (NVLinks) wide.
@@ -126,6 +129,22 @@ class Fabric {
   /// Bisection bandwidth between the two halves of the GPUs (by rank), one direction: the max flow from the first
   /// half to the second, where every channel carries at most its bandwidth.
   BytesPerSecond bisection_bandwidth() const;
+
+  /// The first reason this fabric cannot run programs, or nullopt: a GPU that cannot reach another GPU (only
+  /// switches and NICs forward), or a switch with more lanes attached than its `ports`. Every topology is checked
+  /// with it at load (workloads/scenario.cpp), so builders and custom graphs fail the same way.
+  std::optional<std::string> check() const;
+
+  /// Lanes attached to a device: the larger of its outgoing and incoming lane sums (a duplex port counts once).
+  int lanes_attached(DeviceId device) const;
+
+  /// Fewest and most hops between two distinct GPUs, over routes from up to `max_sources` GPUs (evenly spread by
+  /// rank; all of them below that), so that 4,096-GPU fabrics stay quick to describe.
+  struct HopCounts {
+    std::size_t min = 0, max = 0;
+    std::size_t sources = 0;  // GPUs whose routes were measured
+  };
+  HopCounts gpu_hop_counts(std::size_t max_sources = 512) const;
 
  private:
   FabricGraph graph_;

@@ -201,8 +201,10 @@ TEST_CASE("cli: no workload") {
 
 TEST_CASE("cli: an unknown topology type") {
   TempDir dir;
-  check_input_error(run_scenario(dir, scenario("{type: torus, gpus: 8}")),
-                    "s.yaml:3:18: topology.type: unknown topology 'torus'; known: hgx, nvl72, pcie");
+  check_input_error(
+      run_scenario(dir, scenario("{type: torus, gpus: 8}")),
+      "s.yaml:3:18: topology.type: unknown topology 'torus'; known: file, hgx, nvidia_smi, nvl36x2, nvl576, nvl72, "
+      "pcie, superpod");
 }
 
 TEST_CASE("cli: an unknown workload type") {
