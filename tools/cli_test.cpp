@@ -416,7 +416,7 @@ TEST_CASE("cli: topo prints the hgx fabric and its bisection bandwidth") {
   CHECK(r.err.empty());
   CHECK(r.out.find("# bisection bandwidth (first half of the GPUs to the second, one direction): 1.8 TB/s\n") !=
         std::string::npos);
-  CHECK(r.out.find("# GPU-to-GPU hop count (max): 2\n") != std::string::npos);
+  CHECK(r.out.find("# GPU-to-GPU hop count: min 2, max 2\n") != std::string::npos);
 }
 
 TEST_CASE("cli: topo --set follows the override") {
