@@ -103,36 +103,90 @@ std::optional<DeviceId> Fabric::find(std::string_view name) const {
 }
 
 std::optional<Route> Fabric::route(DeviceId from, DeviceId to) const {
-  if (from == to) return Route{};
-  const auto from_source = hop_distances(graph_, from);
-  // Distances to `to`: hop counts from `to` in the reversed graph, where a reversed edge is usable if its
-  // original source forwards (a switch) or is `from` itself.
-  const auto reversed = boost::make_reverse_graph(graph_);
-  std::vector<std::size_t> to_target(device_count(), unreached);
-  to_target[to] = 0;
-  {
-    auto usable_reverse = [&](const auto& e) {
-      const DeviceId original_source = boost::target(e, reversed);  // reversed edge points at the original source
-      const DeviceId original_target = boost::source(e, reversed);
-      return (original_target == to || forwards(graph_[original_target].kind)) &&
-             (original_source == from || forwards(graph_[original_source].kind));
-    };
-    boost::filtered_graph<decltype(reversed), std::function<bool(decltype(reversed)::edge_descriptor)>> usable(
-        reversed, usable_reverse);
-    boost::breadth_first_search(
-        usable, to,
-        boost::visitor(boost::make_bfs_visitor(boost::record_distances(to_target.data(), boost::on_tree_edge()))));
+  return Router(*this).route(from, to);
+}
+
+namespace {
+constexpr std::uint8_t FAR = std::numeric_limits<std::uint8_t>::max();  // not reached
+}
+
+const std::vector<std::uint8_t>& Router::distances_from(DeviceId from) {
+  auto [it, fresh] = from_.try_emplace(from);
+  auto& distance = it->second;
+  if (!fresh) return distance;
+  const auto& graph = fabric_.graph();
+  distance.assign(fabric_.device_count(), FAR);
+  distance[from] = 0;
+  std::vector<DeviceId> frontier{from};
+  for (std::uint8_t level = 0; !frontier.empty(); ++level) {
+    if (level + 1 == FAR) throw std::logic_error("a route of more than 254 hops");
+    std::vector<DeviceId> next;
+    for (auto u : frontier) {
+      if (u != from && !forwards(graph[u].kind)) continue;  // endpoints do not forward
+      for (auto e : boost::make_iterator_range(boost::out_edges(u, graph))) {
+        const DeviceId v = boost::target(e, graph);
+        if (distance[v] == FAR) {
+          distance[v] = static_cast<std::uint8_t>(level + 1);
+          next.push_back(v);
+        }
+      }
+    }
+    frontier = std::move(next);
   }
+  return distance;
+}
+
+const std::vector<std::uint8_t>& Router::distances_to(DeviceId to) {
+  auto [it, fresh] = to_.try_emplace(to);
+  auto& distance = it->second;
+  if (!fresh) return distance;
+  const auto& graph = fabric_.graph();
+  distance.assign(fabric_.device_count(), FAR);
+  distance[to] = 0;
+  std::vector<DeviceId> frontier{to};
+  for (std::uint8_t level = 0; !frontier.empty(); ++level) {
+    if (level + 1 == FAR) throw std::logic_error("a route of more than 254 hops");
+    std::vector<DeviceId> next;
+    for (auto v : frontier) {
+      if (v != to && !forwards(graph[v].kind)) continue;  // traffic reaches `to` only through switches
+      for (auto e : boost::make_iterator_range(boost::in_edges(v, graph))) {
+        const DeviceId u = boost::source(e, graph);
+        if (distance[u] == FAR) {
+          distance[u] = static_cast<std::uint8_t>(level + 1);
+          next.push_back(u);
+        }
+      }
+    }
+    frontier = std::move(next);
+  }
+  return distance;
+}
+
+std::optional<Route> Router::route(DeviceId from, DeviceId to) {
+  if (from == to) return Route{};
+  const auto& from_source = distances_from(from);
+  if (from_source[to] == FAR) return std::nullopt;
+  const auto& to_target = distances_to(to);
   const std::size_t length = from_source[to];
-  if (length == unreached) return std::nullopt;
+  const auto& graph = fabric_.graph();
   Route route;
   route.hops.resize(length);
-  for (auto e : boost::make_iterator_range(boost::edges(graph_))) {
-    const DeviceId u = boost::source(e, graph_), v = boost::target(e, graph_);
-    if (from_source[u] == unreached || to_target[v] == unreached) continue;
-    if (u != from && !forwards(graph_[u].kind)) continue;
-    if (v != to && !forwards(graph_[v].kind)) continue;
-    if (from_source[u] + 1 + to_target[v] == length) route.hops[from_source[u]].channels.push_back(e);
+  // Walk the shortest-path DAG level by level: hop k holds every channel from a device k hops out to one that is
+  // length - k - 1 hops from `to` (devices in rank order, as Fabric::graph lists them).
+  std::vector<DeviceId> level{from};
+  for (std::size_t k = 0; k < length; ++k) {
+    std::vector<DeviceId> next;
+    for (auto u : level)
+      for (auto e : boost::make_iterator_range(boost::out_edges(u, graph))) {
+        const DeviceId v = boost::target(e, graph);
+        if (v != to && !forwards(graph[v].kind)) continue;
+        if (to_target[v] == FAR || to_target[v] + k + 1 != length) continue;
+        route.hops[k].channels.push_back(e);
+        next.push_back(v);
+      }
+    std::ranges::sort(next);
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    level = std::move(next);
   }
   return route;
 }
