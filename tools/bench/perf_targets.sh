@@ -52,7 +52,7 @@ printf '%-62s %10s %10s %10s %12s  %s\n' target "wall s" limit "peak MiB" "limit
 missed=0
 for t in "${targets[@]}"; do
   IFS='|' read -r name scenario wall_limit mem_limit <<<"$t"
-  if ! /usr/bin/time -f '%e %M' -o "$tmp/time" timeout 600 "$snsim" run "$root/workloads/bench/$scenario" \
+  if ! /usr/bin/time -f '%e %M' -o "$tmp/time" timeout "${PERF_TIMEOUT:-600}" "$snsim" run "$root/workloads/bench/$scenario" \
       >"$tmp/out" 2>"$tmp/err"; then
     printf '%-62s %10s %10s %10s %12s  %s\n' "$name" - "$wall_limit" - "$mem_limit" "MISS (run failed: $(tail -1 "$tmp/err"))"
     missed=1
