@@ -1,6 +1,8 @@
 #include "sim/fabric.hpp"
 
+#include <algorithm>
 #include <array>
+#include <iterator>
 
 #include <fmt/ranges.h>
 
@@ -24,6 +26,10 @@ std::string_view to_string(DeviceKind kind) {
       return "nvswitch";
     case DeviceKind::pcie_switch:
       return "pcie_switch";
+    case DeviceKind::nic:
+      return "nic";
+    case DeviceKind::ib_switch:
+      return "ib_switch";
   }
   return "?";
 }
@@ -34,13 +40,16 @@ std::string_view to_string(ChannelKind kind) {
       return "nvlink";
     case ChannelKind::pcie:
       return "pcie";
+    case ChannelKind::ib:
+      return "ib";
   }
   return "?";
 }
 
 namespace {
 bool forwards(DeviceKind kind) {
-  return kind == DeviceKind::nvswitch || kind == DeviceKind::pcie_switch;
+  return kind == DeviceKind::nvswitch || kind == DeviceKind::pcie_switch || kind == DeviceKind::nic ||
+         kind == DeviceKind::ib_switch;
 }
 
 constexpr std::size_t unreached = std::numeric_limits<std::size_t>::max();
@@ -94,36 +103,90 @@ std::optional<DeviceId> Fabric::find(std::string_view name) const {
 }
 
 std::optional<Route> Fabric::route(DeviceId from, DeviceId to) const {
-  if (from == to) return Route{};
-  const auto from_source = hop_distances(graph_, from);
-  // Distances to `to`: hop counts from `to` in the reversed graph, where a reversed edge is usable if its
-  // original source forwards (a switch) or is `from` itself.
-  const auto reversed = boost::make_reverse_graph(graph_);
-  std::vector<std::size_t> to_target(device_count(), unreached);
-  to_target[to] = 0;
-  {
-    auto usable_reverse = [&](const auto& e) {
-      const DeviceId original_source = boost::target(e, reversed);  // reversed edge points at the original source
-      const DeviceId original_target = boost::source(e, reversed);
-      return (original_target == to || forwards(graph_[original_target].kind)) &&
-             (original_source == from || forwards(graph_[original_source].kind));
-    };
-    boost::filtered_graph<decltype(reversed), std::function<bool(decltype(reversed)::edge_descriptor)>> usable(
-        reversed, usable_reverse);
-    boost::breadth_first_search(
-        usable, to,
-        boost::visitor(boost::make_bfs_visitor(boost::record_distances(to_target.data(), boost::on_tree_edge()))));
+  return Router(*this).route(from, to);
+}
+
+namespace {
+constexpr std::uint8_t FAR = std::numeric_limits<std::uint8_t>::max();  // not reached
+}
+
+const std::vector<std::uint8_t>& Router::distances_from(DeviceId from) {
+  auto [it, fresh] = from_.try_emplace(from);
+  auto& distance = it->second;
+  if (!fresh) return distance;
+  const auto& graph = fabric_.graph();
+  distance.assign(fabric_.device_count(), FAR);
+  distance[from] = 0;
+  std::vector<DeviceId> frontier{from};
+  for (std::uint8_t level = 0; !frontier.empty(); ++level) {
+    if (level + 1 == FAR) throw std::logic_error("a route of more than 254 hops");
+    std::vector<DeviceId> next;
+    for (auto u : frontier) {
+      if (u != from && !forwards(graph[u].kind)) continue;  // endpoints do not forward
+      for (auto e : boost::make_iterator_range(boost::out_edges(u, graph))) {
+        const DeviceId v = boost::target(e, graph);
+        if (distance[v] == FAR) {
+          distance[v] = static_cast<std::uint8_t>(level + 1);
+          next.push_back(v);
+        }
+      }
+    }
+    frontier = std::move(next);
   }
+  return distance;
+}
+
+const std::vector<std::uint8_t>& Router::distances_to(DeviceId to) {
+  auto [it, fresh] = to_.try_emplace(to);
+  auto& distance = it->second;
+  if (!fresh) return distance;
+  const auto& graph = fabric_.graph();
+  distance.assign(fabric_.device_count(), FAR);
+  distance[to] = 0;
+  std::vector<DeviceId> frontier{to};
+  for (std::uint8_t level = 0; !frontier.empty(); ++level) {
+    if (level + 1 == FAR) throw std::logic_error("a route of more than 254 hops");
+    std::vector<DeviceId> next;
+    for (auto v : frontier) {
+      if (v != to && !forwards(graph[v].kind)) continue;  // traffic reaches `to` only through switches
+      for (auto e : boost::make_iterator_range(boost::in_edges(v, graph))) {
+        const DeviceId u = boost::source(e, graph);
+        if (distance[u] == FAR) {
+          distance[u] = static_cast<std::uint8_t>(level + 1);
+          next.push_back(u);
+        }
+      }
+    }
+    frontier = std::move(next);
+  }
+  return distance;
+}
+
+std::optional<Route> Router::route(DeviceId from, DeviceId to) {
+  if (from == to) return Route{};
+  const auto& from_source = distances_from(from);
+  if (from_source[to] == FAR) return std::nullopt;
+  const auto& to_target = distances_to(to);
   const std::size_t length = from_source[to];
-  if (length == unreached) return std::nullopt;
+  const auto& graph = fabric_.graph();
   Route route;
   route.hops.resize(length);
-  for (auto e : boost::make_iterator_range(boost::edges(graph_))) {
-    const DeviceId u = boost::source(e, graph_), v = boost::target(e, graph_);
-    if (from_source[u] == unreached || to_target[v] == unreached) continue;
-    if (u != from && !forwards(graph_[u].kind)) continue;
-    if (v != to && !forwards(graph_[v].kind)) continue;
-    if (from_source[u] + 1 + to_target[v] == length) route.hops[from_source[u]].channels.push_back(e);
+  // Walk the shortest-path DAG level by level: hop k holds every channel from a device k hops out to one that is
+  // length - k - 1 hops from `to` (devices in rank order, as Fabric::graph lists them).
+  std::vector<DeviceId> level{from};
+  for (std::size_t k = 0; k < length; ++k) {
+    std::vector<DeviceId> next;
+    for (auto u : level)
+      for (auto e : boost::make_iterator_range(boost::out_edges(u, graph))) {
+        const DeviceId v = boost::target(e, graph);
+        if (v != to && !forwards(graph[v].kind)) continue;
+        if (to_target[v] == FAR || to_target[v] + k + 1 != length) continue;
+        route.hops[k].channels.push_back(e);
+        next.push_back(v);
+      }
+    std::ranges::sort(next);
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    level = std::move(next);
   }
   return route;
 }
@@ -220,6 +283,83 @@ BytesPerSecond Fabric::bisection_bandwidth() const {
     if (u_ok && v_ok) connect(u, v, graph_[e].bandwidth().count());
   }
   return BytesPerSecond{boost::push_relabel_max_flow(flow, source, sink)};
+}
+
+int Fabric::lanes_attached(DeviceId device) const {
+  int out = 0, in = 0;
+  for (auto e : boost::make_iterator_range(boost::out_edges(device, graph_))) out += graph_[e].lanes;
+  for (auto e : boost::make_iterator_range(boost::in_edges(device, graph_))) in += graph_[e].lanes;
+  return std::max(out, in);
+}
+
+std::optional<std::string> Fabric::check() const {
+  // Ports first: a switch with too many lanes is a wiring mistake that explains itself better than what it breaks.
+  for (auto v : boost::make_iterator_range(boost::vertices(graph_))) {
+    const Device& d = graph_[v];
+    if (d.ports > 0 && lanes_attached(v) > d.ports)
+      return fmt::format("{} has {} lanes attached, more than its {} ports", d.name, lanes_attached(v), d.ports);
+  }
+  if (gpus_.size() < 2) return std::nullopt;
+  // GPU a reaches GPU b through a direct channel or through forwarding devices (switches, NICs) joined to both.
+  // Connected groups of forwarding devices come from a union-find over channels between them, taken as undirected:
+  // builders add channels in duplex pairs. This is linear in the fabric, where a search per GPU would be quadratic.
+  std::vector<std::size_t> parent(device_count());
+  for (std::size_t i = 0; i < parent.size(); ++i) parent[i] = i;
+  auto find_root = [&](std::size_t x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  for (auto e : boost::make_iterator_range(boost::edges(graph_))) {
+    const DeviceId u = boost::source(e, graph_), v = boost::target(e, graph_);
+    if (forwards(graph_[u].kind) && forwards(graph_[v].kind)) parent[find_root(u)] = find_root(v);
+  }
+  std::vector<std::vector<std::size_t>> groups(gpus_.size());  // per GPU: the forwarding groups it is attached to
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    for (auto e : boost::make_iterator_range(boost::out_edges(gpus_[i], graph_)))
+      if (forwards(graph_[boost::target(e, graph_)].kind)) groups[i].push_back(find_root(boost::target(e, graph_)));
+    std::ranges::sort(groups[i]);
+    groups[i].erase(std::unique(groups[i].begin(), groups[i].end()), groups[i].end());
+  }
+  std::vector<std::size_t> common = groups[0];
+  for (const auto& g : groups) {
+    std::vector<std::size_t> both;
+    std::ranges::set_intersection(common, g, std::back_inserter(both));
+    common = std::move(both);
+  }
+  if (!common.empty()) return std::nullopt;  // one switched fabric joins every GPU
+  auto direct = [&](DeviceId a, DeviceId b) {
+    for (auto e : boost::make_iterator_range(boost::out_edges(a, graph_)))
+      if (boost::target(e, graph_) == b) return true;
+    return false;
+  };
+  for (std::size_t i = 0; i < gpus_.size(); ++i)
+    for (std::size_t j = 0; j < gpus_.size(); ++j) {
+      if (i == j) continue;
+      std::vector<std::size_t> both;
+      std::ranges::set_intersection(groups[i], groups[j], std::back_inserter(both));
+      if (both.empty() && !direct(gpus_[i], gpus_[j]))
+        return fmt::format("{} cannot reach {}: no switch or direct link joins them", graph_[gpus_[i]].name,
+                           graph_[gpus_[j]].name);
+    }
+  return std::nullopt;
+}
+
+Fabric::HopCounts Fabric::gpu_hop_counts(std::size_t max_sources) const {
+  HopCounts counts;
+  if (gpus_.size() < 2 || max_sources == 0) return counts;
+  counts.min = unreached;
+  const std::size_t stride = (gpus_.size() + max_sources - 1) / max_sources;
+  for (std::size_t i = 0; i < gpus_.size(); i += stride) {
+    const auto distance = hop_distances(graph_, gpus_[i]);
+    for (auto other : gpus_) {
+      if (other == gpus_[i] || distance[other] == unreached) continue;
+      counts.min = std::min(counts.min, distance[other]);
+      counts.max = std::max(counts.max, distance[other]);
+    }
+    ++counts.sources;
+  }
+  if (counts.min == unreached) counts.min = 0;
+  return counts;
 }
 
 }  // namespace snsim

@@ -13,9 +13,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/graph/adjacency_list.hpp>
@@ -24,8 +26,9 @@
 
 namespace snsim {
 
-enum class DeviceKind { gpu, host, nvswitch, pcie_switch };
-enum class ChannelKind { nvlink, pcie };
+// Switches (nvswitch, pcie_switch, ib_switch) and NICs forward traffic; GPUs and hosts are endpoints.
+enum class DeviceKind { gpu, host, nvswitch, pcie_switch, nic, ib_switch };
+enum class ChannelKind { nvlink, pcie, ib };
 
 std::string_view to_string(DeviceKind kind);
 std::string_view to_string(ChannelKind kind);
@@ -58,6 +61,8 @@ struct Device {
   // NVSwitches with NVLink SHARP reduce multicast traffic in the switch (NVLS): the share of the SM-driven link rate
   // at which they do; 0 = this switch cannot reduce.
   double in_switch_reduction = 0;
+  // Ports of a switch chip (its radix), checked against the lanes attached to it; 0 = not checked.
+  int ports = 0;
 };
 
 /// One direction of one physical connection, possibly several bonded lanes (NVLinks) wide.
@@ -127,10 +132,42 @@ class Fabric {
   /// half to the second, where every channel carries at most its bandwidth.
   BytesPerSecond bisection_bandwidth() const;
 
+  /// The first reason this fabric cannot run programs, or nullopt: a GPU that cannot reach another GPU (only
+  /// switches and NICs forward), or a switch with more lanes attached than its `ports`. Every topology is checked
+  /// with it at load (workloads/scenario.cpp), so builders and custom graphs fail the same way.
+  std::optional<std::string> check() const;
+
+  /// Lanes attached to a device: the larger of its outgoing and incoming lane sums (a duplex port counts once).
+  int lanes_attached(DeviceId device) const;
+
+  /// Fewest and most hops between two distinct GPUs, over routes from up to `max_sources` GPUs (evenly spread by
+  /// rank; all of them below that), so that 4,096-GPU fabrics stay quick to describe.
+  struct HopCounts {
+    std::size_t min = 0, max = 0;
+    std::size_t sources = 0;  // GPUs whose routes were measured
+  };
+  HopCounts gpu_hop_counts(std::size_t max_sources = 512) const;
+
  private:
   FabricGraph graph_;
   std::vector<DeviceId> gpus_;
   std::optional<DeviceId> host_;
+};
+
+/// Finds the same routes as Fabric::route, keeping each endpoint's hop distances (a byte per device and direction):
+/// routes between all pairs of N endpoints then cost 2N graph searches, not 2N^2 (the platform builder routes every
+/// pair; at 576 GPUs that was a minute of searches).
+class Router {
+ public:
+  explicit Router(const Fabric& fabric) : fabric_{fabric} {}
+  std::optional<Route> route(DeviceId from, DeviceId to);
+
+ private:
+  const std::vector<std::uint8_t>& distances_from(DeviceId from);
+  const std::vector<std::uint8_t>& distances_to(DeviceId to);
+
+  const Fabric& fabric_;
+  std::unordered_map<DeviceId, std::vector<std::uint8_t>> from_, to_;
 };
 
 }  // namespace snsim

@@ -118,6 +118,7 @@ Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& eng
     return links_.size() - 1;
   };
 
+  Router router(fabric);  // one graph search per endpoint and direction, not per pair
   for (auto from : endpoints) {
     for (auto to : endpoints) {
       PlatformRoute route{{}, Seconds{0}, BytesPerSecond{std::numeric_limits<double>::infinity()}};
@@ -133,7 +134,7 @@ Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& eng
         if (!memory_links_[from]) continue;
         add_link(*memory_links_[from]);
       } else {
-        auto r = fabric.route(from, to);
+        auto r = router.route(from, to);
         if (!r) continue;  // unconnected endpoints: transfers between them are rejected before the run
         route.latency = fabric.cost(*r).latency;
         if (memory_links_[from]) add_link(*memory_links_[from]);

@@ -201,8 +201,10 @@ TEST_CASE("cli: no workload") {
 
 TEST_CASE("cli: an unknown topology type") {
   TempDir dir;
-  check_input_error(run_scenario(dir, scenario("{type: torus, gpus: 8}")),
-                    "s.yaml:3:18: topology.type: unknown topology 'torus'; known: hgx, nvl72, pcie");
+  check_input_error(
+      run_scenario(dir, scenario("{type: torus, gpus: 8}")),
+      "s.yaml:3:18: topology.type: unknown topology 'torus'; known: file, hgx, nvidia_smi, nvl36x2, nvl576, nvl72, "
+      "pcie, superpod");
 }
 
 TEST_CASE("cli: an unknown workload type") {
@@ -414,7 +416,7 @@ TEST_CASE("cli: topo prints the hgx fabric and its bisection bandwidth") {
   CHECK(r.err.empty());
   CHECK(r.out.find("# bisection bandwidth (first half of the GPUs to the second, one direction): 1.8 TB/s\n") !=
         std::string::npos);
-  CHECK(r.out.find("# GPU-to-GPU hop count (max): 2\n") != std::string::npos);
+  CHECK(r.out.find("# GPU-to-GPU hop count: min 2, max 2\n") != std::string::npos);
 }
 
 TEST_CASE("cli: topo --set follows the override") {

@@ -18,6 +18,16 @@ inline constexpr double PCIE5_X16_GBPS = 63.0;
 // way, 177 ns per hop. Public sources give only end-to-end numbers that include software (hardware.md §2.2).
 inline constexpr double NVLINK_HOP_NS = 177;
 inline constexpr double PCIE_HOP_NS = 500;
+// InfiniBand: NDR 400 Gb/s = 50 GB/s per port per direction, NVIDIA Quantum-2 (QM9700) switches with 64 NDR ports
+// [spec: QM9700 datasheet, 64 x 400 Gb/s, 51.2 Tb/s]; XDR 800 Gb/s = 100 GB/s, Quantum-X800 (Q3400) with 144 XDR ports
+// [spec: NVIDIA Quantum-X800 page]. Port-to-port cut-through latency is quoted between ~150 and ~400 ns by third
+// parties for Quantum-2 [anec: router-switch.com, yobitel.com, systemspecbase.com]; NVIDIA publishes none for NDR.
+// 300 ns per hop (switch plus cable) is a middle value [unverified].
+inline constexpr double IB_NDR_PORT_GBPS = 50.0;
+inline constexpr int IB_NDR_SWITCH_PORTS = 64;
+inline constexpr double IB_XDR_PORT_GBPS = 100.0;
+inline constexpr int IB_XDR_SWITCH_PORTS = 144;
+inline constexpr double IB_HOP_NS = 300;
 
 /// The preset for a GPU model name ("h100", "h200", "b200"); fails on `node` with the known names otherwise.
 GpuSpec gpu_preset(const ConfigNode& node, const std::string& name);

@@ -16,6 +16,8 @@ constexpr double NVLINK4_LANE_GBPS = 25.0;
 // NVSwitch3 reduces in the switch (NVLink SHARP, NVLS) [spec: hardware.md §1.2]; NCCL enables NVLS on Hopper HGX and
 // models its rate at nvlsEfficiency = 0.85 of the link rate [model: NVIDIA/nccl src/graph/tuning.cc].
 constexpr double NVSWITCH3_REDUCTION = 0.85;
+// NVSwitch3: 64 NVLink4 ports per chip [spec: hardware.md §1.2]; HGX uses at most 8 x 5 = 40 of them.
+constexpr int NVSWITCH3_PORTS = 64;
 
 class Hgx final : public Topology {
  public:
@@ -31,8 +33,12 @@ class Hgx final : public Topology {
     const DeviceId host = fabric.add_device({"host", DeviceKind::host, 0, std::nullopt});
     std::array<DeviceId, LINKS_PER_PLANE.size()> planes{};
     for (std::size_t p = 0; p < planes.size(); ++p)
-      planes[p] = fabric.add_device(
-          {fmt::format("nvswitch{}", p), DeviceKind::nvswitch, static_cast<int>(p), {}, NVSWITCH3_REDUCTION});
+      planes[p] = fabric.add_device({fmt::format("nvswitch{}", p),
+                                     DeviceKind::nvswitch,
+                                     static_cast<int>(p),
+                                     {},
+                                     NVSWITCH3_REDUCTION,
+                                     NVSWITCH3_PORTS});
     for (int g = 0; g < gpus; ++g) {
       const DeviceId id = fabric.add_device({fmt::format("gpu{}", g), DeviceKind::gpu, g, gpu});
       for (std::size_t p = 0; p < planes.size(); ++p)

@@ -9,6 +9,8 @@ namespace {
 // chips, each GPU with exactly one link to each chip, one switch hop [spec: nvidia.com/data-center/nvlink, NVIDIA
 // NVL72 docs; reference/hardware.md §1.1-1.2].
 constexpr int PLANES = 18;
+// 72 NVLink5 ports per switch chip (144 per tray of 2) [spec: hardware.md §1.2].
+constexpr int CHIP_PORTS = 72;
 constexpr double NVLINK5_LANE_GBPS = 50.0;
 // The NVLink5 switch reduces in the switch (SHARP, NVLS). NCCL models NVLS at nvlsEfficiency = 0.74 of the link
 // rate on Blackwell [model: NVIDIA/nccl src/graph/tuning.cc], which fits 8xB300 (NVLS busbw 845 GB/s, NVIDIA/nccl#2140)
@@ -36,7 +38,8 @@ class Nvl72 final : public Topology {
     const DeviceId host = fabric.add_device({"host", DeviceKind::host, 0, std::nullopt});
     std::vector<DeviceId> planes;
     for (int p = 0; p < PLANES; ++p)
-      planes.push_back(fabric.add_device({fmt::format("nvswitch{}", p), DeviceKind::nvswitch, p, {}, nvls_efficiency}));
+      planes.push_back(
+          fabric.add_device({fmt::format("nvswitch{}", p), DeviceKind::nvswitch, p, {}, nvls_efficiency, CHIP_PORTS}));
     for (int g = 0; g < gpus; ++g) {
       const DeviceId id = fabric.add_device({fmt::format("gpu{}", g), DeviceKind::gpu, g, gpu});
       for (auto plane : planes)

@@ -58,7 +58,9 @@ TEST_CASE("topologies: bad parameters are pinned errors") {
   CHECK_THROWS_WITH_AS(build("topology: {type: hgx, gpu: a100}"),
                        "t.yaml:1:28: topology.gpu: unknown GPU 'a100'; known: b200, gb200, h100, h200", InputError);
   CHECK_THROWS_WITH_AS(build("topology: {type: torus}"),
-                       "t.yaml:1:18: topology.type: unknown topology 'torus'; known: hgx, nvl72, pcie", InputError);
+                       "t.yaml:1:18: topology.type: unknown topology 'torus'; known: file, hgx, nvidia_smi, nvl36x2, "
+                       "nvl576, nvl72, pcie, superpod",
+                       InputError);
   CHECK_THROWS_WITH_AS(build("topology: {type: hgx, gpu_count: 4}"),
                        "t.yaml:1:23: topology.gpu_count: unknown key; known keys: gpu, gpus, nvlink_bandwidth, "
                        "nvlink_latency, pcie_bandwidth, pcie_latency, type",
@@ -78,4 +80,159 @@ TEST_CASE("nvl72: 72 GPUs, 18 single-link planes, 900 GB/s per GPU, switches tha
   CHECK(f.device(*f.find("nvswitch17")).in_switch_reduction == doctest::Approx(0.58));
   CHECK_THROWS_WITH_AS(build("topology: {type: nvl72, gpus: 73}"),
                        "t.yaml:1:31: topology.gpus: must be between 2 and 72, got 73", InputError);
+}
+
+namespace {
+/// Builds and checks a fabric the way scenarios load it: the Fabric::check problem, if any, as the error.
+Fabric build_checked(const std::string& yaml) {
+  Fabric f = build(yaml);
+  if (auto problem = f.check()) throw InputError(*problem);
+  return f;
+}
+}  // namespace
+
+TEST_CASE("file: an inline graph of two GPUs on one switch") {
+  const Fabric f = build_checked(R"(topology:
+  type: file
+  devices:
+    - {name: a, kind: gpu, gpu: h100}
+    - {name: b, kind: gpu}
+    - {name: sw, kind: nvswitch, ports: 64, reduction: 0.85}
+    - {name: cpu, kind: host}
+  links:
+    - {between: [a, sw], kind: nvlink, lanes: 18, lane_bandwidth: 25GBps}
+    - {between: [b, sw], kind: nvlink, lanes: 18, lane_bandwidth: 25GBps, latency: 200ns}
+    - {between: [a, cpu], kind: pcie, lane_bandwidth: 63GBps}
+)");
+  REQUIRE(f.gpus().size() == 2);
+  CHECK(f.device(f.gpus()[0]).gpu->model == "h100");
+  CHECK(f.device(f.gpus()[1]).gpu->model == "h200");
+  const auto cost = f.cost(f.gpus()[0], f.gpus()[1]);
+  CHECK(cost.bottleneck.count() == doctest::Approx(450e9));
+  CHECK(cost.latency.count() == doctest::Approx(177e-9 + 200e-9));  // the slower channel of each hop
+  CHECK(f.bisection_bandwidth().count() == doctest::Approx(450e9));
+  CHECK(f.lanes_attached(*f.find("sw")) == 36);
+}
+
+TEST_CASE("file: errors name the file, line and column") {
+  CHECK_THROWS_WITH_AS(
+      build("topology: {type: file, devices: [{name: a, kind: gpu}, {name: s, kind: router}], "
+            "links: []}"),
+      "t.yaml:1:72: topology.devices[1].kind: unknown kind 'router'; known: gpu, host, ib_switch, nic, "
+      "nvswitch, pcie_switch",
+      InputError);
+  CHECK_THROWS_WITH_AS(build("topology: {type: file, devices: [{name: a, kind: gpu}], links: [{between: [a, zz], "
+                             "kind: nvlink, lane_bandwidth: 1GBps}]}"),
+                       "t.yaml:1:79: topology.links[0].between[1]: no device named 'zz'", InputError);
+  CHECK_THROWS_WITH_AS(build("topology: {type: file, path: no-such-file.yaml}"),
+                       "t.yaml:1:30: topology.path: no file 'no-such-file.yaml'", InputError);
+}
+
+TEST_CASE("fabric check: unreachable GPUs and switches over their radix") {
+  CHECK_THROWS_WITH_AS(build_checked(R"(topology:
+  type: file
+  devices: [{name: a, kind: gpu}, {name: b, kind: gpu}, {name: s1, kind: nvswitch}, {name: s2, kind: nvswitch}]
+  links:
+    - {between: [a, s1], kind: nvlink, lane_bandwidth: 25GBps}
+    - {between: [b, s2], kind: nvlink, lane_bandwidth: 25GBps}
+)"),
+                       "a cannot reach b: no switch or direct link joins them", InputError);
+  CHECK_THROWS_WITH_AS(build_checked(R"(topology:
+  type: file
+  devices: [{name: a, kind: gpu}, {name: b, kind: gpu}, {name: s, kind: nvswitch, ports: 32}]
+  links:
+    - {between: [a, s], kind: nvlink, lanes: 18, lane_bandwidth: 25GBps}
+    - {between: [b, s], kind: nvlink, lanes: 18, lane_bandwidth: 25GBps}
+)"),
+                       "s has 36 lanes attached, more than its 32 ports", InputError);
+  // A direct link is enough: no switch needed.
+  CHECK_NOTHROW(
+      build_checked("topology: {type: file, devices: [{name: a, kind: gpu}, {name: b, kind: gpu}], links: "
+                    "[{between: [a, b], kind: nvlink, lanes: 4, lane_bandwidth: 25GBps}]}"));
+}
+
+TEST_CASE("nvidia_smi: the H200 x2 capture's matrix is two GPUs on an NVSwitch with 18 links each") {
+  const Fabric f = build_checked("topology: {type: nvidia_smi, trace: validation/traces/h200/h200x2-copy.jsonl}");
+  REQUIRE(f.gpus().size() == 2);
+  const auto route = f.route(f.gpus()[0], f.gpus()[1]);
+  REQUIRE(route);
+  CHECK(route->hops.size() == 2);  // through the switch: NV18 is all 18 links of a GPU
+  CHECK(f.cost(f.gpus()[0], f.gpus()[1]).bottleneck.count() == doctest::Approx(18 * 25e9));
+  CHECK(f.device(*f.find("nvswitch0")).in_switch_reduction == doctest::Approx(0.85));
+}
+
+TEST_CASE("nvidia_smi: direct NVLink bonds and PCIe-only matrices") {
+  // An NV4 bond is not all of a GPU's 18 links: a direct link, one hop.
+  const std::string pairs =
+      "topology: {type: nvidia_smi, text: \"\\tGPU0\\tGPU1\\nGPU0\\t X \\tNV4\\nGPU1\\tNV4\\t X \\n\"}";
+  const Fabric direct = build_checked(pairs);
+  const auto r = direct.route(direct.gpus()[0], direct.gpus()[1]);
+  REQUIRE(r);
+  CHECK(r->hops.size() == 1);
+  CHECK(direct.cost(direct.gpus()[0], direct.gpus()[1]).bottleneck.count() == doctest::Approx(4 * 25e9));
+  // PCIe only: GPU0 and GPU1 behind one switch (PIX), GPU2 across the CPU (SYS).
+  const Fabric pcie = build_checked(
+      "topology: {type: nvidia_smi, text: \"GPU0 GPU1 GPU2\\nGPU0 X PIX SYS\\nGPU1 PIX X SYS\\nGPU2 SYS SYS X\\n\"}");
+  CHECK(pcie.route(pcie.gpus()[0], pcie.gpus()[1])->hops.size() == 2);
+  CHECK(pcie.route(pcie.gpus()[0], pcie.gpus()[2])->hops.size() == 4);
+  CHECK_THROWS_WITH_AS(build("topology: {type: nvidia_smi, text: \"GPU0 GPU1\\nGPU0 X NV2\\nGPU1 NV3 X\\n\"}"),
+                       "t.yaml:1:36: topology.text: line 2: GPU0 -> GPU1 shows NV2 but GPU1 -> GPU0 NV3", InputError);
+  CHECK_THROWS_WITH_AS(build("topology: {type: nvidia_smi, text: \"GPU0 GPU1\\nGPU0 X QQ\\nGPU1 QQ X\\n\"}"),
+                       "t.yaml:1:36: topology.text: line 2: unknown cell 'QQ' in column GPU1; expected X, NV#, PIX, "
+                       "PXB, PHB, NODE or SYS",
+                       InputError);
+}
+
+TEST_CASE("nvl36x2: two racks of 36, one switch hop inside a rack, two across, full bisection") {
+  const Fabric f = build_checked("topology: {type: nvl36x2}");
+  CHECK(f.gpus().size() == 72);
+  CHECK(f.device_count() == 72 + 36 + 1);
+  CHECK(f.route(f.gpus()[0], f.gpus()[35])->hops.size() == 2);
+  const auto across = f.route(f.gpus()[0], f.gpus()[36]);
+  REQUIRE(across);
+  CHECK(across->hops.size() == 3);
+  CHECK(across->hops[1].channels.size() == 18);  // the 18 chip-to-twin trunks
+  // Rack 0 to rack 1: 18 trunks of 36 x 50 GB/s = 36 GPUs x 900 GB/s.
+  CHECK(f.bisection_bandwidth().count() == doctest::Approx(18 * 36 * 50e9));
+  const auto hops = f.gpu_hop_counts();
+  CHECK(hops.min == 2);
+  CHECK(hops.max == 3);
+  CHECK(f.lanes_attached(*f.find("nvswitch0")) == 72);  // 36 GPUs + a 36-lane trunk: every port used
+}
+
+TEST_CASE("nvl576: 576 GPUs on a two-tier switch tree, non-blocking by default") {
+  const Fabric f = build_checked("topology: {type: nvl576}");
+  CHECK(f.gpus().size() == 576);
+  CHECK(f.device_count() == 576 + 288 + 162);
+  CHECK(f.route(f.gpus()[0], f.gpus()[35])->hops.size() == 2);  // same L1 chips
+  const auto far = f.route(f.gpus()[0], f.gpus()[575]);
+  REQUIRE(far);
+  CHECK(far->hops.size() == 4);
+  CHECK(far->hops[1].channels.size() == 18 * 9);  // up to every L2 chip of every plane
+  CHECK(f.cost(*far).bottleneck.count() == doctest::Approx(900e9));
+  // Racks 0-3 to racks 4-7: 144 L1 chips x 36 up-lanes x 50 GB/s = 288 GPUs x 900 GB/s.
+  CHECK(f.bisection_bandwidth().count() == doctest::Approx(288 * 900e9));
+  const Fabric thin = build_checked("topology: {type: nvl576, uplink_lanes: 2}");
+  CHECK(thin.bisection_bandwidth().count() == doctest::Approx(288 * 900e9 / 2));
+}
+
+TEST_CASE("superpod: 4 HGX nodes on NDR, rail-optimised: 2, 4 or 6 hops") {
+  const Fabric f = build_checked("topology: {type: superpod, nodes: 4}");
+  CHECK(f.gpus().size() == 32);
+  // 32 GPUs + 32 NICs + 4 x 4 NVSwitch planes + 8 leaves (one per rail) + 32 spine positions.
+  CHECK(f.device_count() == 32 + 32 + 16 + 8 + 32);
+  CHECK(f.route(f.gpus()[0], f.gpus()[1])->hops.size() == 2);  // NVLink inside the node
+  CHECK(f.route(f.gpus()[0], f.gpus()[8])->hops.size() == 4);  // rail 0 of node 1: one leaf
+  CHECK(f.route(f.gpus()[0], f.gpus()[9])->hops.size() == 6);  // rail 1: up to the spines
+  CHECK(f.cost(f.gpus()[0], f.gpus()[8]).bottleneck.count() == doctest::Approx(50e9));
+  // Nodes 0-1 to nodes 2-3: 16 NICs x 50 GB/s (NVLink stays inside a node).
+  CHECK(f.bisection_bandwidth().count() == doctest::Approx(16 * 50e9));
+  const auto hops = f.gpu_hop_counts();
+  CHECK(hops.min == 2);
+  CHECK(hops.max == 6);
+  const Fabric xdr = build_checked("topology: {type: superpod, nodes: 2, node: nvl72, ib: xdr}");
+  CHECK(xdr.gpus().size() == 144);
+  CHECK(xdr.bisection_bandwidth().count() == doctest::Approx(72 * 100e9));
+  CHECK_THROWS_WITH_AS(build("topology: {type: superpod, ib: hdr}"),
+                       "t.yaml:1:32: topology.ib: unknown InfiniBand generation 'hdr'; known: ndr, xdr", InputError);
 }

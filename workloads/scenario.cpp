@@ -30,6 +30,8 @@ Scenario Scenario::load(std::shared_ptr<ConfigDocument> document) {
   Registry<Topology> topologies("topology");
   topologies::register_topologies(topologies);
   s.fabric_ = topologies.create(root.child("topology"))->build();
+  // One check for every topology, built-in or custom: connected, switch port counts within their radix.
+  if (auto problem = s.fabric_.check()) root.child("topology").fail(*problem);
 
   models::apply_params(*document);
   s.models_ = models::Models::load(root.section("models"));

@@ -1,0 +1,81 @@
+#include "topologies/nvl36x2.hpp"
+
+#include "topologies/gpus.hpp"
+
+namespace snsim::topologies {
+namespace {
+
+// Per rack: 9 compute trays x 4 GPUs = 36 GPUs and 9 NVLink switch trays x 2 chips = 18 chips; each GPU has one
+// NVLink5 link (50 GB/s per direction) to each of its rack's 18 chips, as in NVL72 [spec: hardware.md §1.1-1.2].
+// The chips have 72 ports: 36 face the rack's GPUs, the other 36 are cabled to the twin chip of the other rack
+// [anec: SemiAnalysis "GB200 Hardware Architecture" describes NVL36x2 as two racks whose switch trays are joined by
+// cross-rack cables; the port split is our reading, no NVIDIA document gives it]. That makes the domain non-blocking:
+// 36 x 50 GB/s of trunk per chip pair carries all 36 GPUs' share of that plane.
+constexpr int RACKS = 2;
+constexpr int GPUS_PER_RACK = 36;
+constexpr int PLANES = 18;
+constexpr int CHIP_PORTS = 72;
+constexpr double NVLINK5_LANE_GBPS = 50.0;
+// In-switch reduction: the NVL72 rack figure (topologies/nvl72.cpp, RACK_NVLS_EFFICIENCY).
+constexpr double NVLS_EFFICIENCY = 0.58;
+// Grace NVLink-C2C per GPU, as in nvl72.cpp.
+constexpr double C2C_GBPS = 225.0;
+
+class Nvl36x2 final : public Topology {
+ public:
+  GpuSpec gpu;
+  BytesPerSecond nvlink_bandwidth;
+  Seconds nvlink_latency;
+  double nvls_efficiency = 0;
+  BytesPerSecond c2c_bandwidth;
+
+  Fabric build() const override {
+    Fabric fabric;
+    const DeviceId host = fabric.add_device({"host", DeviceKind::host, 0, std::nullopt});
+    std::vector<DeviceId> chips;
+    for (int c = 0; c < RACKS * PLANES; ++c)
+      chips.push_back(
+          fabric.add_device({fmt::format("nvswitch{}", c), DeviceKind::nvswitch, c, {}, nvls_efficiency, CHIP_PORTS}));
+    for (int p = 0; p < PLANES; ++p)
+      fabric.add_duplex(chips[p], chips[PLANES + p],
+                        {ChannelKind::nvlink, CHIP_PORTS - GPUS_PER_RACK, nvlink_bandwidth, nvlink_latency});
+    for (int g = 0; g < RACKS * GPUS_PER_RACK; ++g) {
+      const DeviceId id = fabric.add_device({fmt::format("gpu{}", g), DeviceKind::gpu, g, gpu});
+      const int rack = g / GPUS_PER_RACK;
+      for (int p = 0; p < PLANES; ++p)
+        fabric.add_duplex(id, chips[rack * PLANES + p], {ChannelKind::nvlink, 1, nvlink_bandwidth, nvlink_latency});
+      fabric.add_duplex(id, host, {ChannelKind::nvlink, 1, c2c_bandwidth, nvlink_latency});
+    }
+    return fabric;
+  }
+};
+
+std::unique_ptr<Topology> make_nvl36x2(const ConfigNode& node) {
+  auto t = std::make_unique<Nvl36x2>();
+  t->gpu = gpu_preset(node, node.optional<std::string>("gpu", "gb200"));
+  t->nvlink_bandwidth = node.optional<BytesPerSecond>("nvlink_bandwidth", BytesPerSecond{NVLINK5_LANE_GBPS * 1e9});
+  check_positive(node, "nvlink_bandwidth", t->nvlink_bandwidth);
+  t->nvlink_latency = node.optional<Seconds>("nvlink_latency", Seconds{NVLINK_HOP_NS * 1e-9});
+  t->nvls_efficiency = node.optional<double>("nvls_efficiency", NVLS_EFFICIENCY);
+  check_between(node, "nvls_efficiency", t->nvls_efficiency, 0.0, 1.0);
+  t->c2c_bandwidth = node.optional<BytesPerSecond>("c2c_bandwidth", BytesPerSecond{C2C_GBPS * 1e9});
+  check_positive(node, "c2c_bandwidth", t->c2c_bandwidth);
+  return t;
+}
+}  // namespace
+
+Registry<Topology>::Entry nvl36x2_entry() {
+  return {"nvl36x2",
+          "GB200 NVL36x2: 2 racks x 36 GPUs, 18 switch chips per rack, twin chips joined by 36-lane trunks "
+          "(one switch hop in a rack, two across)",
+          {
+              {"gpu", "gb200|b200", "gb200", "GPU model"},
+              {"nvlink_bandwidth", "bytes/s per link per direction", "50GBps", "NVLink5 line rate of one link"},
+              {"nvlink_latency", "time per hop", "177ns", "wire and switch traversal of one hop"},
+              {"nvls_efficiency", "fraction", "0.58", "in-switch reduction rate share (the NVL72 rack figure)"},
+              {"c2c_bandwidth", "bytes/s per direction", "225GBps", "NVLink-C2C to Grace, per GPU"},
+          },
+          make_nvl36x2};
+}
+
+}  // namespace snsim::topologies

@@ -1,0 +1,90 @@
+#include "topologies/nvl576.hpp"
+
+#include "topologies/gpus.hpp"
+
+namespace snsim::topologies {
+namespace {
+
+// NVIDIA: the fifth-generation NVLink switch connects up to 576 GPUs in one NVLink domain [spec: nvidia.com
+// data-center/nvlink; hardware.md §1.2, "up to 576 GPUs per NVLink domain (multi-rack)"]. How is not published. Our
+// assumption: a non-blocking two-tier Clos of the same 72-port NVLink5 switch chip (hardware.md §1.2). Each GPU keeps
+// 18 links, one per plane; a first-tier (L1) chip serves 36 GPUs (half a rack) with 36 ports and sends 36 up; each
+// plane has 9 second-tier (L2) chips and every L1 chip of the plane has 4 lanes to each (9 x 4 = 36 up; an L2 chip
+// uses 16 x 4 = 64 of its 72 ports). Chips: 8 racks x 2 halves x 18 planes = 288 L1 + 18 x 9 = 162 L2.
+// `uplink_lanes` below 4 thins the uplinks (oversubscription 4 / uplink_lanes).
+constexpr int RACKS = 8;
+constexpr int GPUS_PER_RACK = 72;
+constexpr int GPUS_PER_L1 = 36;
+constexpr int PLANES = 18;
+constexpr int L2_PER_PLANE = 9;
+constexpr int FULL_UPLINK_LANES = 4;
+constexpr int CHIP_PORTS = 72;
+constexpr double NVLINK5_LANE_GBPS = 50.0;
+// In-switch reduction: the NVL72 rack figure (topologies/nvl72.cpp, RACK_NVLS_EFFICIENCY); not measured at 576.
+constexpr double NVLS_EFFICIENCY = 0.58;
+
+class Nvl576 final : public Topology {
+ public:
+  GpuSpec gpu;
+  int uplink_lanes = FULL_UPLINK_LANES;
+  BytesPerSecond nvlink_bandwidth;
+  Seconds nvlink_latency;
+  double nvls_efficiency = 0;
+
+  Fabric build() const override {
+    Fabric fabric;
+    const Channel lane{ChannelKind::nvlink, 1, nvlink_bandwidth, nvlink_latency};
+    const int groups = RACKS * GPUS_PER_RACK / GPUS_PER_L1;
+    std::vector<DeviceId> l1;  // [group * PLANES + plane]
+    for (int g = 0; g < groups; ++g)
+      for (int p = 0; p < PLANES; ++p) {
+        const int index = g * PLANES + p;
+        l1.push_back(fabric.add_device(
+            {fmt::format("nvswitch{}", index), DeviceKind::nvswitch, index, {}, nvls_efficiency, CHIP_PORTS}));
+      }
+    for (int p = 0; p < PLANES; ++p)
+      for (int s = 0; s < L2_PER_PLANE; ++s) {
+        const int index = groups * PLANES + p * L2_PER_PLANE + s;
+        const DeviceId l2 = fabric.add_device(
+            {fmt::format("nvswitch{}", index), DeviceKind::nvswitch, index, {}, nvls_efficiency, CHIP_PORTS});
+        for (int g = 0; g < groups; ++g)
+          fabric.add_duplex(l1[g * PLANES + p], l2,
+                            {ChannelKind::nvlink, uplink_lanes, nvlink_bandwidth, nvlink_latency});
+      }
+    for (int g = 0; g < RACKS * GPUS_PER_RACK; ++g) {
+      const DeviceId id = fabric.add_device({fmt::format("gpu{}", g), DeviceKind::gpu, g, gpu});
+      for (int p = 0; p < PLANES; ++p) fabric.add_duplex(id, l1[(g / GPUS_PER_L1) * PLANES + p], lane);
+    }
+    return fabric;
+  }
+};
+
+std::unique_ptr<Topology> make_nvl576(const ConfigNode& node) {
+  auto t = std::make_unique<Nvl576>();
+  t->gpu = gpu_preset(node, node.optional<std::string>("gpu", "gb200"));
+  t->uplink_lanes = node.optional<int>("uplink_lanes", FULL_UPLINK_LANES);
+  check_between(node, "uplink_lanes", t->uplink_lanes, 1, FULL_UPLINK_LANES);
+  t->nvlink_bandwidth = node.optional<BytesPerSecond>("nvlink_bandwidth", BytesPerSecond{NVLINK5_LANE_GBPS * 1e9});
+  check_positive(node, "nvlink_bandwidth", t->nvlink_bandwidth);
+  t->nvlink_latency = node.optional<Seconds>("nvlink_latency", Seconds{NVLINK_HOP_NS * 1e-9});
+  t->nvls_efficiency = node.optional<double>("nvls_efficiency", NVLS_EFFICIENCY);
+  check_between(node, "nvls_efficiency", t->nvls_efficiency, 0.0, 1.0);
+  return t;
+}
+}  // namespace
+
+Registry<Topology>::Entry nvl576_entry() {
+  return {"nvl576",
+          "NVL576: 8 x 72 GPUs, two-tier NVLink5 switch fat tree (288 L1 + 162 L2 chips, 18 planes), non-blocking "
+          "by default [assumed wiring, see README]",
+          {
+              {"gpu", "gb200|b200", "gb200", "GPU model"},
+              {"uplink_lanes", "lanes", "4", "lanes from an L1 chip to each of its plane's 9 L2 chips, 1-4 (4 = 1:1)"},
+              {"nvlink_bandwidth", "bytes/s per link per direction", "50GBps", "NVLink5 line rate of one link"},
+              {"nvlink_latency", "time per hop", "177ns", "wire and switch traversal of one hop"},
+              {"nvls_efficiency", "fraction", "0.58", "in-switch reduction rate share (the NVL72 rack figure)"},
+          },
+          make_nvl576};
+}
+
+}  // namespace snsim::topologies

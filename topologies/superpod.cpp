@@ -1,0 +1,124 @@
+#include "topologies/superpod.hpp"
+
+#include <array>
+
+#include "topologies/gpus.hpp"
+
+namespace snsim::topologies {
+namespace {
+
+// Node internals, as topologies/hgx.cpp and nvl72.cpp (sources there): HGX 8 GPUs over 4 NVSwitch3 planes of 5/4/4/5
+// NVLink4 links (25 GB/s), 64-port chips reducing at 0.85; NVL72 72 GPUs over 18 single-link NVLink5 planes (50 GB/s),
+// 72-port chips reducing at 0.58.
+struct NodeKind {
+  const char* name;
+  int gpus;
+  std::vector<int> links_per_plane;
+  double lane_gbps;
+  double reduction;
+  int chip_ports;
+  const char* gpu;
+};
+const NodeKind HGX{"hgx", 8, {5, 4, 4, 5}, 25.0, 0.85, 64, "h200"};
+const NodeKind NVL72{"nvl72", 72, std::vector<int>(18, 1), 50.0, 0.58, 72, "gb200"};
+
+// One NIC per GPU on PCIe: ConnectX-7 (NDR) on PCIe Gen5 x16, 63 GB/s (gpus.hpp); ConnectX-8 (XDR) on PCIe Gen6 x16,
+// 64 GT/s x 16 lanes, ~126 GB/s per direction [spec: PCI-SIG Gen6; ConnectX-8 SuperNIC page, "PCIe Gen6"].
+constexpr double PCIE6_X16_GBPS = 126.0;
+
+class Superpod final : public Topology {
+ public:
+  NodeKind node;
+  GpuSpec gpu;
+  int nodes = 2;
+  BytesPerSecond ib_bandwidth;
+  int switch_ports = IB_NDR_SWITCH_PORTS;
+  BytesPerSecond nic_pcie_bandwidth;
+  Seconds ib_latency;
+
+  Fabric build() const override {
+    Fabric fabric;
+    const Seconds nvlink_latency{NVLINK_HOP_NS * 1e-9};
+    const BytesPerSecond lane{node.lane_gbps * 1e9};
+    const int nodes_per_leaf = switch_ports / 2;  // half a leaf's ports down, half up (non-blocking)
+    const int leaves_per_rail = (nodes + nodes_per_leaf - 1) / nodes_per_leaf;
+    const int rails = node.gpus;
+    const int spines = switch_ports / 2;
+    const int leaves = rails * leaves_per_rail;
+    // A spine position connects every leaf once; beyond `switch_ports` leaves it stands for the several spine (or
+    // core) switches a real fabric needs there, so its ports are not checked.
+    const int spine_ports = leaves <= switch_ports ? switch_ports : 0;
+    const Channel ib{ChannelKind::ib, 1, ib_bandwidth, ib_latency};
+    std::vector<DeviceId> spine;
+    for (int s = 0; s < spines; ++s)
+      spine.push_back(fabric.add_device({fmt::format("spine{}", s), DeviceKind::ib_switch, s, {}, 0.0, spine_ports}));
+    std::vector<DeviceId> leaf;  // [rail * leaves_per_rail + k]
+    for (int l = 0; l < leaves; ++l) {
+      leaf.push_back(fabric.add_device({fmt::format("leaf{}", l), DeviceKind::ib_switch, l, {}, 0.0, switch_ports}));
+      for (auto s : spine) fabric.add_duplex(leaf.back(), s, ib);
+    }
+    const int planes = static_cast<int>(node.links_per_plane.size());
+    for (int n = 0; n < nodes; ++n) {
+      std::vector<DeviceId> chips;
+      for (int p = 0; p < planes; ++p) {
+        const int index = n * planes + p;
+        chips.push_back(fabric.add_device(
+            {fmt::format("nvswitch{}", index), DeviceKind::nvswitch, index, {}, node.reduction, node.chip_ports}));
+      }
+      for (int i = 0; i < node.gpus; ++i) {
+        const int rank = n * node.gpus + i;
+        const DeviceId g = fabric.add_device({fmt::format("gpu{}", rank), DeviceKind::gpu, rank, gpu});
+        for (int p = 0; p < planes; ++p)
+          fabric.add_duplex(g, chips[p], {ChannelKind::nvlink, node.links_per_plane[p], lane, nvlink_latency});
+        const DeviceId nic = fabric.add_device({fmt::format("nic{}", rank), DeviceKind::nic, rank, {}});
+        fabric.add_duplex(g, nic, {ChannelKind::pcie, 1, nic_pcie_bandwidth, Seconds{PCIE_HOP_NS * 1e-9}});
+        fabric.add_duplex(nic, leaf[i * leaves_per_rail + n / nodes_per_leaf], ib);
+      }
+    }
+    return fabric;
+  }
+};
+
+std::unique_ptr<Topology> make_superpod(const ConfigNode& node) {
+  auto t = std::make_unique<Superpod>();
+  const auto kind = node.optional<std::string>("node", "hgx");
+  if (kind == "hgx")
+    t->node = HGX;
+  else if (kind == "nvl72")
+    t->node = NVL72;
+  else
+    node.fail_key("node", fmt::format("unknown node '{}'; known: hgx, nvl72", kind));
+  t->gpu = gpu_preset(node, node.optional<std::string>("gpu", t->node.gpu));
+  t->nodes = node.optional<int>("nodes", 2);
+  check_between(node, "nodes", t->nodes, 1, 1024);
+  const auto ib = node.optional<std::string>("ib", "ndr");
+  if (ib == "ndr") {
+    t->ib_bandwidth = BytesPerSecond{IB_NDR_PORT_GBPS * 1e9};
+    t->switch_ports = IB_NDR_SWITCH_PORTS;
+    t->nic_pcie_bandwidth = BytesPerSecond{PCIE5_X16_GBPS * 1e9};
+  } else if (ib == "xdr") {
+    t->ib_bandwidth = BytesPerSecond{IB_XDR_PORT_GBPS * 1e9};
+    t->switch_ports = IB_XDR_SWITCH_PORTS;
+    t->nic_pcie_bandwidth = BytesPerSecond{PCIE6_X16_GBPS * 1e9};
+  } else {
+    node.fail_key("ib", fmt::format("unknown InfiniBand generation '{}'; known: ndr, xdr", ib));
+  }
+  t->ib_latency = node.optional<Seconds>("ib_latency", Seconds{IB_HOP_NS * 1e-9});
+  return t;
+}
+}  // namespace
+
+Registry<Topology>::Entry superpod_entry() {
+  return {"superpod",
+          "N HGX or NVL72 nodes on InfiniBand NDR/XDR, one NIC per GPU, rail-optimised two-tier fat tree",
+          {
+              {"node", "hgx|nvl72", "hgx", "what each node is (8 or 72 GPUs on NVLink)"},
+              {"gpu", "h100|h200|b200|gb200", "h200 (hgx), gb200 (nvl72)", "GPU model"},
+              {"nodes", "nodes", "2", "number of nodes, 1-1024"},
+              {"ib", "ndr|xdr", "ndr", "NDR: 50 GB/s per port, 64-port switches; XDR: 100 GB/s, 144-port"},
+              {"ib_latency", "time per hop", "300ns", "NIC-to-switch and switch-to-switch hop [unverified]"},
+          },
+          make_superpod};
+}
+
+}  // namespace snsim::topologies
