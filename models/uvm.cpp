@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace snsim::models {
 namespace {
 
@@ -38,6 +40,17 @@ constexpr double BATCH_SERVICE_US = 20;
 // A kernel reading a 2 MiB region of its own HBM: 7.424 us = kernel_start + an L2 load latency (141.5 ns) +
 // 2 MiB / (4.8 TB/s x 0.804) [uvm/read/local/0/2097152].
 constexpr double KERNEL_START_US = 6.74;
+// Access counters [src: kernel-open/nvidia-uvm/uvm_gpu_access_counters.c]: UVM_PERF_ACCESS_COUNTER_THRESHOLD_DEFAULT
+// 256, UVM_PERF_ACCESS_COUNTER_GRANULARITY 2M; the hardware's other granularities are 64K, 16M and 16G.
+constexpr std::uint64_t ACCESS_THRESHOLD = 256;
+constexpr std::array<Bytes, 4> ACCESS_GRANULARITIES{Bytes{64ull << 10}, Bytes{2ull << 20}, Bytes{16ull << 20},
+                                                    Bytes{16ull << 30}};
+// Thrashing detection [src: kernel-open/nvidia-uvm/uvm_perf_thrashing.c]: uvm_perf_thrashing_enable 1,
+// UVM_PERF_THRASHING_THRESHOLD_DEFAULT 3 events, UVM_PERF_THRASHING_LAPSE_USEC_DEFAULT 500 us, epoch
+// UVM_PERF_THRASHING_EPOCH_DEFAULT 2000 lapses = 1 s.
+constexpr int THRASHING_THRESHOLD = 3;
+constexpr double THRASHING_LAPSE_US = 500;
+constexpr double THRASHING_EPOCH_S = 2000 * THRASHING_LAPSE_US * 1e-6;
 
 std::unique_ptr<Model> make(const ConfigNode& node) {
   auto m = std::make_unique<UvmModel>();
@@ -63,6 +76,26 @@ std::unique_ptr<Model> make(const ConfigNode& node) {
   m->density_prefetch = node.optional<bool>("density_prefetch", true);
   m->kernel_start = node.optional<Seconds>("kernel_start", Seconds{KERNEL_START_US * 1e-6});
   check_between(node, "kernel_start", m->kernel_start, Seconds{0}, Seconds{1});
+  if (node.has("gpu_memory_limit")) {
+    m->gpu_memory_limit = node.required<Bytes>("gpu_memory_limit");
+    check_positive(node, "gpu_memory_limit", *m->gpu_memory_limit);
+  }
+  const ConfigNode ac = node.section("access_counters");
+  m->access_counters.enabled = ac.optional<bool>("enabled", false);
+  m->access_counters.threshold = ac.optional<std::uint64_t>("threshold", ACCESS_THRESHOLD);
+  check_between(ac, "threshold", m->access_counters.threshold, std::uint64_t{1}, std::uint64_t{65535});
+  m->access_counters.granularity = ac.optional<Bytes>("granularity", Bytes{2ull << 20});
+  if (std::ranges::find(ACCESS_GRANULARITIES, m->access_counters.granularity) == ACCESS_GRANULARITIES.end())
+    ac.fail_key("granularity",
+                fmt::format("expected 64KiB, 2MiB, 16MiB or 16GiB, found {}", m->access_counters.granularity));
+  const ConfigNode th = node.section("thrashing");
+  m->thrashing.enabled = th.optional<bool>("enabled", true);
+  m->thrashing.threshold = th.optional<int>("threshold", THRASHING_THRESHOLD);
+  check_between(th, "threshold", m->thrashing.threshold, 1, 1000);
+  m->thrashing.lapse = th.optional<Seconds>("lapse", Seconds{THRASHING_LAPSE_US * 1e-6});
+  check_between(th, "lapse", m->thrashing.lapse, Seconds{0}, Seconds{3600});
+  m->thrashing.epoch = th.optional<Seconds>("epoch", Seconds{THRASHING_EPOCH_S});
+  check_between(th, "epoch", m->thrashing.epoch, Seconds{0}, Seconds{3600});
   return m;
 }
 }  // namespace
@@ -99,8 +132,9 @@ Seconds UvmModel::first_touch_time(UvmPath path, Bytes region, Bytes page, Secon
 Registry<Model>::Entry uvm_model_entry() {
   return {
       "uvm",
-      "Unified memory: fault batches, migration per path, density prefetcher, prefetch and advice (access counters "
-      "and oversubscription not modelled)",
+      "Unified memory: fault batches, migration per path, density prefetcher, prefetch and advice (validated); "
+      "oversubscription with LRU eviction, access-counter migration and thrashing pins (from the driver's source, "
+      "unvalidated)",
       {
           {"host_to_gpu.bandwidth", "bytes/s", "47.92GBps", "migration rate host -> GPU [meas uvm/prefetch 4GiB]"},
           {"host_to_gpu.prefetch_setup", "time", "77.3us", "fixed cost of a prefetch host -> GPU [meas 2MiB]"},
@@ -115,6 +149,20 @@ Registry<Model>::Entry uvm_model_entry() {
           {"prefetch_threshold", "fraction", "0.51", "density prefetcher threshold [src uvm_perf_prefetch_threshold]"},
           {"density_prefetch", "bool", "true", "density prefetcher on [src uvm_perf_prefetch_enable]"},
           {"kernel_start", "time", "6.74us", "launch and drain of a touching kernel [meas uvm/read/local 2MiB]"},
+          {"gpu_memory_limit", "bytes", "GPU memory",
+           "managed bytes a GPU holds before evicting LRU 2 MiB blocks [src uvm_pmm_gpu.c; unvalidated]"},
+          {"access_counters.enabled", "bool", "false",
+           "migrate regions after remote accesses [src off by default on x86; unvalidated]"},
+          {"access_counters.threshold", "accesses", "256",
+           "remote 128 B accesses before a region migrates [src UVM_PERF_ACCESS_COUNTER_THRESHOLD_DEFAULT]"},
+          {"access_counters.granularity", "bytes", "2MiB",
+           "counted region: 64KiB, 2MiB, 16MiB or 16GiB [src UVM_PERF_ACCESS_COUNTER_GRANULARITY]"},
+          {"thrashing.enabled", "bool", "true", "pin thrashing blocks [src uvm_perf_thrashing_enable; unvalidated]"},
+          {"thrashing.threshold", "events", "3",
+           "consecutive thrashing events before a pin [src UVM_PERF_THRASHING_THRESHOLD_DEFAULT]"},
+          {"thrashing.lapse", "time", "500us",
+           "migrations this close are a thrashing event [src UVM_PERF_THRASHING_LAPSE_USEC_DEFAULT]"},
+          {"thrashing.epoch", "time", "1s", "how long a pin lasts [src UVM_PERF_THRASHING_EPOCH_DEFAULT x lapse]"},
       },
       make};
 }

@@ -23,12 +23,25 @@
 //
 // The *_time functions are these formulas for an op alone on an idle fabric; the simulation reproduces them
 // (workloads/uvm_test.cpp) and `snsim calibrate` fits the parameters through them (validation/fits/uvm.cpp).
-// Not modelled: access-counter migration (off by default on x86 hosts, so not measurable on the H200 machines),
-// oversubscription and eviction (a managed buffer larger than a GPU's memory is an input error), CPU page faults.
+//
+// Modelled from the driver's source, unvalidated (not measurable on the H200 machines: access counters are off by
+// default on x86 hosts and oversubscription is not allowed there):
+// * Oversubscription: a GPU holds at most `gpu_memory_limit` of managed pages (default: its memory). A migration
+//   that would exceed it first evicts whole 2 MiB VA blocks to the host, least recently migrated in first (the
+//   driver's root chunks sit on an LRU list ordered by allocation, not by access: uvm_pmm_gpu.c), as a GPU -> host
+//   migration over the route, before the batch's own.
+// * Access counters: remote reads (of pages mapped where they are) count per `granularity` region per GPU, one
+//   access per 128 B line; when a region reaches `threshold` the driver migrates it to the reader (cost as a
+//   prefetch on its path) and clears the counter (uvm_gpu_access_counters.c).
+// * Thrashing: a block migrating again within `lapse` of its previous migration is a thrashing event; at
+//   `threshold` consecutive events the block is pinned where it is for `epoch`: faults map it remotely instead of
+//   migrating it (uvm_perf_thrashing.c; the driver first throttles CPU <-> GPU thrashing, pinned here at once).
+// Not modelled: CPU page faults.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "models/model.hpp"
@@ -56,6 +69,21 @@ class UvmModel final : public Model {
   double prefetch_threshold = 0.51;        // density prefetcher: share of a block resident before the rest follows
   bool density_prefetch = true;            // uvm_perf_prefetch_enable
   Seconds kernel_start;                    // a touching or reading kernel's launch and drain
+  std::optional<Bytes> gpu_memory_limit;   // managed pages a GPU holds before evicting; unset: its memory
+
+  struct AccessCounters {
+    bool enabled = false;
+    std::uint64_t threshold = 256;  // remote accesses to a region before it migrates
+    Bytes granularity{2ull << 20};  // the counted region
+  } access_counters;
+  static constexpr Bytes ACCESS_BYTES{128};  // one counted access: a 128 B line (an SM's NVLink read payload)
+
+  struct Thrashing {
+    bool enabled = true;
+    int threshold = 3;      // consecutive thrashing events before the block is pinned
+    Seconds lapse{500e-6};  // two migrations of a block this close are a thrashing event
+    Seconds epoch{1.0};     // how long a pin lasts
+  } thrashing;
 
   const MigrationParams& params(UvmPath p) const { return paths[static_cast<std::size_t>(p)]; }
 

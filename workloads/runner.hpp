@@ -15,6 +15,8 @@
 
 namespace snsim::workloads {
 
+struct ManagedState;  // a managed buffer's residency (workloads/uvm.cpp)
+
 class Runner {
  public:
   Runner(Simulation& simulation, const models::Models& models, std::vector<Program> programs, std::uint64_t seed = 1);
@@ -23,7 +25,8 @@ class Runner {
   void launch();
   /// Every op every rank executed, by rank then start time. Valid after Simulation::run().
   std::vector<OpRecord> records() const;
-  /// Per location (host, then every GPU): faults, fault batches, migrated bytes and time in fault service; nullopt
+  /// Per location (host, then every GPU): faults, fault batches, migrated bytes, time in fault service, bytes
+  /// evicted, bytes moved by access counters and thrashing pins; nullopt
   /// when the programs use no managed memory. Valid after Simulation::run().
   std::optional<Table> uvm_table() const;
   /// Ranks whose program did not run to its end (the engine stopped on a deadlock). Empty after a normal run.
@@ -67,6 +70,8 @@ class Runner {
   void uvm(int rank, const ReadOp& op, const Op& top);
   void fault(int rank, const ManagedPtr& buffer, Bytes offset, Bytes bytes, bool write, const Op& top);
   void migrate(int from, int to, Bytes bytes, Seconds fixed_cost, const Op& top, int rank);
+  void evict(int gpu, Bytes bytes, const Op& top, int rank);  // to the host, to make room
+  void count_accesses(int rank, ManagedState& buffer, const ReadOp& op, const Op& top);
 
   // Collectives, one transfer per algorithm step (workloads/collectives.cpp).
   struct Step;  // a plan with what its transfers need

@@ -13,6 +13,9 @@ namespace {
 
 // Residency is a bit per location (host and every GPU) in a 64-bit word (workloads/uvm.cpp).
 constexpr int MAX_UVM_GPUS = 63;
+// The fabric does not describe host memory: 2 TiB, a DGX H200's system memory [spec: NVIDIA DGX H200 datasheet,
+// "2TB"], bounds what managed memory can hold beyond the GPUs.
+constexpr Bytes HOST_MEMORY{2ull << 40};
 
 // The buffers of the program being parsed (ManagedScope). Parsing is single-threaded and not reentrant.
 std::map<std::string, ManagedPtr>* buffers = nullptr;
@@ -79,8 +82,14 @@ void parse_uvm(const std::string& kind, const ConfigNode& op, const std::vector<
     if (buffers->contains(buffer->name))
       op.fail_key("name", fmt::format("buffer '{}' is already declared in this program", buffer->name));
     buffer->bytes = op.required<Bytes>("bytes");
-    // Oversubscription (and so eviction) is not modelled: a buffer must fit in one GPU's memory.
-    check_size(op, "bytes", buffer->bytes, fabric);
+    // A buffer may oversubscribe a GPU (eviction makes room), but not the machine: every GPU's memory plus the
+    // host's.
+    if (buffer->bytes.count() == 0) op.fail_key("bytes", "must be > 0, got 0 B");
+    Bytes machine = HOST_MEMORY;
+    for (const DeviceId gpu : fabric.gpus()) machine += fabric.device(gpu).gpu->memory;
+    if (buffer->bytes > machine)
+      op.fail_key("bytes", fmt::format("{} exceeds the GPUs' memory plus the host's {} ({} in all)", buffer->bytes,
+                                       HOST_MEMORY, machine));
     buffer->page = op.optional<Bytes>("page", Bytes{4096});
     if (buffer->page != Bytes{4096} && buffer->page != Bytes{65536} && buffer->page != models::UvmModel::BLOCK)
       op.fail_key("page", fmt::format("expected 4KiB, 64KiB or 2MiB, found {}", buffer->page));

@@ -151,8 +151,9 @@ TEST_CASE("uvm: op mistakes are pinned errors") {
         "t.yaml:2:107: workloads[0].ops[1].read.offset: 4 MiB is past the end of buffer 'A' (4 MiB)");
   CHECK(error("[{managed: {name: A, bytes: 4MiB, page: 8KiB}}]") ==
         "t.yaml:2:84: workloads[0].ops[0].managed.page: expected 4KiB, 64KiB or 2MiB, found 8 KiB");
-  CHECK(error("[{managed: {name: A, bytes: 1TiB}}]") ==
-        "t.yaml:2:72: workloads[0].ops[0].managed.bytes: 1 TiB does not fit in one GPU's memory (140.401 GiB)");
+  CHECK(error("[{managed: {name: A, bytes: 4TiB}}]") ==
+        "t.yaml:2:72: workloads[0].ops[0].managed.bytes: 4 TiB exceeds the GPUs' memory plus the host's 2 TiB "
+        "(2.27422 TiB in all)");
   CHECK(error("[{managed: {name: A, bytes: 4MiB}}, {managed: {name: A, bytes: 4MiB}}]") ==
         "t.yaml:2:97: workloads[0].ops[1].managed.name: buffer 'A' is already declared in this program");
   CHECK(error("[{managed: {name: A, bytes: 4MiB}}, {advise: {buffer: A, accessed_by: [host]}}]") ==
@@ -160,4 +161,125 @@ TEST_CASE("uvm: op mistakes are pinned errors") {
         "GPU");
   CHECK(error("[{managed: {name: A, bytes: 4MiB}}, {touch: {buffer: A, access: modify}}]") ==
         "t.yaml:2:108: workloads[0].ops[1].touch.access: expected read or write, found 'modify'");
+}
+
+TEST_CASE("uvm: eviction keeps a GPU within its limit and moves the evicted bytes to the host") {
+  // Four 2 MiB blocks into a GPU that holds two: the third and fourth each evict the oldest block to the host.
+  const auto s = load(
+      "topology: {type: hgx, gpus: 2}\n"
+      "models: {uvm: {gpu_memory_limit: 4MiB}}\n"
+      "workloads: [{type: program, ranks: 0, ops: [{managed: {name: A, bytes: 8MiB, page: 2MiB}},\n"
+      "  {touch: {buffer: A}}, {touch: {buffer: A, offset: 4MiB}}]}]\n");
+  const Report r = s.run();
+  CHECK(uvm_cell(r, "gpu0", "migrated_in_bytes") == 8 << 20);
+  CHECK(uvm_cell(r, "gpu0", "evicted_bytes") == 4 << 20);
+  CHECK(uvm_cell(r, "gpu0", "migrated_out_bytes") == 4 << 20);
+  CHECK(uvm_cell(r, "host", "migrated_in_bytes") == 4 << 20);
+  CHECK(uvm_cell(r, "host", "migrated_out_bytes") == 8 << 20);
+  // What stays resident (in - out) is the limit, and the last two blocks are it: touching them again faults nothing.
+  CHECK(uvm_cell(r, "gpu0", "migrated_in_bytes") - uvm_cell(r, "gpu0", "migrated_out_bytes") == 4 << 20);
+  CHECK(uvm_cell(r, "gpu0", "faults") == 4);
+  for (const auto& link : r.links)
+    if (link.name == "gpu0->pcie") CHECK(link.payload_bytes == 4_MiB);
+}
+
+TEST_CASE("uvm: eviction takes the least recently migrated-in block first") {
+  // A, B fill the GPU; C evicts A (the oldest), so touching B again faults nothing, and A faults back in.
+  const auto s = load(
+      "topology: {type: hgx, gpus: 2}\n"
+      "models: {uvm: {gpu_memory_limit: 4MiB}}\n"
+      "workloads: [{type: program, ranks: 0, ops: [{managed: {name: A, bytes: 2MiB, page: 2MiB}},\n"
+      "  {managed: {name: B, bytes: 2MiB, page: 2MiB}}, {managed: {name: C, bytes: 2MiB, page: 2MiB}},\n"
+      "  {touch: {buffer: A}}, {touch: {buffer: B}}, {touch: {buffer: C}}, {touch: {buffer: B}}]}]\n");
+  const Report r = s.run();
+  CHECK(uvm_cell(r, "gpu0", "faults") == 3);
+  CHECK(uvm_cell(r, "gpu0", "evicted_bytes") == 2 << 20);
+  const auto migrations = records(r, "migrate");
+  REQUIRE(migrations.size() == 4);
+  CHECK(migrations[2].label == "migrate 2 MiB gpu0 -> host");  // the eviction goes before C's migration
+}
+
+TEST_CASE("uvm: access counters migrate a region after exactly threshold remote accesses") {
+  // GPU 0 maps B (accessed-by) and reads 128 B lines of it: 3 accesses stay below the threshold of 4, the 4th
+  // migrates B's 2 MiB region to GPU 0, and later reads are local.
+  const auto s = load(
+      "topology: {type: hgx, gpus: 2}\n"
+      "models: {uvm: {access_counters: {enabled: true, threshold: 4}}}\n"
+      "workloads: [{type: program, ranks: 0, ops: [{managed: {name: B, bytes: 4MiB, on: 1}},\n"
+      "  {advise: {buffer: B, accessed_by: [0]}}, {read: {buffer: B, bytes: 128B, passes: 3}},\n"
+      "  {read: {buffer: B, bytes: 128B}}, {read: {buffer: B, bytes: 128B, passes: 10}}]}]\n");
+  const Report r = s.run();
+  const auto reads = records(r, "read");
+  const auto migrations = records(r, "migrate");
+  REQUIRE(reads.size() == 3);
+  REQUIRE(migrations.size() == 1);
+  CHECK(migrations[0].start >= reads[1].start);
+  CHECK(migrations[0].end <= reads[1].end);
+  CHECK(migrations[0].bytes == 2_MiB);
+  CHECK(uvm_cell(r, "gpu0", "access_counter_migrated_bytes") == 2 << 20);
+  CHECK(uvm_cell(r, "gpu0", "faults") == 0);
+}
+
+TEST_CASE("uvm: a block migrating back and forth is pinned after the thrashing threshold") {
+  // GPUs 0 and 1 write the same 2 MiB block in turn: the 3rd back-and-forth migration within the lapse pins it at
+  // GPU 0, where it is; GPU 1 maps it instead of taking it, and later writes move nothing.
+  const auto s = load(
+      "topology: {type: hgx, gpus: 2}\n"
+      "models: {uvm: {thrashing: {lapse: 1s}}}\n"
+      "workloads: [{type: program, ranks: [0, 1], ops: [{managed: {name: A, bytes: 2MiB, page: 2MiB}},\n"
+      "  {ranks: 0, ops: [{touch: {buffer: A, access: write}}]}, {barrier: {}},\n"
+      "  {ranks: 1, ops: [{touch: {buffer: A, access: write}}]}, {barrier: {}},\n"
+      "  {ranks: 0, ops: [{touch: {buffer: A, access: write}}]}, {barrier: {}},\n"
+      "  {ranks: 1, ops: [{touch: {buffer: A, access: write}}]}, {barrier: {}},\n"
+      "  {ranks: 0, ops: [{touch: {buffer: A, access: write}}]}, {barrier: {}},\n"
+      "  {ranks: 1, ops: [{touch: {buffer: A, access: write}}]}]}]\n");
+  const Report r = s.run();
+  CHECK(uvm_cell(r, "gpu0", "thrashing_pins") == 1);
+  CHECK(uvm_cell(r, "gpu0", "migrated_in_bytes") == 4 << 20);  // from the host, then back from GPU 1
+  CHECK(uvm_cell(r, "gpu1", "migrated_in_bytes") == 2 << 20);  // once; the second time it is pinned
+  CHECK(uvm_cell(r, "gpu1", "faults") == 2);                   // a migration, then a mapping
+  CHECK(records(r, "migrate").size() == 3);
+}
+
+namespace {
+Report run_scenario(const std::string& name) {
+  return Scenario::load(ConfigDocument::load_file(std::string(SNSIM_SOURCE_DIR) + "/workloads/uvm/" + name)).run();
+}
+}  // namespace
+
+TEST_CASE("uvm scenario: remote-mapped reads cross NVLink every pass, a migrated buffer once") {
+  const Report r = run_scenario("remote_mapped_vs_migration.yaml");
+  const auto reads = records(r, "read");
+  REQUIRE(reads.size() == 2);
+  CHECK(uvm_cell(r, "gpu0", "migrated_in_bytes") == 1 << 30);
+  // The mapped buffer crosses NVLink on every pass (4 GiB), the migrated one once (1 GiB).
+  for (const auto& link : r.links)
+    if (link.name == "gpu1->nvswitch[0-3]") CHECK(link.payload_bytes == Bytes{5ull << 30});
+}
+
+TEST_CASE("uvm scenario: a hot KV-cache region migrates by access counters") {
+  const Report r = run_scenario("kv_cache_hot_pages.yaml");
+  CHECK(uvm_cell(r, "gpu0", "access_counter_migrated_bytes") >= 256 << 20);
+  CHECK(uvm_cell(r, "gpu0", "faults") == 0);
+}
+
+TEST_CASE("uvm scenario: pooled memory reads 64 GiB from 8 GPUs, local HBM and the host") {
+  const Report r = run_scenario("pooled_memory.yaml");
+  const auto reads = records(r, "read");
+  REQUIRE(reads.size() == 3);
+  const auto span = [](const OpRecord& o) { return (o.end - o.start).count(); };
+  CHECK(span(reads[1]) < span(reads[0]));  // local HBM beats the pool over NVLink
+  CHECK(span(reads[0]) < span(reads[2]));  // which beats the host over PCIe
+  CHECK(uvm_cell(r, "gpu0", "migrated_in_bytes") == 8ull << 30);
+}
+
+TEST_CASE("uvm scenario: a buffer 1.5x the GPU swept twice evicts and faults everything again") {
+  const Report r = run_scenario("oversubscription.yaml");
+  const double gib = 1 << 30;
+  CHECK(uvm_cell(r, "gpu0", "migrated_in_bytes") == 2 * 210 * gib);
+  const double evicted = uvm_cell(r, "gpu0", "evicted_bytes");
+  // Resident at the end: at most the GPU's memory (140.4 GiB), within one block of it.
+  const double resident = 2 * 210 * gib - evicted;
+  CHECK(resident <= 140.401 * gib);
+  CHECK(resident >= 140.401 * gib - 2 * (1 << 20));
 }
