@@ -19,83 +19,18 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include "tools/test_support.hpp"
+
 namespace fs = std::filesystem;
+using namespace snsim::testing;
 
 namespace {
-
-/// A fresh directory under $TMPDIR (or /tmp), removed with everything in it at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/snsim-cli-XXXXXX";
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed for " + pattern);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const fs::path& path() const { return path_; }
-
-  /// Writes `text` to `name` inside the directory; returns the name (relative to the directory).
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream out(path_ / name, std::ios::binary);
-    out << text;
-    REQUIRE(out.good());
-    return name;
-  }
-
- private:
-  fs::path path_;
-};
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-/// Quotes one argument for /bin/sh.
-std::string quote(const std::string& arg) {
-  std::string out = "'";
-  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-struct Result {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-/// Runs `snsim args...` with `dir` as the working directory and captures exit code, stdout and stderr.
-Result snsim(const TempDir& dir, const std::vector<std::string>& args) {
-  std::string command = "cd " + quote(dir.path().string()) + " && " + quote(SNSIM_BINARY);
-  for (const auto& a : args) {
-    command += ' ';
-    command += quote(a);
-  }
-  command += " >.stdout 2>.stderr </dev/null";
-  const int status = std::system(command.c_str());
-  Result r;
-  REQUIRE(status != -1);
-  REQUIRE(WIFEXITED(status));
-  r.code = WEXITSTATUS(status);
-  r.out = read_file(dir.path() / ".stdout");
-  r.err = read_file(dir.path() / ".stderr");
-  fs::remove(dir.path() / ".stdout");
-  fs::remove(dir.path() / ".stderr");
-  return r;
-}
 
 /// Runs `snsim run s.yaml` on a scenario text (plus extra arguments).
 Result run_scenario(const TempDir& dir, const std::string& yaml, std::vector<std::string> extra = {}) {
   std::vector<std::string> args{"run", dir.write("s.yaml", yaml)};
   args.insert(args.end(), extra.begin(), extra.end());
-  return snsim(dir, args);
+  return run_snsim(dir, args);
 }
 
 /// Bad input: exit code 2, nothing on stdout, exactly one line on stderr.
@@ -231,18 +166,18 @@ TEST_CASE("cli: an unknown collective in a sweep") {
 
 TEST_CASE("cli: a missing scenario file") {
   TempDir dir;
-  check_input_error(snsim(dir, {"run", "no-such-file.yaml"}), "no-such-file.yaml: cannot open the file");
+  check_input_error(run_snsim(dir, {"run", "no-such-file.yaml"}), "no-such-file.yaml: cannot open the file");
 }
 
 TEST_CASE("cli: a --set without '='") {
   TempDir dir;
-  check_input_error(snsim(dir, {"run", "--set", "topology.gpus"}),
+  check_input_error(run_snsim(dir, {"run", "--set", "topology.gpus"}),
                     "--set: expected key.path=value, found 'topology.gpus'");
 }
 
 TEST_CASE("cli: a --set value out of range names the --set option") {
   TempDir dir;
-  check_input_error(snsim(dir, {"run", "--set", "topology.gpus=9"}),
+  check_input_error(run_snsim(dir, {"run", "--set", "topology.gpus=9"}),
                     "--set topology.gpus=9: topology.gpus: must be between 2 and 8, got 9");
 }
 
@@ -254,7 +189,7 @@ TEST_CASE("cli: a --set on a scenario file names the --set option, not the file"
 
 TEST_CASE("cli: an unknown command-line option") {
   TempDir dir;
-  const Result r = snsim(dir, {"run", "--bogus"});
+  const Result r = run_snsim(dir, {"run", "--bogus"});
   CHECK(r.code == 2);
   CHECK(r.err == "The following argument was not expected: --bogus\nRun with --help for more information.\n");
   CHECK(r.out.empty());
@@ -262,14 +197,14 @@ TEST_CASE("cli: an unknown command-line option") {
 
 TEST_CASE("cli: --seed that is not a number") {
   TempDir dir;
-  const Result r = snsim(dir, {"run", "--seed", "abc"});
+  const Result r = run_snsim(dir, {"run", "--seed", "abc"});
   CHECK(r.code == 2);
   CHECK(r.err == "--seed abc: seed: expected a non-negative integer, found 'abc'\n");
   CHECK(r.out.empty());
-  const Result negative = snsim(dir, {"run", "--seed", "-1"});
+  const Result negative = run_snsim(dir, {"run", "--seed", "-1"});
   CHECK(negative.code == 2);
   CHECK(negative.err == "--seed -1: seed: expected a non-negative integer, found '-1'\n");
-  const Result huge = snsim(dir, {"run", "--seed", "99999999999999999999999"});
+  const Result huge = run_snsim(dir, {"run", "--seed", "99999999999999999999999"});
   CHECK(huge.code == 2);
   CHECK(huge.err == "--seed 99999999999999999999999: seed: 99999999999999999999999 is out of range\n");
 }
@@ -299,14 +234,14 @@ TEST_CASE("cli: nested repeats beyond 2^64 ops are refused, not wrapped") {
 
 TEST_CASE("cli: no command") {
   TempDir dir;
-  const Result r = snsim(dir, {});
+  const Result r = run_snsim(dir, {});
   CHECK(r.code == 2);
   CHECK(r.err == "A subcommand is required\nRun with --help for more information.\n");
 }
 
 TEST_CASE("cli: --help exits 0") {
   TempDir dir;
-  const Result r = snsim(dir, {"run", "--help"});
+  const Result r = run_snsim(dir, {"run", "--help"});
   CHECK(r.code == 0);
   CHECK(r.out.find("--set") != std::string::npos);
   CHECK(r.out.find("--seed") != std::string::npos);
@@ -316,7 +251,7 @@ TEST_CASE("cli: --help exits 0") {
 
 TEST_CASE("cli: run without a scenario runs the embedded default") {
   TempDir dir;
-  const Result r = snsim(dir, {"run"});
+  const Result r = run_snsim(dir, {"run"});
   CHECK(r.code == 0);
   CHECK(r.err.empty());
   CHECK(r.out.find("# snsim hgx-h200-default: 8 x h200") != std::string::npos);
@@ -397,7 +332,7 @@ TEST_CASE("cli: --params applies a parameter set, and a missing one is an input 
 
 TEST_CASE("cli: info lists the topologies, workloads and models") {
   TempDir dir;
-  const Result r = snsim(dir, {"info"});
+  const Result r = run_snsim(dir, {"info"});
   CHECK(r.code == 0);
   CHECK(r.err.empty());
   // Each name starts an entry line, indented by two spaces.
@@ -411,7 +346,7 @@ TEST_CASE("cli: info lists the topologies, workloads and models") {
 
 TEST_CASE("cli: topo prints the hgx fabric and its bisection bandwidth") {
   TempDir dir;
-  const Result r = snsim(dir, {"topo"});
+  const Result r = run_snsim(dir, {"topo"});
   CHECK(r.code == 0);
   CHECK(r.err.empty());
   CHECK(r.out.find("# bisection bandwidth (first half of the GPUs to the second, one direction): 1.8 TB/s\n") !=
@@ -421,7 +356,7 @@ TEST_CASE("cli: topo prints the hgx fabric and its bisection bandwidth") {
 
 TEST_CASE("cli: topo --set follows the override") {
   TempDir dir;
-  const Result r = snsim(dir, {"topo", "--set", "topology.gpus=4"});
+  const Result r = run_snsim(dir, {"topo", "--set", "topology.gpus=4"});
   CHECK(r.code == 0);
   CHECK(r.out.find("one direction): 900 GB/s\n") != std::string::npos);
 }
@@ -437,7 +372,7 @@ TEST_CASE("cli: every example scenario runs") {
     const std::string name = file.filename().string();
     SUBCASE(name.c_str()) {
       TempDir dir;
-      const Result r = snsim(dir, {"run", file.string(), "--out", "out"});
+      const Result r = run_snsim(dir, {"run", file.string(), "--out", "out"});
       CAPTURE(r.err);
       CHECK(r.code == 0);
       CHECK(r.err.empty());

@@ -1,0 +1,90 @@
+// Helpers of the tests that run the built `snsim` binary (SNSIM_BINARY) as a user would, each in a fresh
+// temporary directory. Header-only; included by test files only.
+#pragma once
+
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+namespace snsim::testing {
+
+namespace fs = std::filesystem;
+
+/// A fresh directory under $TMPDIR (or /tmp), removed with everything in it at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern = std::string(base && *base ? base : "/tmp") + "/snsim-test-XXXXXX";
+    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed for " + pattern);
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const fs::path& path() const { return path_; }
+
+  /// Writes `text` to `name` inside the directory; returns the name (relative to the directory).
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream out(path_ / name, std::ios::binary);
+    out << text;
+    REQUIRE(out.good());
+    return name;
+  }
+
+ private:
+  fs::path path_;
+};
+
+inline std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// Quotes one argument for /bin/sh.
+inline std::string quote(const std::string& arg) {
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+/// Runs `snsim args...` with `dir` as the working directory and captures exit code, stdout and stderr.
+inline Result run_snsim(const TempDir& dir, const std::vector<std::string>& args) {
+  std::string command = "cd " + quote(dir.path().string()) + " && " + quote(SNSIM_BINARY);
+  for (const auto& a : args) {
+    command += ' ';
+    command += quote(a);
+  }
+  command += " >.stdout 2>.stderr </dev/null";
+  const int status = std::system(command.c_str());
+  Result r;
+  REQUIRE(status != -1);
+  REQUIRE(WIFEXITED(status));
+  r.code = WEXITSTATUS(status);
+  r.out = read_file(dir.path() / ".stdout");
+  r.err = read_file(dir.path() / ".stderr");
+  fs::remove(dir.path() / ".stdout");
+  fs::remove(dir.path() / ".stderr");
+  return r;
+}
+
+}  // namespace snsim::testing
