@@ -30,6 +30,8 @@ std::string_view to_string(DeviceKind kind) {
       return "nic";
     case DeviceKind::ib_switch:
       return "ib_switch";
+    case DeviceKind::nvme:
+      return "nvme";
   }
   return "?";
 }
@@ -84,6 +86,7 @@ DeviceId Fabric::add_device(Device device) {
   const DeviceId id = boost::add_vertex(std::move(device), graph_);
   if (kind == DeviceKind::gpu) gpus_.push_back(id);
   if (kind == DeviceKind::host && !host_) host_ = id;
+  if (kind == DeviceKind::nvme) nvme_.push_back(id);
   return id;
 }
 

@@ -26,8 +26,8 @@
 
 namespace snsim {
 
-// Switches (nvswitch, pcie_switch, ib_switch) and NICs forward traffic; GPUs and hosts are endpoints.
-enum class DeviceKind { gpu, host, nvswitch, pcie_switch, nic, ib_switch };
+// Switches (nvswitch, pcie_switch, ib_switch) and NICs forward traffic; GPUs, hosts and NVMe drives are endpoints.
+enum class DeviceKind { gpu, host, nvswitch, pcie_switch, nic, ib_switch, nvme };
 enum class ChannelKind { nvlink, pcie, ib };
 
 std::string_view to_string(DeviceKind kind);
@@ -116,6 +116,8 @@ class Fabric {
   const std::vector<DeviceId>& gpus() const { return gpus_; }
   /// The host CPU, if the fabric has one.
   std::optional<DeviceId> host() const { return host_; }
+  /// NVMe drives in the order they were added (copies from `nvme` stripe over all of them).
+  const std::vector<DeviceId>& nvme_drives() const { return nvme_; }
   std::optional<DeviceId> find(std::string_view name) const;
 
   /// ECMP route between two endpoints; nullopt if they are not connected.
@@ -152,6 +154,7 @@ class Fabric {
   FabricGraph graph_;
   std::vector<DeviceId> gpus_;
   std::optional<DeviceId> host_;
+  std::vector<DeviceId> nvme_;
 };
 
 /// Finds the same routes as Fabric::route, keeping each endpoint's hop distances (a byte per device and direction):

@@ -24,7 +24,7 @@ namespace {
 constexpr double HOST_CPU_FLOPS = 1e12;
 
 bool is_endpoint(DeviceKind kind) {
-  return kind == DeviceKind::gpu || kind == DeviceKind::host;
+  return kind == DeviceKind::gpu || kind == DeviceKind::host || kind == DeviceKind::nvme;
 }
 
 /// "nvswitch[0-3]" for nvswitch0..nvswitch3, "gpu0" for one device, "a+b" otherwise.

@@ -61,7 +61,8 @@ TEST_CASE("cli: an unknown key, with a suggestion") {
   TempDir dir;
   check_input_error(run_scenario(dir, scenario("{type: hgx, gpus: 8, nvlink_bandwith: 25GBps}")),
                     "s.yaml:3:32: topology.nvlink_bandwith: unknown key (did you mean 'nvlink_bandwidth'?); known "
-                    "keys: gpu, gpus, nvlink_bandwidth, nvlink_latency, pcie_bandwidth, pcie_latency, type");
+                    "keys: gpu, gpus, nvlink_bandwidth, nvlink_latency, nvme_bandwidth, nvme_drives, nvme_latency, "
+                    "pcie_bandwidth, pcie_latency, type");
 }
 
 TEST_CASE("cli: an unknown top-level key") {

@@ -18,6 +18,10 @@ constexpr double NVLINK4_LANE_GBPS = 25.0;
 constexpr double NVSWITCH3_REDUCTION = 0.85;
 // NVSwitch3: 64 NVLink4 ports per chip [spec: hardware.md §1.2]; HGX uses at most 8 x 5 = 40 of them.
 constexpr int NVSWITCH3_PORTS = 64;
+// NVMe drive: a PCIe Gen5 x4 enterprise SSD reads 14 GB/s sequentially (writes 10 GB/s, taken as 14 here: one rate
+// per link) with a typical read latency of 60 us [spec: Micron 9550 datasheet, via the StorageReview 9550 MAX review].
+constexpr double NVME_GEN5_X4_GBPS = 14.0;
+constexpr double NVME_READ_LATENCY_US = 60.0;
 
 class Hgx final : public Topology {
  public:
@@ -27,6 +31,9 @@ class Hgx final : public Topology {
   Seconds nvlink_latency;
   BytesPerSecond pcie_bandwidth;
   Seconds pcie_latency;
+  int nvme_drives = 0;
+  BytesPerSecond nvme_bandwidth;
+  Seconds nvme_latency;
 
   Fabric build() const override {
     Fabric fabric;
@@ -43,9 +50,31 @@ class Hgx final : public Topology {
       const DeviceId id = fabric.add_device({fmt::format("gpu{}", g), DeviceKind::gpu, g, gpu});
       for (std::size_t p = 0; p < planes.size(); ++p)
         fabric.add_duplex(id, planes[p], {ChannelKind::nvlink, LINKS_PER_PLANE[p], nvlink_bandwidth, nvlink_latency});
-      fabric.add_duplex(id, host, {ChannelKind::pcie, 1, pcie_bandwidth, pcie_latency});
+      if (nvme_drives == 0) fabric.add_duplex(id, host, {ChannelKind::pcie, 1, pcie_bandwidth, pcie_latency});
     }
+    if (nvme_drives > 0) add_pcie_tree(fabric, host);
     return fabric;
+  }
+
+  // With drives, the GPUs' PCIe links meet them in a PCIe tree (only switches forward): gpu -> its PCIe switch ->
+  // the root complex -> host, drives on the root, so that GPUDirect Storage reads cross the drive's link and the
+  // GPU's x16 and share both. The host path keeps its cost: the switch's uplink repeats the GPU's x16 and the root's
+  // host port is one x16 per GPU, both without latency. A switch per GPU keeps GPU-to-GPU PCIe routes (4 hops)
+  // longer than NVLink's (2), so peer traffic stays on NVLink.
+  void add_pcie_tree(Fabric& fabric, DeviceId host) const {
+    const DeviceId root = fabric.add_device({"pcie_root", DeviceKind::pcie_switch, 0, std::nullopt});
+    fabric.add_duplex(root, host, {ChannelKind::pcie, gpus, pcie_bandwidth, Seconds{0}});
+    for (int g = 0; g < gpus; ++g) {
+      const DeviceId sw =
+          fabric.add_device({fmt::format("pcie_switch{}", g + 1), DeviceKind::pcie_switch, g + 1, std::nullopt});
+      fabric.add_duplex(fabric.gpus()[static_cast<std::size_t>(g)], sw,
+                        {ChannelKind::pcie, 1, pcie_bandwidth, pcie_latency});
+      fabric.add_duplex(sw, root, {ChannelKind::pcie, 1, pcie_bandwidth, Seconds{0}});
+    }
+    for (int d = 0; d < nvme_drives; ++d) {
+      const DeviceId drive = fabric.add_device({fmt::format("nvme{}", d), DeviceKind::nvme, d, std::nullopt});
+      fabric.add_duplex(drive, root, {ChannelKind::pcie, 1, nvme_bandwidth, nvme_latency});
+    }
   }
 };
 
@@ -60,6 +89,11 @@ std::unique_ptr<Topology> make_hgx(const ConfigNode& node) {
   t->pcie_bandwidth = node.optional<BytesPerSecond>("pcie_bandwidth", BytesPerSecond{PCIE5_X16_GBPS * 1e9});
   check_positive(node, "pcie_bandwidth", t->pcie_bandwidth);
   t->pcie_latency = node.optional<Seconds>("pcie_latency", Seconds{PCIE_HOP_NS * 1e-9});
+  t->nvme_drives = node.optional<int>("nvme_drives", 0);
+  check_between(node, "nvme_drives", t->nvme_drives, 0, 64);
+  t->nvme_bandwidth = node.optional<BytesPerSecond>("nvme_bandwidth", BytesPerSecond{NVME_GEN5_X4_GBPS * 1e9});
+  check_positive(node, "nvme_bandwidth", t->nvme_bandwidth);
+  t->nvme_latency = node.optional<Seconds>("nvme_latency", Seconds{NVME_READ_LATENCY_US * 1e-6});
   return t;
 }
 }  // namespace
@@ -74,6 +108,10 @@ Registry<Topology>::Entry hgx_entry() {
               {"nvlink_latency", "time per hop", "177ns", "wire and switch traversal of one hop"},
               {"pcie_bandwidth", "bytes/s per direction", "63GBps", "PCIe Gen5 x16 to the host"},
               {"pcie_latency", "time per hop", "500ns", "PCIe traversal of one hop"},
+              {"nvme_drives", "drives", "0",
+               "NVMe drives on the host's PCIe root, read and written with copy from/to nvme"},
+              {"nvme_bandwidth", "bytes/s per drive per direction", "14GBps", "PCIe Gen5 x4 drive, sequential read"},
+              {"nvme_latency", "time", "60us", "a drive's typical read latency"},
           },
           make_hgx};
 }

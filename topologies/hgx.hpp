@@ -7,6 +7,8 @@
 //    ||  4 links -> nvswitch1      striping its traffic over all 18 links (4 planes)
 //    ||  4 links -> nvswitch2
 //    ||  5 links -> nvswitch3
+//
+// With nvme_drives > 0 the GPUs reach the host through a PCIe tree that also holds the drives (hgx.cpp).
 #pragma once
 
 #include "sim/registry.hpp"

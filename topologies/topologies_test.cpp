@@ -40,6 +40,26 @@ TEST_CASE("hgx: GPU to host goes over PCIe, not through another GPU") {
   CHECK(f.channel(route->hops[0].channels[0]).kind == ChannelKind::pcie);
 }
 
+TEST_CASE("hgx: NVMe drives sit on the host's PCIe root, behind each GPU's x16, and leave GPU routes alone") {
+  const Fabric f = build("topology: {type: hgx, gpus: 8, nvme_drives: 8}");
+  CHECK(!f.check());
+  REQUIRE(f.nvme_drives().size() == 8);
+  CHECK(f.device(f.nvme_drives()[3]).kind == DeviceKind::nvme);
+  // A drive read crosses its x4 link (60 us) and the GPU's x16 (0.5 us); the drive's 14 GB/s is the bottleneck.
+  const auto read = f.cost(f.nvme_drives()[0], f.gpus()[2]);
+  CHECK(read.latency.count() == doctest::Approx(60e-6 + 0.5e-6));
+  CHECK(read.bottleneck.count() == doctest::Approx(14e9));
+  // The host path costs what it does without drives, and GPU pairs still take NVLink only.
+  const auto host = f.cost(f.gpus()[5], *f.host());
+  CHECK(host.latency.count() == doctest::Approx(0.5e-6));
+  CHECK(host.bottleneck.count() == doctest::Approx(63e9));
+  const auto peer = f.route(f.gpus()[0], f.gpus()[5]);
+  REQUIRE(peer);
+  REQUIRE(peer->hops.size() == 2);
+  CHECK(f.channel(peer->hops[0].channels[0]).kind == ChannelKind::nvlink);
+  CHECK(peer->hops[0].channels.size() == 4);
+}
+
 TEST_CASE("pcie: peers talk through the switch") {
   const Fabric f = build("topology: {type: pcie, gpus: 4}");
   const auto route = f.route(f.gpus()[0], f.gpus()[3]);
@@ -63,7 +83,7 @@ TEST_CASE("topologies: bad parameters are pinned errors") {
                        InputError);
   CHECK_THROWS_WITH_AS(build("topology: {type: hgx, gpu_count: 4}"),
                        "t.yaml:1:23: topology.gpu_count: unknown key; known keys: gpu, gpus, nvlink_bandwidth, "
-                       "nvlink_latency, pcie_bandwidth, pcie_latency, type",
+                       "nvlink_latency, nvme_bandwidth, nvme_drives, nvme_latency, pcie_bandwidth, pcie_latency, type",
                        InputError);
 }
 

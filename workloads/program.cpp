@@ -131,8 +131,12 @@ void parse_one(const ConfigNode& item, const std::vector<int>& ranks, const Fabr
     if (op.has("to") == op.has("from")) op.fail("expected one of `to` (a push) or `from` (a pull)");
     const bool pull = op.has("from");
     const ConfigNode peer = op.child(pull ? "from" : "to");
+    // `nvme` only here: the drives are a copy's source or sink, not a GPU location the other ops take.
+    const bool nvme = peer.is_scalar() && peer.scalar() == "nvme";
+    if (nvme && fabric.nvme_drives().empty())
+      op.fail_key(pull ? "from" : "to", "the topology has no NVMe drives; set topology.nvme_drives");
     for_each_rank(ranks, programs, phase, [&](int r) {
-      return CopyOp{parse_peer(peer, r, gpus), bytes, engine, pipelined, pull};
+      return CopyOp{nvme ? NVME : parse_peer(peer, r, gpus), bytes, engine, pipelined, pull};
     });
   } else if (kind == "collective") {
     CollectiveOp c;

@@ -24,6 +24,8 @@ using Group = std::shared_ptr<const std::vector<int>>;
 
 /// The host CPU as the other end of a copy.
 inline constexpr int HOST = -1;
+/// The topology's NVMe drives as the other end of a copy: striped over all of them (GPUDirect Storage).
+inline constexpr int NVME = -2;
 
 struct ComputeOp {
   Flops flops;                      // in `dtype`
@@ -33,7 +35,7 @@ struct ComputeOp {
 };
 
 struct CopyOp {
-  int peer = 0;  // the other end: a rank, HOST, or the issuing rank itself for a device-local copy
+  int peer = 0;  // the other end: a rank, HOST, NVME, or the issuing rank itself for a device-local copy
   Bytes bytes;
   models::CopyEngine engine = models::CopyEngine::ce;
   bool pipelined = false;  // queued behind the previous copy on the same stream: pays the engine's queue gap

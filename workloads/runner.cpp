@@ -52,7 +52,9 @@ std::string label(const Op& op) {
           return fmt::format("compute {} {} {}", o.flops, o.bytes, to_string(o.dtype));
         } else if constexpr (std::is_same_v<T, CopyOp>) {
           return fmt::format("copy {} {} {} {}{}", o.bytes, o.pull ? "from" : "to",
-                             o.peer == HOST ? std::string("host") : fmt::format("gpu{}", o.peer),
+                             o.peer == HOST   ? std::string("host")
+                             : o.peer == NVME ? std::string("nvme")
+                                              : fmt::format("gpu{}", o.peer),
                              models::to_string(o.engine), o.pipelined ? " queued" : "");
         } else if constexpr (std::is_same_v<T, CollectiveOp>) {
           return fmt::format("{} {}", models::to_string(o.kind), o.bytes);
@@ -182,6 +184,24 @@ void Runner::copy(int rank, const CopyOp& op) {
     const double factor = variability_.hbm_rate(gpu) * variability_.bandwidth_factor(gpu);
     simulation_.kernel(gpu, Seconds{0}, Seconds{copy.local_memory_time(spec, op.bytes).count() / factor},
                        Bytes{2 * op.bytes.count()});
+  } else if (op.peer == NVME) {
+    // GPUDirect Storage: one transfer per drive, all at once, the bytes split evenly (the first drives take the
+    // remainder); each crosses its drive's link and shares the GPU's PCIe link with the others.
+    const auto& drives = simulation_.fabric().nvme_drives();
+    const std::uint64_t n = drives.size();
+    auto stripe = [this, rank, &op, &copy, n](std::uint64_t i, DeviceId drive) {
+      const Bytes share{op.bytes.count() / n + (i < op.bytes.count() % n ? 1 : 0)};
+      const DeviceId from = op.pull ? drive : device(rank), to = op.pull ? device(rank) : drive;
+      simulation_.transfer(from, to, copy.wire_bytes(share, op.engine), share,
+                           copy.fixed_cost(op.engine, op.pull, op.pipelined),
+                           copy.wire_rate_cap(simulation_.route(from, to).bottleneck, op.engine));
+    };
+    std::vector<sg4::ActorPtr> others;
+    for (std::uint64_t i = 1; i < n; ++i)
+      others.push_back(sg4::Actor::create(fmt::format("rank{}.nvme{}", rank, i), sg4::this_actor::get_host(),
+                                          [stripe, i, drive = drives[i]] { stripe(i, drive); }));
+    stripe(0, drives[0]);
+    for (auto& actor : others) actor->join();
   } else {
     const DeviceId from = device(op.pull ? op.peer : rank), to = device(op.pull ? rank : op.peer);
     const auto& route = simulation_.route(from, to);

@@ -219,6 +219,45 @@ TEST_CASE("workloads: a pull copy moves data from the peer and pays the pull set
     if (l.name == "gpu0->nvswitch[0-3]") CHECK(l.payload_bytes == Bytes{1ull << 30});
 }
 
+TEST_CASE("workloads: a lone NVMe read takes setup + latency + size / (drive rate x efficiency)") {
+  const auto s = load(
+      "topology: {type: hgx, gpus: 2, nvme_drives: 1, nvme_latency: 50us}\n"
+      "models: {copy: {ce: {efficiency: 0.5, pull_setup: 3us}}}\n"
+      "workloads: [{type: program, ranks: 0, ops: [{copy: {from: nvme, bytes: 1GiB, engine: ce}}]}]\n");
+  const Report r = s.run();
+  REQUIRE(r.ops.size() == 1);
+  CHECK(r.ops[0].label == "copy 1 GiB from nvme ce");
+  // The drive's link (50 us) and the GPU's PCIe link (0.5 us); the drive's 14 GB/s is the bottleneck.
+  CHECK(relative_error((r.ops[0].end - r.ops[0].start).count(), 3e-6 + 50e-6 + 0.5e-6 + 1073741824.0 / (14e9 * 0.5)) <=
+        1e-9);
+}
+
+TEST_CASE("workloads: a copy to nvme stripes the bytes evenly over every drive, concurrently") {
+  const auto s = load(
+      "topology: {type: hgx, gpus: 2, nvme_drives: 4, nvme_bandwidth: 10GBps, nvme_latency: 50us}\n"
+      "models: {copy: {ce: {efficiency: 0.5, setup: 2us}}}\n"
+      "workloads: [{type: program, ranks: 1, ops: [{copy: {to: nvme, bytes: 1GiB, engine: ce}}]}]\n");
+  const Report r = s.run();
+  REQUIRE(r.ops.size() == 1);
+  // 4 x 10 GB/s = 40 GB/s, under the GPU's 63 GB/s x16: each drive writes its quarter at its own rate.
+  CHECK(relative_error((r.ops[0].end - r.ops[0].start).count(), 2e-6 + 50e-6 + 0.5e-6 + 268435456.0 / (10e9 * 0.5)) <=
+        1e-9);
+  int drives = 0;
+  for (const auto& l : r.links)
+    if (l.name.starts_with("pcie_root->nvme")) {
+      ++drives;
+      CHECK(l.payload_bytes == Bytes{1ull << 28});
+    }
+  CHECK(drives == 4);
+}
+
+TEST_CASE("workloads: nvme on a topology without drives says to set topology.nvme_drives") {
+  CHECK_THROWS_WITH(load("topology: {type: hgx, gpus: 2}\n"
+                         "workloads: [{type: program, ops: [{copy: {from: nvme, bytes: 1MiB}}]}]\n"),
+                    "t.yaml:2:49: workloads[0].ops[0].copy.from: the topology has no NVMe drives; set "
+                    "topology.nvme_drives");
+}
+
 TEST_CASE("workloads: a copy names exactly one of to and from") {
   CHECK_THROWS_WITH(load("topology: {type: hgx, gpus: 2}\n"
                          "workloads: [{type: program, ops: [{copy: {to: 1, from: 0, bytes: 1MiB}}]}]\n"),
