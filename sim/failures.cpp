@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <simgrid/s4u.hpp>
@@ -103,45 +104,64 @@ std::vector<Failure> parse_failures(const std::optional<ConfigNode>& list, const
   return failures;
 }
 
-void schedule_failures(Simulation& simulation, std::vector<Failure> failures, FailureLog& log) {
-  if (failures.empty()) return;
-  std::ranges::stable_sort(failures, {}, &Failure::at);
+namespace {
+
+/// Applies one failure other than gpu_lost now. `lanes_lost` (by rank) lets a second loss scale what the first left.
+void apply(Simulation& simulation, const Failure& f, FailureLog& log, std::map<int, int>& lanes_lost) {
   const Fabric& fabric = simulation.fabric();
-  const DeviceId home = fabric.gpus().front();
-  sg4::Actor::create("failures", simulation.host(home), [&simulation, &fabric, &log, failures] {
-    std::map<int, int> lanes_lost;  // by rank, so that a second loss scales what the first left
+  std::map<ChannelId, double> factors;
+  switch (f.kind) {
+    case Failure::Kind::link: {
+      // Traffic spreads over the lanes left: every NVLink channel of the GPU keeps (L - lost) / L of its rate,
+      // which is exact for the aggregated links (a hop's channels are one link).
+      const int total = nvlink_lanes(fabric, fabric.gpus()[f.gpu]);
+      const int before = total - lanes_lost[f.gpu];
+      const int after = before - f.lanes;
+      lanes_lost[f.gpu] += f.lanes;
+      for (auto c : nvlinks_of(fabric, fabric.gpus()[f.gpu])) factors[c] = double(after) / before;
+      break;
+    }
+    case Failure::Kind::plane: {
+      const DeviceId sw = *plane_switch(fabric, f.plane);
+      // The chip's lanes carry nothing; the hop's link keeps the other planes' lanes (parse_failures leaves
+      // at least one plane up), over which the traffic is striped.
+      for (auto c : boost::make_iterator_range(boost::out_edges(sw, fabric.graph()))) factors[c] = 0;
+      for (auto c : boost::make_iterator_range(boost::in_edges(sw, fabric.graph()))) factors[c] = 0;
+      break;
+    }
+    case Failure::Kind::degraded:
+      for (auto c : nvlinks_of(fabric, fabric.gpus()[f.gpu])) factors[c] = f.factor;
+      break;
+    case Failure::Kind::gpu_lost:
+      throw std::logic_error("apply: a lost GPU is handled by the failures actor");
+  }
+  log.applied.push_back({f.at, f.what, simulation.scale_channels(factors)});
+}
+
+}  // namespace
+
+void schedule_failures(Simulation& simulation, std::vector<Failure> failures, FailureLog& log) {
+  std::ranges::stable_sort(failures, {}, &Failure::at);
+  // Failures at 0 s (but a lost GPU) apply before the run, so that every op that starts then sees them: an actor
+  // at 0 s may run after the ranks' first ops.
+  std::map<int, int> lanes_lost;
+  std::size_t first_later = 0;
+  while (first_later < failures.size() && failures[first_later].at <= Seconds{0} &&
+         failures[first_later].kind != Failure::Kind::gpu_lost)
+    apply(simulation, failures[first_later++], log, lanes_lost);
+  failures.erase(failures.begin(), failures.begin() + static_cast<std::ptrdiff_t>(first_later));
+  if (failures.empty()) return;
+  const DeviceId home = simulation.fabric().gpus().front();
+  sg4::Actor::create("failures", simulation.host(home), [&simulation, &log, failures, lanes_lost]() mutable {
     for (const auto& f : failures) {
       sg4::this_actor::sleep_until(f.at.count());
-      std::map<ChannelId, double> factors;
-      switch (f.kind) {
-        case Failure::Kind::link: {
-          // Traffic spreads over the lanes left: every NVLink channel of the GPU keeps (L - lost) / L of its rate,
-          // which is exact for the aggregated links (a hop's channels are one link).
-          const int total = nvlink_lanes(fabric, fabric.gpus()[f.gpu]);
-          const int before = total - lanes_lost[f.gpu];
-          const int after = before - f.lanes;
-          lanes_lost[f.gpu] += f.lanes;
-          for (auto c : nvlinks_of(fabric, fabric.gpus()[f.gpu])) factors[c] = double(after) / before;
-          break;
-        }
-        case Failure::Kind::plane: {
-          const DeviceId sw = *plane_switch(fabric, f.plane);
-          // The chip's lanes carry nothing; the hop's link keeps the other planes' lanes (parse_failures leaves
-          // at least one plane up), over which the traffic is striped.
-          for (auto c : boost::make_iterator_range(boost::out_edges(sw, fabric.graph()))) factors[c] = 0;
-          for (auto c : boost::make_iterator_range(boost::in_edges(sw, fabric.graph()))) factors[c] = 0;
-          break;
-        }
-        case Failure::Kind::degraded:
-          for (auto c : nvlinks_of(fabric, fabric.gpus()[f.gpu])) factors[c] = f.factor;
-          break;
-        case Failure::Kind::gpu_lost:
-          log.applied.push_back({f.at, f.what, {}});
-          log.outcome = fmt::format("failed: GPU {} lost at {}", f.gpu, f.at);
-          sg4::Actor::kill_all();  // every other actor: the engine has nothing left to run and stops
-          return;
+      if (f.kind == Failure::Kind::gpu_lost) {
+        log.applied.push_back({f.at, f.what, {}});
+        log.outcome = fmt::format("failed: GPU {} lost at {}", f.gpu, f.at);
+        sg4::Actor::kill_all();  // every other actor: the engine has nothing left to run and stops
+        return;
       }
-      log.applied.push_back({f.at, f.what, simulation.scale_channels(factors)});
+      apply(simulation, f, log, lanes_lost);
     }
   })->daemonize();
 }

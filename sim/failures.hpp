@@ -48,7 +48,8 @@ struct FailureLog {
   std::optional<std::string> outcome;  // "failed: GPU 4 lost at 3 ms" once a GPU is lost
 };
 
-/// Spawns the daemon actor that applies `failures` at their times (before Simulation::run()). A daemon, so that a
+/// Applies failures at 0 s now and spawns the daemon actor that applies the others at their times (call before
+/// Simulation::run() and before the ranks' actors). A daemon, so that a
 /// failure after the job's end neither happens nor prolongs the run. A lost GPU kills every other actor: the engine
 /// stops and `log.outcome` says why. `log` must outlive the run.
 void schedule_failures(Simulation& simulation, std::vector<Failure> failures, FailureLog& log);

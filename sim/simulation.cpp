@@ -302,6 +302,13 @@ std::vector<std::string> Simulation::scale_channels(const std::map<ChannelId, do
     s4u_links_[i]->set_bandwidth(bandwidth);
     changed.push_back(links_[i].name);
   }
+  // Rate caps and models read a route's bottleneck (a copy engine reaches a share of the line it finds): ops that
+  // start from now on see the lanes left.
+  for (auto& [pair, route] : routes_) {
+    route.bottleneck = BytesPerSecond{std::numeric_limits<double>::infinity()};
+    for (auto index : route.links)
+      route.bottleneck = std::min(route.bottleneck, BytesPerSecond{s4u_links_[index]->get_bandwidth()});
+  }
   return changed;
 }
 

@@ -119,7 +119,8 @@ class Simulation {
 
   /// Multiplies the bandwidth of each channel by its factor, now (failures, sim/failures.hpp): every platform link
   /// carrying one gets the sum of its channels' bandwidths left, through Link::set_bandwidth, so transfers in flight
-  /// keep the bytes they moved and continue at the new max-min share. Returns the names of the links changed.
+  /// keep the bytes they moved and continue at the new max-min share; routes' bottlenecks follow, so rate caps of ops
+  /// that start later see the lanes left. Returns the names of the links changed.
   std::vector<std::string> scale_channels(const std::map<ChannelId, double>& factors);
 
   /// Name of a route's hop link, derived from its channels: "gpu0->nvswitch[0-3]".

@@ -76,9 +76,9 @@ std::vector<Program> Scenario::programs() const {
 Report Scenario::run(const std::vector<std::string>& engine_args) const {
   Simulation simulation(fabric_, engine_args, models_.compute->comm_sm_share);
   Runner runner(simulation, models_, programs(), seed_);
-  runner.launch();
   FailureLog failures;
-  schedule_failures(simulation, failures_, failures);
+  schedule_failures(simulation, failures_, failures);  // first: failures at 0 s apply before any op starts
+  runner.launch();
   Report report;
   report.scenario = name_;
   report.seed = seed_;

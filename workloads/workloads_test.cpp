@@ -100,6 +100,19 @@ TEST_CASE("workloads: a lone copy takes fixed cost + latency + size / (line rate
   CHECK(relative_error((r.ops[0].end - r.ops[0].start).count(), expected) <= 1e-9);
 }
 
+TEST_CASE("workloads: a copy engine into a GPU that lost 1 of 18 links reaches its share of the 17 left") {
+  // The copy engine's cap is a share of the line rate it finds: after the loss, of 17 lanes.
+  const auto s = load(
+      "topology: {type: hgx, gpus: 2}\n"
+      "models: {copy: {ce: {efficiency: 0.5, setup: 2us}}}\n"
+      "workloads: [{type: program, ranks: 0, ops: [{copy: {to: 1, bytes: 1GiB, engine: ce}}]}]\n"
+      "failures: [{at: 0s, link: {gpu: 1, lanes: 1}}]\n");
+  const Report r = s.run();
+  REQUIRE(r.ops.size() == 1);
+  const double expected = 2e-6 + 0.354e-6 + 1073741824.0 / (450e9 * 17 / 18 * 0.5);
+  CHECK(relative_error((r.ops[0].end - r.ops[0].start).count(), expected) <= 1e-9);
+}
+
 TEST_CASE("workloads: all_to_all conserves bytes: every GPU receives (n-1)/n of every buffer") {
   const auto s = load(
       "topology: {type: hgx, gpus: 8}\n"
