@@ -98,6 +98,7 @@ Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& eng
       const std::string name = fmt::format("hbm:{}", d.name);
       s4u_links_.push_back(zone->create_link(name, d.gpu->hbm_bandwidth.count())->set_latency(0)->seal());
       links_.push_back({name, d.gpu->hbm_bandwidth, Bytes{0}, Bytes{0}});
+      link_channels_.emplace_back();
       memory_links_[v] = links_.size() - 1;
     }
   }
@@ -114,6 +115,7 @@ Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& eng
     auto* link = zone->create_link(name, bandwidth.count())->set_latency(0)->seal();
     s4u_links_.push_back(link);
     links_.push_back({name, bandwidth, Bytes{0}, Bytes{0}});
+    link_channels_.push_back(key);
     link_of_hop.emplace(std::move(key), links_.size() - 1);
     return links_.size() - 1;
   };
@@ -281,6 +283,33 @@ void Simulation::hold_sms(DeviceId gpu) {
 void Simulation::release_sms(DeviceId gpu) {
   if (sm_holders_.at(gpu) == 0) throw std::logic_error("release_sms without hold_sms");
   host(gpu)->set_pstate(std::min(--sm_holders_[gpu], max_pstate_));
+}
+
+std::vector<std::string> Simulation::scale_channels(const std::map<ChannelId, double>& factors) {
+  for (const auto& [c, f] : factors) {
+    auto [it, fresh] = channel_factor_.emplace(c, 1.0);
+    it->second *= f;
+  }
+  std::vector<std::string> changed;
+  for (std::size_t i = 0; i < links_.size(); ++i) {
+    const auto& channels = link_channels_[i];
+    if (std::ranges::none_of(channels, [&](ChannelId c) { return factors.contains(c); })) continue;
+    double bandwidth = 0;
+    for (auto c : channels) {
+      auto it = channel_factor_.find(c);
+      bandwidth += fabric_.channel(c).bandwidth().count() * (it == channel_factor_.end() ? 1.0 : it->second);
+    }
+    s4u_links_[i]->set_bandwidth(bandwidth);
+    changed.push_back(links_[i].name);
+  }
+  // Rate caps and models read a route's bottleneck (a copy engine reaches a share of the line it finds): ops that
+  // start from now on see the lanes left.
+  for (auto& [pair, route] : routes_) {
+    route.bottleneck = BytesPerSecond{std::numeric_limits<double>::infinity()};
+    for (auto index : route.links)
+      route.bottleneck = std::min(route.bottleneck, BytesPerSecond{s4u_links_[index]->get_bandwidth()});
+  }
+  return changed;
 }
 
 void Simulation::account(DeviceId from, DeviceId to, Bytes wire, Bytes payload) {

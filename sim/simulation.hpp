@@ -117,6 +117,12 @@ class Simulation {
   void account(DeviceId from, DeviceId to, Bytes wire, Bytes payload);
   const std::vector<LinkUsage>& links() const { return links_; }
 
+  /// Multiplies the bandwidth of each channel by its factor, now (failures, sim/failures.hpp): every platform link
+  /// carrying one gets the sum of its channels' bandwidths left, through Link::set_bandwidth, so transfers in flight
+  /// keep the bytes they moved and continue at the new max-min share; routes' bottlenecks follow, so rate caps of ops
+  /// that start later see the lanes left. Returns the names of the links changed.
+  std::vector<std::string> scale_channels(const std::map<ChannelId, double>& factors);
+
   /// Name of a route's hop link, derived from its channels: "gpu0->nvswitch[0-3]".
   static std::string hop_name(const Fabric& fabric, const Hop& hop);
 
@@ -132,6 +138,8 @@ class Simulation {
   std::vector<simgrid::s4u::Host*> hosts_;  // by DeviceId; null for switches
   std::vector<simgrid::s4u::Link*> s4u_links_;
   std::vector<LinkUsage> links_;
+  std::vector<std::vector<ChannelId>> link_channels_;     // by link: the channels it aggregates (none for HBM)
+  std::map<ChannelId, double> channel_factor_;            // bandwidth left per channel after failures (absent: 1)
   std::vector<std::optional<std::size_t>> memory_links_;  // by DeviceId: the HBM link of a GPU
   std::map<std::pair<DeviceId, DeviceId>, PlatformRoute> routes_;
   std::map<const simgrid::s4u::Host*, DeviceId> device_of_host_;

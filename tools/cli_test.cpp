@@ -67,9 +67,10 @@ TEST_CASE("cli: an unknown key, with a suggestion") {
 
 TEST_CASE("cli: an unknown top-level key") {
   TempDir dir;
-  check_input_error(run_scenario(dir, scenario() + "sead: 3\n"),
-                    "s.yaml:7:1: sead: unknown key (did you mean 'seed'?); known keys: models, name, output, seed, "
-                    "topology, workloads");
+  check_input_error(
+      run_scenario(dir, scenario() + "sead: 3\n"),
+      "s.yaml:7:1: sead: unknown key (did you mean 'seed'?); known keys: failures, models, name, output, seed, "
+      "topology, workloads");
 }
 
 TEST_CASE("cli: a missing unit") {

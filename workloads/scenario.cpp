@@ -44,6 +44,7 @@ Scenario Scenario::load(std::shared_ptr<ConfigDocument> document) {
   if (items.empty()) list.fail("no workload to run");
   for (const auto& item : items) s.workloads_.push_back(workloads.create(item, s.fabric_));
 
+  s.failures_ = parse_failures(root.maybe_child("failures"), s.fabric_);
   s.timeline_ = root.section("output").optional<bool>("timeline", false);
   document->reject_unknown_keys();
 
@@ -75,6 +76,8 @@ std::vector<Program> Scenario::programs() const {
 Report Scenario::run(const std::vector<std::string>& engine_args) const {
   Simulation simulation(fabric_, engine_args, models_.compute->comm_sm_share);
   Runner runner(simulation, models_, programs(), seed_);
+  FailureLog failures;
+  schedule_failures(simulation, failures_, failures);  // first: failures at 0 s apply before any op starts
   runner.launch();
   Report report;
   report.scenario = name_;
@@ -83,11 +86,19 @@ Report Scenario::run(const std::vector<std::string>& engine_args) const {
   report.simulated_time = simulation.run();
   report.ops = runner.records();
   report.links = simulation.links();
-  if (const auto stuck = runner.unfinished(); !stuck.empty())
+  if (failures.outcome)
+    report.outcome = *failures.outcome;  // a lost GPU stopped every rank: not a deadlock
+  else if (const auto stuck = runner.unfinished(); !stuck.empty())
     report.outcome = fmt::format("deadlock: ranks {} did not finish their programs", fmt::join(stuck, ", "));
   for (std::size_t phase = 0; phase < workloads_.size(); ++phase)
     for (auto& t : workloads_[phase]->summarize(report.ops, static_cast<int>(phase)))
       report.tables.push_back(std::move(t));
+  if (!failures_.empty()) {
+    Table applied{"failures applied", {"at_us", "what", "links_changed"}, {}};
+    for (const auto& f : failures.applied)
+      applied.rows.push_back({f.at.count() * 1e6, f.what, fmt::format("{}", fmt::join(f.links, " "))});
+    report.tables.push_back(std::move(applied));
+  }
   if (auto uvm = runner.uvm_table()) report.tables.push_back(std::move(*uvm));
   return report;
 }

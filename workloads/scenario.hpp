@@ -6,6 +6,7 @@
 //   models: {copy: {ce: {efficiency: 0.88}}}   # optional: every model has sourced defaults
 //   workloads:                                 # run one after another, as phases
 //     - {type: collective_sweep, ops: all_reduce, sizes: {from: 8B, to: 1GiB}}
+//   failures: [{at: 1ms, link: {gpu: 3, lanes: 1}}]  # optional what-ifs (sim/failures.hpp)
 //   output: {timeline: true}
 //
 // Every input check happens in Scenario::load, because an exception escaping a SimGrid actor aborts the process.
@@ -17,6 +18,7 @@
 
 #include "models/models.hpp"
 #include "sim/config.hpp"
+#include "sim/failures.hpp"
 #include "sim/report.hpp"
 #include "workloads/workload.hpp"
 
@@ -47,6 +49,7 @@ class Scenario {
   models::Models models_;
   std::vector<std::unique_ptr<Workload>> workloads_;
   bool timeline_ = false;
+  std::vector<Failure> failures_;  // what-ifs applied at their times (sim/failures.hpp)
 };
 
 /// Refuses programs larger than this many ops after expanding repeats (a million ops per rank).
