@@ -29,6 +29,21 @@ inline constexpr double IB_XDR_PORT_GBPS = 100.0;
 inline constexpr int IB_XDR_SWITCH_PORTS = 144;
 inline constexpr double IB_HOP_NS = 300;
 
+// GB200 (NVL72 and NVL36x2 racks). NVLink5: 50 GB/s per link per direction, 18 links per GPU, one link to each of
+// 18 switch chips [spec: nvidia.com/data-center/nvlink; reference/hardware.md §1.1-1.2].
+inline constexpr double NVLINK5_LANE_GBPS = 50.0;
+// The NVLink5 switch reduces in the switch (SHARP, NVLS). NCCL models NVLS at nvlsEfficiency = 0.74 of the link
+// rate on Blackwell [model: NVIDIA/nccl src/graph/tuning.cc], which fits 8xB300 (NVLS busbw 845 GB/s, NVIDIA/nccl#2140)
+// within 1 %. The full 72-GPU rack measures less: busbw 835-847 GB/s at 4-8 GB [meas: coreweave/nccl-tests PR #43],
+// which our traffic model (S + S/n each way per GPU) reaches at 0.58. We default to that rack figure, fitted from
+// the 8 GB point -- NCCL's 0.74 would predict ~1060 GB/s; NCCL disables NVLS buffer registration across nodes
+// (MNNVL, src/init.cc), one plausible cause. Set `nvls_efficiency` to compare.
+inline constexpr double RACK_NVLS_EFFICIENCY = 0.58;
+// Grace-Blackwell NVLink-C2C: 900 GB/s bidirectional per superchip shared by its 2 GPUs = 225 GB/s per GPU per
+// direction [spec; sharing unverified, hardware.md §1.1]; measured H2D 201 / D2H 193 GB/s per GPU [meas: Azure
+// ND_GB200_v6_results.md, hardware.md §2.6].
+inline constexpr double C2C_GBPS = 225.0;
+
 /// The preset for a GPU model name ("h100", "h200", "b200"); fails on `node` with the known names otherwise.
 GpuSpec gpu_preset(const ConfigNode& node, const std::string& name);
 /// Names of the known presets, for docs.

@@ -15,11 +15,7 @@ constexpr int RACKS = 2;
 constexpr int GPUS_PER_RACK = 36;
 constexpr int PLANES = 18;
 constexpr int CHIP_PORTS = 72;
-constexpr double NVLINK5_LANE_GBPS = 50.0;
-// In-switch reduction: the NVL72 rack figure (topologies/nvl72.cpp, RACK_NVLS_EFFICIENCY).
-constexpr double NVLS_EFFICIENCY = 0.58;
-// Grace NVLink-C2C per GPU, as in nvl72.cpp.
-constexpr double C2C_GBPS = 225.0;
+// NVLINK5_LANE_GBPS, RACK_NVLS_EFFICIENCY (in-switch reduction) and C2C_GBPS as in NVL72: topologies/gpus.hpp.
 
 class Nvl36x2 final : public Topology {
  public:
@@ -56,7 +52,7 @@ std::unique_ptr<Topology> make_nvl36x2(const ConfigNode& node) {
   t->nvlink_bandwidth = node.optional<BytesPerSecond>("nvlink_bandwidth", BytesPerSecond{NVLINK5_LANE_GBPS * 1e9});
   check_positive(node, "nvlink_bandwidth", t->nvlink_bandwidth);
   t->nvlink_latency = node.optional<Seconds>("nvlink_latency", Seconds{NVLINK_HOP_NS * 1e-9});
-  t->nvls_efficiency = node.optional<double>("nvls_efficiency", NVLS_EFFICIENCY);
+  t->nvls_efficiency = node.optional<double>("nvls_efficiency", RACK_NVLS_EFFICIENCY);
   check_between(node, "nvls_efficiency", t->nvls_efficiency, 0.0, 1.0);
   t->c2c_bandwidth = node.optional<BytesPerSecond>("c2c_bandwidth", BytesPerSecond{C2C_GBPS * 1e9});
   check_positive(node, "c2c_bandwidth", t->c2c_bandwidth);

@@ -19,9 +19,8 @@ constexpr int PLANES = 18;
 constexpr int L2_PER_PLANE = 9;
 constexpr int FULL_UPLINK_LANES = 4;
 constexpr int CHIP_PORTS = 72;
-constexpr double NVLINK5_LANE_GBPS = 50.0;
-// In-switch reduction: the NVL72 rack figure (topologies/nvl72.cpp, RACK_NVLS_EFFICIENCY); not measured at 576.
-constexpr double NVLS_EFFICIENCY = 0.58;
+// NVLINK5_LANE_GBPS and the in-switch reduction (RACK_NVLS_EFFICIENCY, the NVL72 rack figure; not measured at 576)
+// as in NVL72: topologies/gpus.hpp.
 
 class Nvl576 final : public Topology {
  public:
@@ -67,7 +66,7 @@ std::unique_ptr<Topology> make_nvl576(const ConfigNode& node) {
   t->nvlink_bandwidth = node.optional<BytesPerSecond>("nvlink_bandwidth", BytesPerSecond{NVLINK5_LANE_GBPS * 1e9});
   check_positive(node, "nvlink_bandwidth", t->nvlink_bandwidth);
   t->nvlink_latency = node.optional<Seconds>("nvlink_latency", Seconds{NVLINK_HOP_NS * 1e-9});
-  t->nvls_efficiency = node.optional<double>("nvls_efficiency", NVLS_EFFICIENCY);
+  t->nvls_efficiency = node.optional<double>("nvls_efficiency", RACK_NVLS_EFFICIENCY);
   check_between(node, "nvls_efficiency", t->nvls_efficiency, 0.0, 1.0);
   return t;
 }
