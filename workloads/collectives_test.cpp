@@ -6,6 +6,8 @@
 // validation against our own traces.
 #include <doctest/doctest.h>
 
+#include "workloads/test_support.hpp"
+
 #include <chrono>
 
 #include "workloads/scenario.hpp"
@@ -13,24 +15,9 @@
 using namespace snsim;
 using namespace snsim::workloads;
 
-namespace {
-Scenario load(const std::string& yaml) {
-  return Scenario::load(ConfigDocument::load_string(yaml, "t.yaml"));
-}
+using namespace snsim::workloads::testing;
 
-/// From the first start to the last end of the ops of one phase.
-double span(const Report& report, int phase = 0) {
-  double first = 1e300, last = 0;
-  for (const auto& o : report.ops)
-    if (o.phase == phase) {
-      first = std::min(first, o.start.count());
-      last = std::max(last, o.end.count());
-    }
-  return last - first;
-}
-double relative_error(double a, double b) {
-  return std::abs(a - b) / std::abs(b);
-}
+namespace {
 /// Payload bytes on the link named `name` ("gpu0->nvswitch[0-3]").
 std::uint64_t payload(const Report& r, const std::string& name) {
   for (const auto& l : r.links)

@@ -3,6 +3,8 @@
 // matters, from the formula written out by hand.
 #include <doctest/doctest.h>
 
+#include "workloads/test_support.hpp"
+
 #include <cmath>
 
 #include "workloads/scenario.hpp"
@@ -13,20 +15,14 @@ using namespace snsim::literals;
 using models::PgasRoute;
 using models::Scope;
 
-namespace {
-Scenario load(const std::string& yaml) {
-  return Scenario::load(ConfigDocument::load_string(yaml, "t.yaml"));
-}
+using namespace snsim::workloads::testing;
 
+namespace {
 /// The `index`-th record of `kind` of one rank (in start order) in one phase.
 const OpRecord& record(const Report& report, int rank, const std::string& kind, int index = 0, int phase = 0) {
   for (const auto& o : report.ops)
     if (o.rank == rank && o.kind == kind && o.phase == phase && index-- == 0) return o;
   throw std::logic_error("no such record: " + kind);
-}
-
-double relative_error(double a, double b) {
-  return std::abs(a - b) / std::abs(b);
 }
 
 // The hgx preset: two hops of 177 ns between GPUs, 18 x 25 GB/s per direction.
@@ -311,16 +307,6 @@ Scenario load_example(const std::string& name) {
   return Scenario::load(ConfigDocument::load_file(std::string(SNSIM_SOURCE_DIR) + "/workloads/examples/" + name));
 }
 
-/// From the first start to the last end of the ops of one phase.
-double span(const Report& report, int phase) {
-  double first = 1e300, last = 0;
-  for (const auto& o : report.ops)
-    if (o.phase == phase) {
-      first = std::min(first, o.start.count());
-      last = std::max(last, o.end.count());
-    }
-  return last - first;
-}
 }  // namespace
 
 TEST_CASE("pgas: the one-shot one-sided all-reduce example beats NCCL on small buffers, not on large ones") {

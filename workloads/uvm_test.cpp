@@ -3,6 +3,8 @@
 // the formula written out by hand.
 #include <doctest/doctest.h>
 
+#include "workloads/test_support.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -13,11 +15,9 @@ using namespace snsim::workloads;
 using namespace snsim::literals;
 using models::UvmPath;
 
-namespace {
-Scenario load(const std::string& yaml) {
-  return Scenario::load(ConfigDocument::load_string(yaml, "t.yaml"));
-}
+using namespace snsim::workloads::testing;
 
+namespace {
 std::vector<OpRecord> records(const Report& report, const std::string& kind) {
   std::vector<OpRecord> out;
   for (const auto& o : report.ops)
@@ -40,10 +40,6 @@ double uvm_cell(const Report& report, const std::string& location, const std::st
       if (row[0] == location) return row[static_cast<std::size_t>(c)].get<double>();
   }
   throw std::logic_error("no uvm cell " + location + " " + column);
-}
-
-double relative_error(double a, double b) {
-  return std::abs(a - b) / std::abs(b);
 }
 
 // The hgx preset: host <-> GPU is one PCIe Gen5 hop (500 ns, 63 GB/s per direction).

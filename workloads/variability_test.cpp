@@ -2,6 +2,8 @@
 // compares runs runs each in a child process (fork), the way `snsim sweep` will.
 #include <doctest/doctest.h>
 
+#include "workloads/test_support.hpp"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,13 +18,9 @@
 using namespace snsim;
 using namespace snsim::workloads;
 
+using namespace snsim::workloads::testing;
+
 namespace {
-Scenario load(const std::string& yaml) {
-  return Scenario::load(ConfigDocument::load_string(yaml, "t.yaml"));
-}
-double relative_error(double a, double b) {
-  return std::abs(a - b) / std::abs(b);
-}
 double duration(const OpRecord& o) {
   return (o.end - o.start).count();
 }

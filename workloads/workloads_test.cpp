@@ -1,6 +1,8 @@
 // Workloads end to end: each TEST_CASE that runs a simulation is its own process (one simulation per process).
 #include <doctest/doctest.h>
 
+#include "workloads/test_support.hpp"
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -10,25 +12,9 @@
 using namespace snsim;
 using namespace snsim::workloads;
 
-namespace {
-Scenario load(const std::string& yaml) {
-  return Scenario::load(ConfigDocument::load_string(yaml, "t.yaml"));
-}
+using namespace snsim::workloads::testing;
 
-/// From the first start to the last end of the ops of one phase.
-double span(const Report& report, int phase) {
-  double first = 1e300, last = 0;
-  for (const auto& o : report.ops)
-    if (o.phase == phase) {
-      first = std::min(first, o.start.count());
-      last = std::max(last, o.end.count());
-    }
-  return last - first;
-}
-double relative_error(double a, double b) {
-  return std::abs(a - b) / std::abs(b);
-}
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("workloads: a ring all-reduce without contention takes 2(n-1)(alpha + S/(nB))") {
   for (int n : {2, 4, 8}) {
