@@ -235,11 +235,6 @@ void Simulation::transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload,
   done->acquire();
 }
 
-sg4::CommPtr Simulation::start_transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload) {
-  account(from, to, wire, payload);
-  return sg4::Comm::sendto_async(host(from), host(to), timed_bytes(wire).count());
-}
-
 DeviceId Simulation::current_device() const {
   return device_of_host_.at(sg4::this_actor::get_host());
 }

@@ -87,8 +87,6 @@ class Simulation {
   /// (0: no cap), sharing links max-min with everything else. Returns when they arrived.
   void transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload, Seconds fixed_cost = Seconds{0},
                 BytesPerSecond max_rate = BytesPerSecond{0});
-  /// Starts the bytes flowing now (the caller has paid the latency) and returns the comm to wait on.
-  simgrid::s4u::CommPtr start_transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload);
 
   /// Installs per-transfer jitter (models/jitter.hpp draws it). Before run().
   void set_jitter(TransferJitter jitter) { jitter_ = std::move(jitter); }
