@@ -181,6 +181,7 @@ Calibration calibrate(const std::vector<Trace>& traces) {
   fits::collectives(fit);
   fits::pgas(fit);
   fits::uvm(fit);
+  fits::compute(fit);
   return result;
 }
 

@@ -72,6 +72,7 @@ void jitter(Fit& fit);
 void collectives(Fit& fit);
 void pgas(Fit& fit);
 void uvm(Fit& fit);
+void compute(Fit& fit);
 }  // namespace fits
 
 }  // namespace snsim::validation

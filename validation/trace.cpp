@@ -15,8 +15,8 @@ namespace snsim::validation {
 
 namespace {
 
-constexpr std::array<Family, 7> families{Family::copy,       Family::latency, Family::launch, Family::jitter,
-                                         Family::collective, Family::nvshmem, Family::uvm};
+constexpr std::array<Family, 8> families{Family::copy,       Family::latency, Family::launch, Family::jitter,
+                                         Family::collective, Family::nvshmem, Family::uvm,    Family::step};
 
 // The record fields of the schema, in the order the writer puts them.
 constexpr std::array<std::string_view, 14> record_fields{"id",    "family", "test", "variant", "ranks",
@@ -241,6 +241,8 @@ std::string_view to_string(Family family) {
       return "nvshmem";
     case Family::uvm:
       return "uvm";
+    case Family::step:
+      return "step";
   }
   return "?";
 }

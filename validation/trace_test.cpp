@@ -208,7 +208,7 @@ TEST_CASE("trace: record errors name the line and field") {
   SUBCASE("unknown family") {
     CHECK(
         error_of_record(R"({"family": "nvlink"})") ==
-        R"(t.jsonl:2: family: unknown family "nvlink"; known: collective, copy, jitter, latency, launch, nvshmem, uvm)");
+        R"(t.jsonl:2: family: unknown family "nvlink"; known: collective, copy, jitter, latency, launch, nvshmem, step, uvm)");
   }
   SUBCASE("unknown unit") {
     CHECK(error_of_record(R"({"unit": "us"})") == R"(t.jsonl:2: unit: expected "s" or "B/s", found "us")");
@@ -286,7 +286,7 @@ TEST_CASE("trace: what the probe writes is accepted") {
 }
 
 TEST_CASE("trace: families are a fixed list") {
-  CHECK(all_families().size() == 7);
+  CHECK(all_families().size() == 8);
   for (Family f : all_families()) CHECK(family_from_string(to_string(f)) == f);
   CHECK_FALSE(family_from_string("nvlink").has_value());
 }

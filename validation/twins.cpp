@@ -48,6 +48,9 @@ std::variant<Twin, std::string> make_twin(const Trace& trace, const TraceRecord&
     case Family::uvm:
       twin = twins::uvm(record, gpus);
       break;
+    case Family::step:
+      twin = twins::step(record, gpus, models);
+      break;
     case Family::launch:
       return "launch records are the launch parameters themselves (fits/copy.cpp): calibration only, no twin";
     default:

@@ -20,7 +20,8 @@ namespace snsim::validation {
 struct Twin {
   std::vector<std::vector<workloads::Op>> sample;  // one sample's ops, per rank
   int samples = 1;                                 // samples to simulate (capped by the caller)
-  double repetitions = 1;                          // measured repetitions inside one sample
+  int warmup = 0;  // samples simulated before them and dropped, as the probe's warm-up (power-capped clocks settle)
+  double repetitions = 1;      // measured repetitions inside one sample
   std::string measured_label;  // when set, only ops whose label contains it end the sample (a concurrent test's part)
   std::optional<Bytes> rate_bytes;  // B/s records: payload bytes of one repetition
 };

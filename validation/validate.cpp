@@ -24,6 +24,10 @@ namespace {
 // is the model's (50 samples beyond it), not the luck of a few draws.
 constexpr int JITTER_SAMPLES = 50'000;
 
+bool is_step_measurement(const TraceRecord& r) {
+  return r.family == Family::step && r.test != "gemm";
+}
+
 std::string curve_key(const TracedRecord& t) {
   const auto& r = *t.record;
   return fmt::format("{}|{}|{}|{}|{}", t.trace->source, to_string(r.family), r.test, r.variant,
@@ -48,8 +52,10 @@ std::vector<Use> split_records(const std::vector<TracedRecord>& records) {
     std::ranges::stable_sort(members, {}, [&](std::size_t i) { return records[i].record->bytes; });
     for (std::size_t k = 0; k < members.size(); ++k) {
       const auto& r = *records[members[k]].record;
-      if (r.family == Family::jitter)
+      if (r.family == Family::jitter || is_step_measurement(r))
         uses[members[k]] = Use::validation;
+      else if (r.family == Family::step)
+        uses[members[k]] = Use::calibration;  // lone GEMMs: the compute model's rate, as launch records are
       else if (members.size() > 1 && k % 2 == 1)
         uses[members[k]] = Use::validation;
     }
@@ -105,7 +111,7 @@ std::vector<Simulated> simulate_twins(const Platform& platform, const std::vecto
       out.push_back(nullptr);
       twins[i].samples = records[i].record->family == Family::jitter ? JITTER_SAMPLES
                                                                      : std::min(twins[i].samples, options.max_samples);
-      for (int s = 0; s < twins[i].samples; ++s) {
+      for (int s = -twins[i].warmup; s < twins[i].samples; ++s) {
         for (std::size_t r = 0; r < gpus; ++r) {
           for (auto op : twins[i].sample[r]) {
             op.phase = static_cast<int>(i);
@@ -134,6 +140,7 @@ std::vector<Simulated> simulate_twins(const Platform& platform, const std::vecto
     }
     std::vector<std::vector<double>> values(records.size());
     for (const auto& [key, span] : spans) {
+      if (key.second < 0) continue;  // a warm-up sample
       const auto& twin = twins[static_cast<std::size_t>(key.first)];
       const double per_repetition = (span.second - span.first) / twin.repetitions;
       values[static_cast<std::size_t>(key.first)].push_back(

@@ -26,7 +26,9 @@ struct TracedRecord {
 
 /// Which records calibrate and which validate. Along each curve (one trace, family, test, variant and ranks,
 /// ordered by size) sizes alternate, the smallest calibrating; a curve of one point calibrates (a launch overhead,
-/// a barrier); the jitter family only validates (its distributions are fitted from single copies at other sizes).
+/// a barrier); the jitter family only validates (its distributions are fitted from single copies at other sizes), and
+/// so do training steps (family `step`, tests bsp and pgas: what the models compose to), while the step family's lone
+/// GEMMs only calibrate (they are the compute model's rate, as launch records are the launch costs).
 std::vector<Use> split_records(const std::vector<TracedRecord>& records);
 
 /// The simulated platform of a trace: its GPU model as a snsim preset name and how many GPUs (at least 2, the

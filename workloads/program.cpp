@@ -104,6 +104,7 @@ void parse_one(const ConfigNode& item, const std::vector<int>& ranks, const Fabr
     c.duration = op.maybe<Seconds>("time");
     c.flops = op.optional<Flops>("flops", Flops{0});
     c.bytes = op.optional<Bytes>("bytes", Bytes{0});
+    c.pipelined = op.optional<bool>("pipelined", false);
     if (c.duration && (op.has("flops") || op.has("bytes"))) op.fail("give either time, or flops and bytes, not both");
     if (!c.duration && c.flops.count() == 0 && c.bytes.count() == 0)
       op.fail("expected time, or flops and bytes (for the roofline)");

@@ -32,6 +32,7 @@ struct ComputeOp {
   Bytes bytes;                      // HBM traffic
   std::optional<Seconds> duration;  // a fixed time instead of the roofline
   Dtype dtype = Dtype::bf16;        // the number format of the FLOPs: picks the GPU's peak rate
+  bool pipelined = false;  // queued behind the previous kernel of the stream: pays the queue gap, not the launch
 };
 
 struct CopyOp {

@@ -168,9 +168,14 @@ void Runner::compute(int rank, const ComputeOp& op) {
     simulation_.kernel(gpu, *op.duration * (jitter / variability_.flop_rate(gpu)), Seconds{0}, Bytes{0});
     return;
   }
-  sleep_for(model.launch);
-  simulation_.kernel(gpu, model.math_time(spec, op.flops, variability_.flop_rate(gpu), op.dtype) * jitter,
-                     model.memory_time(spec, op.bytes, variability_.hbm_rate(gpu)) * jitter, op.bytes);
+  sleep_for(model.fixed_cost(op.pipelined));
+  auto& duty = tensor_duty_[gpu];
+  const Seconds start = Simulation::now();
+  const double clock = model.clock_factor(duty, start);
+  const Seconds math = model.math_time(spec, op.flops, variability_.flop_rate(gpu) * clock, op.dtype) * jitter;
+  const Seconds memory = model.memory_time(spec, op.bytes, variability_.hbm_rate(gpu)) * jitter;
+  simulation_.kernel(gpu, math, memory, op.bytes);
+  model.account(duty, start, Simulation::now(), math >= memory ? 1.0 : math / memory);
 }
 
 void Runner::copy(int rank, const CopyOp& op) {

@@ -93,6 +93,7 @@ class Runner {
   std::map<std::pair<int, int>, simgrid::s4u::Mailbox*> mailboxes_;
   std::map<const void*, simgrid::s4u::BarrierPtr> barriers_;  // by Group identity
   mutable std::optional<double> switch_reduction_;            // of the fabric, computed on first use
+  std::map<DeviceId, models::TensorDuty> tensor_duty_;        // per GPU, for power-capped clocks (models/compute.hpp)
   std::shared_ptr<Pgas> pgas_;                                // created by the first PGAS op
   std::shared_ptr<Uvm> uvm_;                                  // created by the first UVM op
 };

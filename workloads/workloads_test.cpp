@@ -339,3 +339,34 @@ TEST_CASE("workloads: a pull's bytes leave the source, sharing its up-link with 
   const double wire = 1073741824.0 * 144 / 128;  // 16 B header per 128 B SM payload
   for (const auto& o : r.ops) CHECK(relative_error((o.end - o.start).count(), 0.354e-6 + 2 * wire / 450e9) <= 1e-9);
 }
+
+TEST_CASE("workloads: sustained GEMMs slow to the power-capped clock, queued kernels pay only the queue gap") {
+  // 4096^3 bf16 GEMMs back to back on an H200 (989 TFLOP/s peak): at boost each takes 1.5us + F / (989T x 0.9);
+  // busy all but the queue gaps, the clock settles at (0.75 / duty)^(1/2.5) of boost. Unqueued, a kernel pays the 5 us launch instead.
+  const auto s = load(
+      "topology: {type: hgx, gpu: h200, gpus: 2}\n"
+      "models: {compute: {flop_efficiency: 0.9, launch: 5us, queue_gap: 1.5us, power_duty: 0.75, power_exponent: "
+      "2.5, power_window: 10ms}}\n"
+      "workloads:\n"
+      "  - {type: program, ranks: 0, ops: [{repeat: 400, ops: [{compute: {flops: 137.438953472GFLOP, pipelined: "
+      "true}}]}]}\n"
+      "  - {type: program, ranks: 0, ops: [{compute: {flops: 137.438953472GFLOP}}]}\n");
+  const Report r = s.run();
+  std::vector<double> gemms;
+  for (const auto& o : r.ops)
+    if (o.phase == 0 && o.kind == "compute") gemms.push_back((o.end - o.start).count());
+  REQUIRE(gemms.size() == 400);
+  const double boost = 137.438953472e9 / (989e12 * 0.9);
+  CHECK(relative_error(gemms.front(), 1.5e-6 + boost) <= 1e-6);  // a cold GPU starts at boost
+  // Steady state: the duty d is the GEMMs' share of time between queue gaps, at the clock d itself sets.
+  double d = 1;
+  for (int i = 0; i < 100; ++i) {
+    const double kernel = boost * std::pow(d / 0.75, 1 / 2.5);
+    d = kernel / (kernel + 1.5e-6);
+  }
+  CHECK(relative_error(gemms.back(), 1.5e-6 + boost * std::pow(d / 0.75, 1 / 2.5)) <= 1e-3);
+  double lone = 0;
+  for (const auto& o : r.ops)
+    if (o.phase == 1) lone = (o.end - o.start).count();
+  CHECK(lone > 5e-6 + boost);  // the launch, and a clock still above boost duty after 400 GEMMs
+}

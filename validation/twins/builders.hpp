@@ -26,5 +26,6 @@ std::variant<Twin, std::string> collective(const Trace& trace, const TraceRecord
 std::variant<Twin, std::string> nvshmem(const TraceRecord& record, int gpus, const models::Models& models);
 std::variant<Twin, std::string> latency(const TraceRecord& record, int gpus, const models::Models& models);
 std::variant<Twin, std::string> uvm(const TraceRecord& record, int gpus);
+std::variant<Twin, std::string> step(const TraceRecord& record, int gpus, const models::Models& models);
 
 }  // namespace snsim::validation::twins

@@ -16,16 +16,8 @@
 #include <vector>
 
 #include "../common/cuda_util.h"
+#include "../common/nccl_check.h"
 #include "families.h"
-
-#define CHECK_NCCL(call)                                                                                 \
-  do {                                                                                                   \
-    const ncclResult_t probe_nccl_status_ = (call);                                                      \
-    if (probe_nccl_status_ != ncclSuccess)                                                               \
-      ::probe::throw_call_failure(                                                                       \
-          __FILE__, __LINE__, #call,                                                                     \
-          std::string(ncclGetErrorString(probe_nccl_status_)) + " (" + ncclGetLastError(nullptr) + ")"); \
-  } while (0)
 
 namespace probe {
 namespace {

@@ -38,6 +38,13 @@ const std::vector<Family>& all_families() {
        {"all_reduce/{out_of_place,graph}", "all_gather/{out_of_place,graph}", "reduce_scatter/{out_of_place,graph}",
         "all_to_all/{out_of_place,graph}", "broadcast/{out_of_place,graph}"},
        run_collective_family},
+      {"step",
+       "a data-parallel step: 20 bf16 GEMMs then the gradient averaged by NCCL (bsp) or NVSHMEM puts (pgas), "
+       "GPU 1 slowed by 0-20 % extra GEMMs; and lone cuBLAS bf16 GEMMs",
+       true,
+       2,
+       {"gemm/bf16", "bsp/{slow_0,slow_5,slow_10,slow_20}", "pgas/{slow_0,slow_5,slow_10,slow_20} (with NVSHMEM)"},
+       run_step_family},
 #endif
 #ifdef PROBE_HAVE_NVSHMEM
       {"nvshmem",

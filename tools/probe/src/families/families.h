@@ -28,6 +28,7 @@ void run_jitter_family(RankContext& context);
 void run_launch_family(RankContext& context);
 #ifdef PROBE_HAVE_NCCL
 void run_collective_family(RankContext& context);
+void run_step_family(RankContext& context);
 #endif
 #ifdef PROBE_HAVE_NVSHMEM
 void run_nvshmem_family(RankContext& context);

@@ -22,15 +22,8 @@
 #include <vector>
 
 #include "../common/cuda_util.h"
+#include "../common/nvshmem_check.h"
 #include "families.h"
-
-#define CHECK_NVSHMEM(call)                                                                   \
-  do {                                                                                        \
-    const int probe_nvshmem_status_ = static_cast<int>(call);                                 \
-    if (probe_nvshmem_status_ != 0)                                                           \
-      ::probe::throw_call_failure(__FILE__, __LINE__, #call,                                  \
-                                  "NVSHMEM status " + std::to_string(probe_nvshmem_status_)); \
-  } while (0)
 
 namespace probe {
 
