@@ -310,54 +310,69 @@ std::size_t usable_cpus() {
 std::string SlowPoint::label() const {
   if (gpus.empty()) return "healthy";
   std::vector<std::string> parts;
-  for (const auto& g : gpus) parts.push_back(fmt::format("gpu{} x{}", g.gpu, g.compute));
+  for (const auto& g : gpus)
+    parts.push_back(g.hbm == 1 ? fmt::format("gpu{} x{}", g.gpu, g.compute)
+                               : fmt::format("gpu{} x{} hbm x{}", g.gpu, g.compute, g.hbm));
   return fmt::format("{}", fmt::join(parts, "+"));
 }
 
 double SlowPoint::slowdown() const {
   double most = 0;
-  for (const auto& g : gpus) most = std::max(most, 1 - 1 / g.compute);
+  for (const auto& g : gpus) most = std::max({most, 1 - 1 / g.compute, 1 - 1 / g.hbm});
   return most;
 }
 
 std::string SlowPoint::yaml() const {
   std::vector<std::string> items;
-  for (const auto& g : gpus) items.push_back(fmt::format("{{gpu: {}, compute: {}}}", g.gpu, g.compute));
+  for (const auto& g : gpus)
+    items.push_back(g.hbm == 1 ? fmt::format("{{gpu: {}, compute: {}}}", g.gpu, g.compute)
+                               : fmt::format("{{gpu: {}, compute: {}, hbm: {}}}", g.gpu, g.compute, g.hbm));
   return fmt::format("[{}]", fmt::join(items, ", "));
 }
 
 SlowPoint parse_slow_point(const std::string& text, int gpus) {
   const SourceLocation where{"--slow " + text, 0, 0};
+  // A factor: 1.05, or 5% for the same; > 0.
+  auto factor = [&where](std::string_view written, std::string_view what) {
+    std::string_view digits = written;
+    const bool pct = !digits.empty() && digits.back() == '%';
+    if (pct) digits.remove_suffix(1);
+    double value = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (ec != std::errc{} || end != digits.data() + digits.size() || digits.empty() || !std::isfinite(value))
+      throw_input_error(
+          where, "", fmt::format("expected {} factor after ':' (1.05, or 5% for the same), found '{}'", what, written));
+    if (pct) value = 1 + value / 100;
+    if (!(value > 0))
+      throw_input_error(where, "",
+                        fmt::format("the {} factor must be > 0, got {}", what.substr(what.find(' ') + 1), value));
+    return value;
+  };
   SlowPoint point;
   std::string_view rest = text;
   while (true) {
     const auto comma = rest.find(',');
-    const std::string_view item = rest.substr(0, comma);
-    const auto colon = item.find(':');
-    if (colon == std::string_view::npos)
-      throw_input_error(where, "", "expected GPU:FACTOR, such as 3:1.05 or 3:5% (GPU 3's kernels take 5 % longer)");
-    const std::string_view index = item.substr(0, colon);
-    std::string_view factor = item.substr(colon + 1);
+    std::string_view item = rest.substr(0, comma);
+    std::vector<std::string_view> parts;
+    for (auto colon = item.find(':'); colon != std::string_view::npos; colon = item.find(':')) {
+      parts.push_back(item.substr(0, colon));
+      item.remove_prefix(colon + 1);
+    }
+    parts.push_back(item);
+    if (parts.size() < 2 || parts.size() > 3)
+      throw_input_error(where, "",
+                        "expected GPU:FACTOR[:HBM_FACTOR], such as 3:1.05 or 3:5% (GPU 3's kernels take 5 % longer)");
     int g = -1;
-    const auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), g);
-    if (ec != std::errc{} || end != index.data() + index.size() || index.empty())
-      throw_input_error(where, "", fmt::format("expected a GPU index before ':', found '{}'", index));
+    const auto [end, ec] = std::from_chars(parts[0].data(), parts[0].data() + parts[0].size(), g);
+    if (ec != std::errc{} || end != parts[0].data() + parts[0].size() || parts[0].empty())
+      throw_input_error(where, "", fmt::format("expected a GPU index before ':', found '{}'", parts[0]));
     if (g < 0 || g >= gpus)
       throw_input_error(where, "",
                         fmt::format("GPU {} does not exist (the topology has {} GPUs: 0-{})", g, gpus, gpus - 1));
-    const bool pct = !factor.empty() && factor.back() == '%';
-    if (pct) factor.remove_suffix(1);
-    double value = 0;
-    const auto [fend, fec] = std::from_chars(factor.data(), factor.data() + factor.size(), value);
-    if (fec != std::errc{} || fend != factor.data() + factor.size() || factor.empty() || !std::isfinite(value))
-      throw_input_error(
-          where, "",
-          fmt::format("expected a factor after ':' (1.05, or 5% for the same), found '{}'", item.substr(colon + 1)));
-    if (pct) value = 1 + value / 100;
-    if (!(value > 0)) throw_input_error(where, "", fmt::format("the compute-time factor must be > 0, got {}", value));
     if (std::ranges::any_of(point.gpus, [g](const models::SlowGpu& s) { return s.gpu == g; }))
       throw_input_error(where, "", fmt::format("GPU {} is named twice", g));
-    point.gpus.push_back({g, value, 1});
+    point.gpus.push_back(
+        {g, factor(parts[1], "a compute-time"), parts.size() == 3 ? factor(parts[2], "an HBM-time") : 1});
     if (comma == std::string_view::npos) break;
     rest = rest.substr(comma + 1);
   }
@@ -501,7 +516,8 @@ int run_slow_node_study(const StudyOptions& o) {
     for (std::size_t p = 0; p < results.size(); ++p) {
       const auto& r = results[p];
       json slow = json::array();
-      for (const auto& g : plan.points[p].gpus) slow.push_back({{"gpu", g.gpu}, {"compute", g.compute}});
+      for (const auto& g : plan.points[p].gpus)
+        slow.push_back({{"gpu", g.gpu}, {"compute", g.compute}, {"hbm", g.hbm}});
       json ranks = json::array();
       for (int k = 0; k < plan.gpus; ++k) {
         const auto i = static_cast<std::size_t>(k);
@@ -597,7 +613,8 @@ void add_study_command(CLI::App& app, int& exit_code) {
   slow->add_option("--seed", o->seed, "the first trial's seed (trial i: seed + i); default the scenario's");
   slow->add_option("--jobs", o->jobs, "trials at a time (default: the CPUs available)");
   slow->add_option("--slow", o->slow,
-                   "a sweep point GPU:FACTOR[,GPU:FACTOR] (compute time x FACTOR, or N% longer), repeatable; "
+                   "a sweep point GPU:FACTOR[:HBM_FACTOR][,...] (compute time x FACTOR, or N% longer; HBM time x "
+                   "HBM_FACTOR), repeatable; "
                    "default GPU:1.02 GPU:1.05 GPU:1.10 GPU:1.20 on the scenario's slow GPU, else 0");
   slow->add_option("--steps", o->steps, "steps per run: the step time is the makespan / steps");
   slow->add_option("--set", o->sets, "override one scenario value: key.path=value, repeatable");

@@ -78,17 +78,29 @@ TEST_CASE("study: --slow points parse as GPU:FACTOR or GPU:N%, several GPUs join
   CHECK(SlowPoint{}.label() == "healthy");
   CHECK(SlowPoint{}.yaml() == "[]");
   CHECK(SlowPoint{}.slowdown() == 0);
+  const SlowPoint c = parse_slow_point("2:1.1:1.3", 8);
+  CHECK(c.gpus[0].hbm == 1.3);
+  CHECK(c.label() == "gpu2 x1.1 hbm x1.3");
+  CHECK(c.yaml() == "[{gpu: 2, compute: 1.1, hbm: 1.3}]");
+  CHECK(c.slowdown() == doctest::Approx(1 - 1 / 1.3));
   CHECK_THROWS_WITH_AS(parse_slow_point("3=1.05", 8),
-                       "--slow 3=1.05: expected GPU:FACTOR, such as 3:1.05 or 3:5% (GPU 3's kernels take 5 % longer)",
+                       "--slow 3=1.05: expected GPU:FACTOR[:HBM_FACTOR], such as 3:1.05 or 3:5% (GPU 3's kernels "
+                       "take 5 % longer)",
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse_slow_point("3:1:1:1", 8),
+                       "--slow 3:1:1:1: expected GPU:FACTOR[:HBM_FACTOR], such as 3:1.05 or 3:5% (GPU 3's kernels "
+                       "take 5 % longer)",
                        InputError);
   CHECK_THROWS_WITH_AS(parse_slow_point("x:1.05", 8), "--slow x:1.05: expected a GPU index before ':', found 'x'",
                        InputError);
   CHECK_THROWS_WITH_AS(parse_slow_point("8:1.05", 8),
                        "--slow 8:1.05: GPU 8 does not exist (the topology has 8 GPUs: 0-7)", InputError);
-  CHECK_THROWS_WITH_AS(parse_slow_point("3:fast", 8),
-                       "--slow 3:fast: expected a factor after ':' (1.05, or 5% for the same), found 'fast'",
-                       InputError);
+  CHECK_THROWS_WITH_AS(
+      parse_slow_point("3:fast", 8),
+      "--slow 3:fast: expected a compute-time factor after ':' (1.05, or 5% for the same), found 'fast'", InputError);
   CHECK_THROWS_WITH_AS(parse_slow_point("3:0", 8), "--slow 3:0: the compute-time factor must be > 0, got 0",
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse_slow_point("3:1.1:-100%", 8), "--slow 3:1.1:-100%: the HBM-time factor must be > 0, got 0",
                        InputError);
   CHECK_THROWS_WITH_AS(parse_slow_point("3:1.1,3:1.2", 8), "--slow 3:1.1,3:1.2: GPU 3 is named twice", InputError);
 }
@@ -238,7 +250,8 @@ TEST_CASE("study: bad --slow, a GPU out of range, zero trials and a bad scenario
   TempDir dir;
   dir.write("s.yaml", BSP);
   check_input_error(run_snsim(dir, {"study", "slow-node", "s.yaml", "--slow", "3-1.05"}),
-                    "--slow 3-1.05: expected GPU:FACTOR, such as 3:1.05 or 3:5% (GPU 3's kernels take 5 % longer)");
+                    "--slow 3-1.05: expected GPU:FACTOR[:HBM_FACTOR], such as 3:1.05 or 3:5% (GPU 3's kernels take "
+                    "5 % longer)");
   check_input_error(run_snsim(dir, {"study", "slow-node", "s.yaml", "--slow", "3:1.05", "12:1.1"}),
                     "--slow 12:1.1: GPU 12 does not exist (the topology has 8 GPUs: 0-7)");
   check_input_error(run_snsim(dir, {"study", "slow-node", "s.yaml", "--trials", "0"}),
