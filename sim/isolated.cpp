@@ -1,11 +1,15 @@
 #include "sim/isolated.hpp"
 
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -30,9 +34,14 @@ void write_all(int fd, const std::string& text) {
   }
 }
 
-}  // namespace
+/// A running child: its pid and the read end of its pipe.
+struct Child {
+  pid_t pid;
+  int fd;
+};
 
-std::string run_isolated(const std::function<std::string()>& body) {
+/// Forks a child that runs `body` and writes its tagged result into a pipe.
+Child spawn(const std::function<std::string()>& body) {
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(fmt::format("pipe: {}", std::strerror(errno)));
   std::fflush(nullptr);  // buffered output must not be written twice
@@ -54,17 +63,26 @@ std::string run_isolated(const std::function<std::string()>& body) {
     ::_exit(0);  // no atexit handlers: they belong to the parent (and SimGrid's would run at exit otherwise)
   }
   ::close(fds[1]);
-  std::string text;
+  return {pid, fds[0]};
+}
+
+/// Reads what is available from `fd` into `text`; false once the child closed its end.
+bool read_some(int fd, std::string& text) {
   char buffer[1 << 16];
   for (;;) {
-    const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n <= 0) return false;
     text.append(buffer, static_cast<std::size_t>(n));
+    return true;
   }
-  ::close(fds[0]);
+}
+
+/// Reaps the child and turns its tagged text into its result (throwing its failure).
+std::string finish(const Child& child, const std::string& text) {
+  ::close(child.fd);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (WIFSIGNALED(status))
     throw std::runtime_error(fmt::format("the simulation process died of signal {}", WTERMSIG(status)));
@@ -73,6 +91,61 @@ std::string run_isolated(const std::function<std::string()>& body) {
   if (text.front() == INPUT_ERROR) throw InputError(text.substr(1));
   if (text.front() == FAILURE) throw std::runtime_error(text.substr(1));
   return text.substr(1);
+}
+
+}  // namespace
+
+std::string run_isolated(const std::function<std::string()>& body) {
+  const Child child = spawn(body);
+  std::string text;
+  while (read_some(child.fd, text)) {
+  }
+  return finish(child, text);
+}
+
+std::vector<std::string> run_isolated_each(std::size_t count, std::size_t jobs,
+                                           const std::function<std::string(std::size_t)>& body,
+                                           const std::function<void(std::size_t)>& finished) {
+  std::vector<std::string> results(count);
+  struct Running {
+    Child child;
+    std::size_t index;
+    std::string text;
+  };
+  std::vector<Running> running;
+  std::size_t next = 0;
+  std::optional<std::size_t> failed;  // the lowest index that failed
+  std::exception_ptr failure;
+  while (next < count || !running.empty()) {
+    while (!failed && next < count && running.size() < std::max<std::size_t>(jobs, 1)) {
+      const std::size_t i = next++;
+      running.push_back({spawn([&body, i] { return body(i); }), i, {}});
+    }
+    std::vector<pollfd> fds;
+    for (const auto& r : running) fds.push_back({r.child.fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(fmt::format("poll: {}", std::strerror(errno)));
+    }
+    for (std::size_t k = fds.size(); k-- > 0;) {
+      if (fds[k].revents == 0) continue;
+      Running& r = running[k];
+      if (read_some(r.child.fd, r.text)) continue;
+      try {
+        results[r.index] = finish(r.child, r.text);
+      } catch (...) {
+        if (!failed || r.index < *failed) {
+          failed = r.index;
+          failure = std::current_exception();
+        }
+      }
+      if (finished) finished(r.index);
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+    if (failed && next < count) next = count;  // start nothing more
+  }
+  if (failure) std::rethrow_exception(failure);
+  return results;
 }
 
 }  // namespace snsim

@@ -3,8 +3,10 @@
 // child for each, before any engine exists in the parent, and read back what it printed.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace snsim {
 
@@ -12,5 +14,13 @@ namespace snsim {
 /// InputError with the same message; any other failure (an exception, a crash, a non-zero exit) as
 /// std::runtime_error naming it. Call only from a process that has not created a SimGrid engine.
 std::string run_isolated(const std::function<std::string()>& body);
+
+/// Runs body(0) ... body(count - 1), each in its own forked child, at most `jobs` at a time, and returns what they
+/// returned, in index order (so the result does not depend on `jobs`). `finished(i)` is called in this process as
+/// child i ends. On a failure no further child starts; once the running ones have ended, the failure of the lowest
+/// index is rethrown as run_isolated would. Same precondition as run_isolated.
+std::vector<std::string> run_isolated_each(std::size_t count, std::size_t jobs,
+                                           const std::function<std::string(std::size_t)>& body,
+                                           const std::function<void(std::size_t)>& finished = {});
 
 }  // namespace snsim

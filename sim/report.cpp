@@ -11,6 +11,39 @@
 
 namespace snsim {
 
+std::optional<int> RankWaits::most_waited_on() const {
+  std::optional<int> most;
+  for (std::size_t r = 0; r < on.size(); ++r)
+    if (on[r] > Seconds{0} && (!most || on[r] > on[static_cast<std::size_t>(*most)])) most = static_cast<int>(r);
+  return most;
+}
+
+nlohmann::json to_json(const RankWaits& w) {
+  nlohmann::json on = nlohmann::json::array();
+  for (std::size_t r = 0; r < w.on.size(); ++r)
+    if (w.on[r] > Seconds{0}) on.push_back({{"rank", r}, {"waiting_s", w.on[r].count()}});
+  const auto most = w.most_waited_on();
+  return {{"rank", w.rank},
+          {"span_s", w.span.count()},
+          {"busy_s", w.busy.count()},
+          {"waiting_s", w.waiting.count()},
+          {"most_waited_on", most ? nlohmann::json(*most) : nlohmann::json(nullptr)},
+          {"on", std::move(on)},
+          {"ranks", w.on.size()}};
+}
+
+RankWaits rank_waits_from_json(const nlohmann::json& json) {
+  RankWaits w;
+  w.rank = json.at("rank").get<int>();
+  w.span = Seconds{json.at("span_s").get<double>()};
+  w.busy = Seconds{json.at("busy_s").get<double>()};
+  w.waiting = Seconds{json.at("waiting_s").get<double>()};
+  w.on.assign(json.at("ranks").get<std::size_t>(), Seconds{0});
+  for (const auto& o : json.at("on"))
+    w.on.at(o.at("rank").get<std::size_t>()) = Seconds{o.at("waiting_s").get<double>()};
+  return w;
+}
+
 nlohmann::json Report::to_json() const {
   nlohmann::json out;
   out["scenario"] = scenario;
@@ -47,6 +80,8 @@ nlohmann::json Report::to_json() const {
     }
     tables_json.push_back({{"title", t.title}, {"columns", t.columns}, {"rows", std::move(rows)}});
   }
+  auto& waits_json = out["waits"] = nlohmann::json::array();
+  for (const auto& w : waits) waits_json.push_back(snsim::to_json(w));
   return out;
 }
 

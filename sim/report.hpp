@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,21 @@ struct Table {
   std::vector<std::vector<nlohmann::json>> rows;
 };
 
+/// How one rank spent the run: in ops, or blocked on other ranks (workloads/waits.hpp computes it from the ops
+/// and the waits the Runner attributes). busy + waiting <= span; the rest of the span it was between ops.
+struct RankWaits {
+  int rank = 0;
+  Seconds span;             // from 0 to the end of its last op
+  Seconds busy;             // in ops, not waiting
+  Seconds waiting;          // blocked on other ranks
+  std::vector<Seconds> on;  // waiting time by the rank waited on (index: rank)
+  /// The rank waited on longest (the lowest of equals); nullopt when the rank never waited.
+  std::optional<int> most_waited_on() const;
+};
+nlohmann::json to_json(const RankWaits& waits);
+/// Reads back what to_json wrote (for commands that run simulations in child processes).
+RankWaits rank_waits_from_json(const nlohmann::json& json);
+
 struct Report {
   std::string scenario;  // scenario name
   std::uint64_t seed = 0;
@@ -43,6 +59,7 @@ struct Report {
   std::vector<OpRecord> ops;
   std::vector<LinkUsage> links;
   std::vector<Table> tables;
+  std::vector<RankWaits> waits;  // by rank: who waited on whom
 
   nlohmann::json to_json() const;
   /// One line per op: rank,phase,kind,label,bytes,start_s,end_s,duration_s.

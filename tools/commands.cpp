@@ -3,6 +3,7 @@
 #include "models/params.hpp"
 #include "sim/config.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include "models/models.hpp"
 #include "topologies/register.hpp"
 #include "workloads/scenario.hpp"
+#include "workloads/waits.hpp"
 
 namespace snsim::tools {
 namespace {
@@ -70,6 +72,8 @@ int run_command(const RunOptions& options) {
 
   if (!options.quiet) {
     for (const auto& t : report.tables) fmt::print("{}\n", format_table(t));
+    if (std::ranges::any_of(report.waits, [](const RankWaits& w) { return w.waiting > Seconds{0}; }))
+      fmt::print("{}\n", format_table(workloads::waits_table(report.waits)));
     fmt::print("# simulated time: {}   ops: {}   outcome: {}\n", report.simulated_time, report.ops.size(),
                report.outcome);
   }

@@ -6,6 +6,7 @@
 
 #include "sim/error.hpp"
 #include "tools/commands.hpp"
+#include "tools/study_command.hpp"
 #include "tools/traces_command.hpp"
 #include "tools/validate_command.hpp"
 
@@ -38,6 +39,8 @@ int main(int argc, char** argv) {
   add_traces_command(app, traces_exit_code);
   int validation_exit_code = 0;  // set by `snsim validate` / `snsim calibrate` while parsing
   add_validation_commands(app, validation_exit_code);
+  int study_exit_code = 0;  // set by `snsim study ...` while parsing
+  add_study_command(app, study_exit_code);
 
   try {
     app.parse(argc, argv);
@@ -50,6 +53,7 @@ int main(int argc, char** argv) {
     if (*topo_cmd) return topo_command(topo_scenario, topo_sets);
     if (app.got_subcommand("traces")) return traces_exit_code;
     if (app.got_subcommand("validate") || app.got_subcommand("calibrate")) return validation_exit_code;
+    if (app.got_subcommand("study")) return study_exit_code;
   } catch (const snsim::InputError& e) {
     std::cout.flush();
     fmt::print(stderr, "{}\n", e.what());

@@ -73,6 +73,7 @@ struct Runner::Pgas {
   sg4::MutexPtr mutex;
   std::vector<sg4::ConditionVariablePtr> changed;
   std::map<std::pair<int, int>, std::uint64_t> signals;  // (PE, signal id) -> value
+  std::map<std::pair<int, int>, int> signalled_by;       // (PE, signal id) -> the PE whose put changed it last
   std::vector<std::vector<InFlightPtr>> issued;          // by rank: its puts not yet known complete
   // Fence bookkeeping by issuing rank, then target: puts since the last fence, and puts before it not yet visible.
   std::vector<std::map<int, std::vector<InFlightPtr>>> unfenced;
@@ -149,6 +150,7 @@ void Runner::pgas(int rank, const PutOp& op) {
         sleep_for(route.latency + model.signal);
         std::unique_lock lock(*state.mutex);
         state.signals[{op.to, *op.signal}] += static_cast<std::uint64_t>(op.issuers) * op.count;
+        state.signalled_by[{op.to, *op.signal}] = rank;
         state.changed[static_cast<std::size_t>(op.to)]->notify_all();
       });
   // The issuers work in parallel; each spends its issue cost per put before the PE goes on.
@@ -156,6 +158,7 @@ void Runner::pgas(int rank, const PutOp& op) {
 }
 
 void Runner::pgas(int rank, const GetOp& op) {
+  const Seconds start = Simulation::now();
   const auto& model = *models_.pgas;
   const auto& scope = model.params(op.scope);
   const models::PgasRoute route = pgas_route(rank, op.from);
@@ -169,13 +172,17 @@ void Runner::pgas(int rank, const GetOp& op) {
   simulation_.spawn(fmt::format("rank{}.get{}", rank, pgas_state().transfers), device(op.from),
                     [flow, wire, rate] { flow->put_init(&token, wire.count())->set_rate(rate)->detach(); });
   flow->get<int>();
+  waits_.add({rank, op.from, start, Simulation::now() - start});  // stalled on the peer's memory throughout
 }
 
 void Runner::pgas(int rank, const SignalWaitOp& op) {
   Pgas& state = pgas_state();
+  const Seconds start = Simulation::now();
   std::unique_lock lock(*state.mutex);
   auto& value = state.signals[{rank, op.signal}];
   state.changed[static_cast<std::size_t>(rank)]->wait(lock, [&] { return holds(value, op.cmp, op.value); });
+  if (const auto by = state.signalled_by.find({rank, op.signal}); by != state.signalled_by.end())
+    waits_.add({rank, by->second, start, Simulation::now() - start});  // on the put that made the signal hold
   if (op.consume) value -= op.value;
 }
 
@@ -206,10 +213,12 @@ void Runner::pgas(int rank, const FenceOp&) {
 void Runner::pgas(int rank, const ShmemBarrierOp& op) {
   // nvshmem_barrier_all completes this PE's puts first, then synchronizes in ceil(log2 n) rounds.
   wait_puts_complete(rank);
+  const Seconds arrival = Simulation::now();
   Pgas& state = pgas_state();
   auto [it, inserted] = state.barriers.try_emplace(op.group.get(), nullptr);
   if (inserted) it->second = sg4::Barrier::create(static_cast<unsigned>(op.group->size()));
   it->second->wait();
+  waits_.arrive(rank, Sync::shmem_barrier, op.group.get(), op.group->size(), arrival, Simulation::now());
   Seconds farthest{0};
   for (int peer : *op.group)
     if (peer != rank) farthest = std::max(farthest, simulation_.route(device(rank), device(peer)).latency);

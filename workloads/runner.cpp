@@ -153,7 +153,13 @@ void Runner::execute(int rank, const Op& op, const Op& top) {
         if constexpr (requires { uvm(rank, o, top); }) uvm(rank, o, top);
       },
       op.what);
-  if (const auto* b = std::get_if<BarrierOp>(&op.what); b && b->sync) return;  // bookkeeping, not an op
+  // Collectives and barriers wait for their last member (shmem barriers record their own arrival: workloads/pgas.cpp).
+  const auto* b = std::get_if<BarrierOp>(&op.what);
+  const auto* c = std::get_if<CollectiveOp>(&op.what);
+  if (b || c)
+    waits_.arrive(rank, b ? Sync::barrier : Sync::collective, b ? b->group.get() : c->group.get(),
+                  b ? b->group->size() : c->group->size(), start, Simulation::now());
+  if (b && b->sync) return;  // bookkeeping, not an op
   records_[static_cast<std::size_t>(rank)].push_back(
       {rank, top.phase, top.tag, std::string(kind_name(op)), label(op), op_bytes(op), start, Simulation::now()});
 }

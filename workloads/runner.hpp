@@ -12,6 +12,7 @@
 #include "sim/report.hpp"
 #include "sim/simulation.hpp"
 #include "workloads/program.hpp"
+#include "workloads/waits.hpp"
 
 namespace snsim::workloads {
 
@@ -31,6 +32,8 @@ class Runner {
   std::optional<Table> uvm_table() const;
   /// Ranks whose program did not run to its end (the engine stopped on a deadlock). Empty after a normal run.
   std::vector<int> unfinished() const;
+  /// Who waited on whom, and when (workloads/waits.hpp). Valid after Simulation::run().
+  std::vector<Wait> waits() const { return waits_.waits(); }
 
  private:
   /// Waits a fixed cost (launch, setup, protocol step and wire latency) times a latency-jitter factor drawn for the
@@ -96,6 +99,7 @@ class Runner {
   std::map<DeviceId, models::TensorDuty> tensor_duty_;        // per GPU, for power-capped clocks (models/compute.hpp)
   std::shared_ptr<Pgas> pgas_;                                // created by the first PGAS op
   std::shared_ptr<Uvm> uvm_;                                  // created by the first UVM op
+  WaitLog waits_;                                             // blocking ops, for the report's waits table
 };
 
 std::string label(const Op& op);

@@ -85,6 +85,7 @@ Report Scenario::run(const std::vector<std::string>& engine_args) const {
   report.config = document_->effective();
   report.simulated_time = simulation.run();
   report.ops = runner.records();
+  report.waits = wait_table(report.ops, runner.waits(), fabric_.gpus().size());
   report.links = simulation.links();
   if (failures.outcome)
     report.outcome = *failures.outcome;  // a lost GPU stopped every rank: not a deadlock
