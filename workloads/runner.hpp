@@ -31,6 +31,8 @@ class Runner {
   std::optional<Table> uvm_table() const;
   /// Ranks whose program did not run to its end (the engine stopped on a deadlock). Empty after a normal run.
   std::vector<int> unfinished() const;
+  /// Kernels that start on `rank` from now on run `compute` / `hbm` times longer (a slowed failure).
+  void slow_gpu(int rank, double compute, double hbm) { variability_.slow(device(rank), compute, hbm); }
 
  private:
   /// Waits a fixed cost (launch, setup, protocol step and wire latency) times a latency-jitter factor drawn for the
