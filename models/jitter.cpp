@@ -308,6 +308,11 @@ Variability::Variability(const JitterModel& jitter, const VariationModel& variat
   }
 }
 
+void Variability::slow(DeviceId gpu, double compute, double hbm) {
+  flop_rate_.at(gpu) /= compute;  // time factors, as in the constructor
+  hbm_rate_.at(gpu) /= hbm;
+}
+
 double Variability::latency_factor(DeviceId issuer) {
   return latency_.draw(issuer);
 }

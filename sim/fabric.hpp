@@ -63,6 +63,8 @@ struct Device {
   double in_switch_reduction = 0;
   // Ports of a switch chip (its radix), checked against the lanes attached to it; 0 = not checked.
   int ports = 0;
+  // The switch tray (a chassis of switch chips that fails as one, sim/failures.hpp) a chip sits in; -1 = none.
+  int tray = -1;
 };
 
 /// One direction of one physical connection, possibly several bonded lanes (NVLinks) wide.

@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <xbt/log.h>
+#include <simgrid/kernel/resource/Model.hpp>
+#include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <simgrid/s4u.hpp>
 
 XBT_LOG_NEW_DEFAULT_CATEGORY(snsim_simulation, "snsim: platform building and the engine");
@@ -207,8 +209,10 @@ void Simulation::run_on(DeviceId device, std::function<void()> job) {
 }
 
 void Simulation::transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload, Seconds fixed_cost,
-                          BytesPerSecond max_rate) {
+                          BytesPerSecond max_rate, bool cap_follows_route) {
   const PlatformRoute& path = route(from, to);
+  // The caller took the cap from the bottleneck it saw now; a failure during the fixed cost changes the line.
+  const double share = cap_follows_route ? max_rate.count() / path.bottleneck.count() : 0;
   delay(path.latency + fixed_cost);
   add_bytes(path, wire, payload);
   if (max_rate.count() <= 0) {
@@ -219,20 +223,54 @@ void Simulation::transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload,
   // sender's host to the receiver's: pooled workers (run_on) receive on the destination and, when the caller is not
   // on the source (a pull), send from the source, while the caller waits for the bytes.
   static int token = 0;
-  // One mailbox per pair: receivers only take bytes, and each put carries its own size and rate.
+  // One mailbox per pair: receivers only take bytes, and each put carries its own size and rate. A receiver that
+  // matches a put started the comm: its cap is brought up to date if a failure came in between (rescale_caps).
   auto* mailbox = sg4::Mailbox::by_name(fmt::format("transfer:{}>{}", from, to));
-  run_on(to, [mailbox] { mailbox->get<int>(); });
+  run_on(to, [this, mailbox] {
+    int* slot = nullptr;
+    auto comm = mailbox->get_async<int>(&slot);
+    rescale_caps(comm->get_impl());
+    comm->wait();
+  });
   const double size = timed_bytes(wire).count();
+  auto send = [this, mailbox, size, from, to, share, cap = max_rate.count()] {
+    // Taken now, when the put is posted: the rate of a comm is its sender's.
+    const double rate = share > 0 ? share * route(from, to).bottleneck.count() : cap;
+    auto comm = mailbox->put_init(&token, size)->set_rate(rate);
+    comm->start();
+    if (share > 0) capped_.emplace(comm->get_impl(), CappedTransfer{from, to, share, epoch_});
+    comm->wait();
+    if (share > 0) capped_.erase(comm->get_impl());
+  };
   if (sg4::this_actor::get_host() == host(from)) {
-    mailbox->put_init(&token, size)->set_rate(max_rate.count())->wait();
+    send();
     return;
   }
   auto done = sg4::Semaphore::create(0);
-  run_on(from, [mailbox, size, rate = max_rate.count(), done] {
-    mailbox->put_init(&token, size)->set_rate(rate)->wait();
+  run_on(from, [send, done] {
+    send();
     done->release();
   });
   done->acquire();
+}
+
+void Simulation::rescale_caps(const simgrid::kernel::activity::ActivityImpl* activity) {
+  if (activity) {  // one comm: only if its rate is older than the last failure (rare: skip the search otherwise)
+    auto it = capped_.find(activity);
+    if (it == capped_.end() || it->second.epoch == epoch_) return;
+  }
+  // The network model's running actions, found through the root zone (one network model for the whole platform).
+  auto* model = dynamic_cast<simgrid::kernel::resource::Model*>(engine_->get_netzone_root()->get_network_model());
+  if (!model) throw std::logic_error("rescale_caps: the network model is not a kernel::resource::Model");
+  for (auto& action : *model->get_started_action_set()) {
+    if (activity && action.get_activity() != activity) continue;
+    auto it = capped_.find(action.get_activity());
+    if (it == capped_.end() || it->second.epoch == epoch_) continue;
+    const double rate = it->second.share * route(it->second.from, it->second.to).bottleneck.count();
+    action.set_user_bound(rate);  // what CM02 bounds the comm's variable with (network_cm02.cpp)
+    action.set_bound(rate);       // the bytes moved so far are kept; the rest flow at the new bound
+    it->second.epoch = epoch_;
+  }
 }
 
 DeviceId Simulation::current_device() const {
@@ -304,6 +342,9 @@ std::vector<std::string> Simulation::scale_channels(const std::map<ChannelId, do
     for (auto index : route.links)
       route.bottleneck = std::min(route.bottleneck, BytesPerSecond{s4u_links_[index]->get_bandwidth()});
   }
+  // Caps that follow their route, in flight: a comm not yet matched is brought up to date by its receiver.
+  ++epoch_;
+  if (!capped_.empty()) rescale_caps();
   return changed;
 }
 

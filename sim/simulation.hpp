@@ -84,9 +84,12 @@ class Simulation {
 
   /// Moves `wire` bytes from one endpoint to another, from the calling actor: waits the route's latency plus
   /// `fixed_cost` (delay()), then the bytes flow at a jittered rate (timed_bytes()), at most at `max_rate` wire bytes/s
-  /// (0: no cap), sharing links max-min with everything else. Returns when they arrived.
+  /// (0: no cap), sharing links max-min with everything else. Returns when they arrived. With `cap_follows_route`,
+  /// the cap is taken as its share of the route's bottleneck now (a copy engine reaches a share of the line it finds)
+  /// and keeps that share when failures change the bottleneck (scale_channels), during the fixed cost and while the
+  /// bytes flow.
   void transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload, Seconds fixed_cost = Seconds{0},
-                BytesPerSecond max_rate = BytesPerSecond{0});
+                BytesPerSecond max_rate = BytesPerSecond{0}, bool cap_follows_route = false);
 
   /// Installs per-transfer jitter (models/jitter.hpp draws it). Before run().
   void set_jitter(TransferJitter jitter) { jitter_ = std::move(jitter); }
@@ -118,7 +121,8 @@ class Simulation {
   /// Multiplies the bandwidth of each channel by its factor, now (failures, sim/failures.hpp): every platform link
   /// carrying one gets the sum of its channels' bandwidths left, through Link::set_bandwidth, so transfers in flight
   /// keep the bytes they moved and continue at the new max-min share; routes' bottlenecks follow, so rate caps of ops
-  /// that start later see the lanes left. Returns the names of the links changed.
+  /// that start later see the lanes left, and caps that follow their route (transfer()) are rescaled in flight.
+  /// Returns the names of the links changed.
   std::vector<std::string> scale_channels(const std::map<ChannelId, double>& factors);
 
   /// Name of a route's hop link, derived from its channels: "gpu0->nvswitch[0-3]".
@@ -128,6 +132,16 @@ class Simulation {
   void add_bytes(const PlatformRoute& path, Bytes wire, Bytes payload);
   /// Runs `job` on a pooled daemon actor on `device`'s host (see transfer()).
   void run_on(DeviceId device, std::function<void()> job);
+  /// The cap of a transfer whose cap follows its route, now: its share of the route's bottleneck.
+  struct CappedTransfer {
+    DeviceId from, to;
+    double share;         // of the route's bottleneck
+    unsigned long epoch;  // scale_channels calls when its rate was last set
+  };
+  /// Sets the rate bound of the running comms of `capped` (all of them, or the one of `activity`) to their share of
+  /// their route's bottleneck now, where a failure changed it since it was set. SimGrid 3.32's s4u Comm cannot change
+  /// its rate once started; its network action (kernel/resource/Action.hpp, installed) can.
+  void rescale_caps(const simgrid::kernel::activity::ActivityImpl* activity = nullptr);
 
   struct Worker;
 
@@ -144,7 +158,9 @@ class Simulation {
   std::vector<unsigned long> sm_holders_;  // by DeviceId
   unsigned long max_pstate_ = 0;           // the pstate of the most holders the GPUs' hosts model
   TransferJitter jitter_;
-  std::map<DeviceId, std::vector<std::shared_ptr<Worker>>> idle_workers_;  // by endpoint
+  std::map<DeviceId, std::vector<std::shared_ptr<Worker>>> idle_workers_;            // by endpoint
+  std::map<const simgrid::kernel::activity::ActivityImpl*, CappedTransfer> capped_;  // in flight
+  unsigned long epoch_ = 0;                                                          // scale_channels calls
 };
 
 }  // namespace snsim

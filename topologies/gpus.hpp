@@ -32,6 +32,11 @@ inline constexpr double IB_HOP_NS = 300;
 // GB200 (NVL72 and NVL36x2 racks). NVLink5: 50 GB/s per link per direction, 18 links per GPU, one link to each of
 // 18 switch chips [spec: nvidia.com/data-center/nvlink; reference/hardware.md §1.1-1.2].
 inline constexpr double NVLINK5_LANE_GBPS = 50.0;
+// A rack's 18 switch chips sit in 9 NVLink switch trays of 2 chips (144 NVLink ports per tray) [spec:
+// nvidia.com/data-center/nvlink, "144 NVLink ports"; docs.nvidia.com Base Command Manager, "9 NVLink switch trays per
+// rack"; reference/hardware.md §1.2]. A tray fails as one (sim/failures.hpp: `tray: N`). Which chips share a tray is
+// not published; we pair chips 2t and 2t+1, which changes nothing since every GPU has one lane to each chip.
+inline constexpr int NVL_TRAY_CHIPS = 2;
 // The NVLink5 switch reduces in the switch (SHARP, NVLS). NCCL models NVLS at nvlsEfficiency = 0.74 of the link
 // rate on Blackwell [model: NVIDIA/nccl src/graph/tuning.cc], which fits 8xB300 (NVLS busbw 845 GB/s, NVIDIA/nccl#2140)
 // within 1 %. The full 72-GPU rack measures less: busbw 835-847 GB/s at 4-8 GB [meas: coreweave/nccl-tests PR #43],

@@ -29,9 +29,11 @@ class Nvl36x2 final : public Topology {
     Fabric fabric;
     const DeviceId host = fabric.add_device({"host", DeviceKind::host, 0, std::nullopt});
     std::vector<DeviceId> chips;
-    for (int c = 0; c < RACKS * PLANES; ++c)
-      chips.push_back(
-          fabric.add_device({fmt::format("nvswitch{}", c), DeviceKind::nvswitch, c, {}, nvls_efficiency, CHIP_PORTS}));
+    for (int c = 0; c < RACKS * PLANES; ++c) {  // trays 0-8 in rack 0, 9-17 in rack 1
+      Device chip{fmt::format("nvswitch{}", c), DeviceKind::nvswitch, c, {}, nvls_efficiency, CHIP_PORTS};
+      chip.tray = c / NVL_TRAY_CHIPS;
+      chips.push_back(fabric.add_device(std::move(chip)));
+    }
     for (int p = 0; p < PLANES; ++p)
       fabric.add_duplex(chips[p], chips[PLANES + p],
                         {ChannelKind::nvlink, CHIP_PORTS - GPUS_PER_RACK, nvlink_bandwidth, nvlink_latency});

@@ -9,7 +9,7 @@ namespace {
 // chips, each GPU with exactly one link to each chip, one switch hop [spec: nvidia.com/data-center/nvlink, NVIDIA
 // NVL72 docs; reference/hardware.md §1.1-1.2].
 constexpr int PLANES = 18;
-// 72 NVLink5 ports per switch chip (144 per tray of 2) [spec: hardware.md §1.2].
+// 72 NVLink5 ports per switch chip (144 per tray of 2, 9 trays: NVL_TRAY_CHIPS) [spec: hardware.md §1.2].
 constexpr int CHIP_PORTS = 72;
 
 class Nvl72 final : public Topology {
@@ -25,9 +25,11 @@ class Nvl72 final : public Topology {
     Fabric fabric;
     const DeviceId host = fabric.add_device({"host", DeviceKind::host, 0, std::nullopt});
     std::vector<DeviceId> planes;
-    for (int p = 0; p < PLANES; ++p)
-      planes.push_back(
-          fabric.add_device({fmt::format("nvswitch{}", p), DeviceKind::nvswitch, p, {}, nvls_efficiency, CHIP_PORTS}));
+    for (int p = 0; p < PLANES; ++p) {
+      Device chip{fmt::format("nvswitch{}", p), DeviceKind::nvswitch, p, {}, nvls_efficiency, CHIP_PORTS};
+      chip.tray = p / NVL_TRAY_CHIPS;
+      planes.push_back(fabric.add_device(std::move(chip)));
+    }
     for (int g = 0; g < gpus; ++g) {
       const DeviceId id = fabric.add_device({fmt::format("gpu{}", g), DeviceKind::gpu, g, gpu});
       for (auto plane : planes)
@@ -56,8 +58,8 @@ std::unique_ptr<Topology> make_nvl72(const ConfigNode& node) {
 
 Registry<Topology>::Entry nvl72_entry() {
   return {"nvl72",
-          "GB200 NVL72: 2-72 GPUs, 18 NVLink5 links each, one to each of 18 NVLink switch chips (planes), in-switch "
-          "reduction; NVLink-C2C to the Grace host",
+          "GB200 NVL72: 2-72 GPUs, 18 NVLink5 links each, one to each of 18 NVLink switch chips (planes) in 9 switch "
+          "trays, in-switch reduction; NVLink-C2C to the Grace host",
           {
               {"gpu", "gb200|b200", "gb200", "GPU model (sets compute rate, HBM bandwidth and memory)"},
               {"gpus", "GPUs", "72", "number of GPUs, 2-72"},

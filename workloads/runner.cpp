@@ -205,7 +205,7 @@ void Runner::copy(int rank, const CopyOp& op) {
       const DeviceId from = op.pull ? drive : device(rank), to = op.pull ? device(rank) : drive;
       simulation_.transfer(from, to, copy.wire_bytes(share, op.engine), share,
                            copy.fixed_cost(op.engine, op.pull, op.pipelined),
-                           copy.wire_rate_cap(simulation_.route(from, to).bottleneck, op.engine));
+                           copy.wire_rate_cap(simulation_.route(from, to).bottleneck, op.engine), true);
     };
     std::vector<sg4::ActorPtr> others;
     for (std::uint64_t i = 1; i < n; ++i)
@@ -218,7 +218,7 @@ void Runner::copy(int rank, const CopyOp& op) {
     const auto& route = simulation_.route(from, to);
     simulation_.transfer(from, to, copy.wire_bytes(op.bytes, op.engine), op.bytes,
                          copy.fixed_cost(op.engine, op.pull, op.pipelined),
-                         copy.wire_rate_cap(route.bottleneck, op.engine));
+                         copy.wire_rate_cap(route.bottleneck, op.engine), true);  // a share of the line
   }
   if (sm) release_sms(rank);
 }

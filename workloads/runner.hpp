@@ -34,6 +34,8 @@ class Runner {
   std::vector<int> unfinished() const;
   /// Who waited on whom, and when (workloads/waits.hpp). Valid after Simulation::run().
   std::vector<Wait> waits() const { return waits_.waits(); }
+  /// Kernels that start on `rank` from now on run `compute` / `hbm` times longer (a slowed failure).
+  void slow_gpu(int rank, double compute, double hbm) { variability_.slow(device(rank), compute, hbm); }
 
  private:
   /// Waits a fixed cost (launch, setup, protocol step and wire latency) times a latency-jitter factor drawn for the

@@ -77,7 +77,10 @@ Report Scenario::run(const std::vector<std::string>& engine_args) const {
   Simulation simulation(fabric_, engine_args, models_.compute->comm_sm_share);
   Runner runner(simulation, models_, programs(), seed_);
   FailureLog failures;
-  schedule_failures(simulation, failures_, failures);  // first: failures at 0 s apply before any op starts
+  // First: failures at 0 s apply before any op starts. A slowed GPU changes the rates the runner's kernels read.
+  schedule_failures(simulation, failures_, failures, {.slow_gpu = [&runner](int rank, double compute, double hbm) {
+                      runner.slow_gpu(rank, compute, hbm);
+                    }});
   runner.launch();
   Report report;
   report.scenario = name_;
