@@ -1,5 +1,7 @@
 #include "tools/compare_command.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -104,7 +106,10 @@ int compare_command(const CompareOptions& options) {
   Table side_by_side{"step time, utilisation, time per GPU and bytes moved", {"metric", "bsp", "pgas", "pgas/bsp"}, {}};
   auto add_row = [&](const std::string& metric, const nlohmann::json& a, const nlohmann::json& b) {
     nlohmann::json ratio = "-";
-    if (a.is_number() && b.is_number() && a.get<double>() != 0) ratio = b.get<double>() / a.get<double>();
+    // No ratio against (nearly) nothing: 0.00 ms of BSP idle time would give a ratio in the millions.
+    if (a.is_number() && b.is_number() &&
+        std::abs(a.get<double>()) > 1e-3 * std::max(std::abs(a.get<double>()), std::abs(b.get<double>())))
+      ratio = b.get<double>() / a.get<double>();
     side_by_side.rows.push_back({metric, a, b, ratio});
   };
   const auto& sum_bsp = table(bsp, "training summary");

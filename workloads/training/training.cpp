@@ -704,7 +704,7 @@ std::vector<Table> Training::summarize(const std::vector<OpRecord>& records, int
   const double mean = total / c.steps, last = step_end.back() - (c.steps > 1 ? step_end[step_end.size() - 2] : start);
   const double run = step_end.back() - start;
   Table per_gpu{"training: time per GPU over all steps (busy = in compute or communication; idle = the rest)",
-                {"rank", "tp", "dp", "pp", "compute_ms", "comm_only_ms", "idle_ms", "idle_pct"},
+                {"rank", "tp", "dp", "pp", "compute_ms", "comm_only_ms", "idle_ms", "not_computing_pct"},
                 {}};
   double busy_sum = 0, compute_sum = 0, idle_max = 0;
   for (int r = 0; r < gpus; ++r) {
@@ -712,8 +712,8 @@ std::vector<Table> Training::summarize(const std::vector<OpRecord>& records, int
     const double in_any = covered(busy[static_cast<std::size_t>(r)]);
     const double idle = std::max(0.0, run - in_any);
     const Coord co = coord_of(c.plan, r);
-    per_gpu.rows.push_back(
-        {r, co.tp, co.dp, co.pp, in_compute * 1e3, (in_any - in_compute) * 1e3, idle * 1e3, 100 * idle / run});
+    per_gpu.rows.push_back({r, co.tp, co.dp, co.pp, in_compute * 1e3, (in_any - in_compute) * 1e3, idle * 1e3,
+                            100 * (1 - in_compute / run)});
     busy_sum += in_any;
     compute_sum += in_compute;
     idle_max = std::max(idle_max, idle);
@@ -730,6 +730,8 @@ std::vector<Table> Training::summarize(const std::vector<OpRecord>& records, int
   row("compute_ms_per_gpu", compute_sum / gpus * 1e3);
   row("comm_only_ms_per_gpu", (busy_sum - compute_sum) / gpus * 1e3);
   row("idle_ms_per_gpu", (run * gpus - busy_sum) / gpus * 1e3);
+  // What a GPU spends not computing, whichever schedule: BSP waits inside its collectives, PGAS in signal waits.
+  row("not_computing_ms_per_gpu", (run * gpus - compute_sum) / gpus * 1e3);
   row("idle_ms_max", idle_max * 1e3);
   for (const char* kind : {"collective", "copy", "put", "get"}) row(fmt::format("bytes_{}", kind).c_str(), moved[kind]);
   return {steps, summary, per_gpu};
