@@ -67,7 +67,12 @@ TEST_CASE("registry: workloads document the keys they read") {
       {"p2p_sweep", "{pairs: all, engine: ce, sizes: {from: 4B, to: 8B, factor: 2}}"},
       {"collective_sweep",
        "{ops: all_reduce, ranks: all, algorithm: ring, protocol: LL, channels: 4, launch: graph, sizes: {from: 8B, "
-       "to: 16B, factor: 2}}"}};
+       "to: 16B, factor: 2}}"},
+      {"training",
+       "{schedule: pgas, steps: 1, model: {layers: 2, hidden: 1024, heads: 8, ffn_hidden: 4096, sequence: 512, "
+       "vocabulary: 1000, micro_batch: 1, micro_batches: 2, dtype: bf16, attention: flash, moe: {experts: 8, top_k: "
+       "2, capacity_factor: 1.25, skew: 1}}, parallel: {tp: 1, pp: 1, dp: 8, ep: 2, pipeline: 1f1b, "
+       "sequence_parallel: false, zero: false, bucket: 25MiB}, pgas: {blocks: 32, threshold: 1.0, resync_every: 4}}"}};
   for (const auto& e : workloads.entries()) {
     CAPTURE(e.name);
     REQUIRE(examples.contains(e.name));

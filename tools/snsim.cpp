@@ -6,6 +6,7 @@
 
 #include "sim/error.hpp"
 #include "tools/commands.hpp"
+#include "tools/compare_command.hpp"
 #include "tools/study_command.hpp"
 #include "tools/traces_command.hpp"
 #include "tools/validate_command.hpp"
@@ -35,6 +36,9 @@ int main(int argc, char** argv) {
   topo_cmd->add_option("scenario", topo_scenario, "scenario YAML file (default: the embedded default)");
   topo_cmd->add_option("--set", topo_sets, "override one value: key.path=value");
 
+  CompareOptions compare;
+  auto* compare_cmd = add_compare_command(app, compare);
+
   int traces_exit_code = 0;  // set by `snsim traces ...` while parsing
   add_traces_command(app, traces_exit_code);
   int validation_exit_code = 0;  // set by `snsim validate` / `snsim calibrate` while parsing
@@ -51,6 +55,7 @@ int main(int argc, char** argv) {
     if (*run_cmd) return run_command(run);
     if (*info_cmd) return info_command();
     if (*topo_cmd) return topo_command(topo_scenario, topo_sets);
+    if (*compare_cmd) return compare_command(compare);
     if (app.got_subcommand("traces")) return traces_exit_code;
     if (app.got_subcommand("validate") || app.got_subcommand("calibrate")) return validation_exit_code;
     if (app.got_subcommand("study")) return study_exit_code;

@@ -21,6 +21,7 @@ struct Runner::Step {
   models::CollectivePlan plan;
   double efficiency = 1;  // payload share of the wire: SM copy efficiency x protocol efficiency
   double wire_cap = 0;    // most wire bytes/s of one transfer (channels, protocol cap, switch reduction); 0 = none
+  const void* group = nullptr;  // the op's Group: its transfers use this group's pair mailboxes
 };
 
 models::CollectivePlatform Runner::collective_platform(int rank, int peer) const {
@@ -40,7 +41,7 @@ void Runner::collective(int rank, const CollectiveOp& op) {
   const models::CollectiveRequest request{op.kind,     op.bytes, static_cast<int>(n), op.algorithm, op.protocol,
                                           op.channels, op.launch};
   const auto& model = *models_.collective;
-  Step step{model.plan(request, platform), 1, 0};
+  Step step{model.plan(request, platform), 1, 0, op.group.get()};
   const auto& plan = step.plan;
   step.efficiency = platform.sm_efficiency * plan.efficiency;
   // Cap a transfer only where the plan runs below what the links give: fewer channels than links, LL's rate cap,
@@ -75,9 +76,9 @@ void Runner::collective(int rank, const CollectiveOp& op) {
   release_sms(rank);
 }
 
-sg4::Mailbox* Runner::mailbox(int from, int to) {
-  auto [it, inserted] = mailboxes_.try_emplace({from, to}, nullptr);
-  if (inserted) it->second = sg4::Mailbox::by_name(fmt::format("{}>{}", from, to));
+sg4::Mailbox* Runner::mailbox(int from, int to, const void* group) {
+  auto [it, inserted] = mailboxes_.try_emplace({from, to, group}, nullptr);
+  if (inserted) it->second = sg4::Mailbox::by_name(fmt::format("{}>{}#{}", from, to, mailboxes_.size()));
   return it->second;
 }
 
@@ -86,7 +87,7 @@ sg4::CommPtr Runner::put(int from, int to, const Step& step) {
   const Bytes payload = step.plan.shape.step_bytes;
   const Bytes wire{static_cast<std::uint64_t>(std::ceil(static_cast<double>(payload.count()) / step.efficiency))};
   simulation_.account(device(from), device(to), wire, payload);
-  auto comm = mailbox(from, to)->put_init(&token, simulation_.timed_bytes(wire).count());
+  auto comm = mailbox(from, to, step.group)->put_init(&token, simulation_.timed_bytes(wire).count());
   if (step.wire_cap > 0) comm->set_rate(step.wire_cap);
   return comm->start();
 }
@@ -97,7 +98,7 @@ void Runner::ring_steps(int rank, int next, int prev, const Step& step) {
     sleep_for(latency);
     auto sent = put(rank, next, step);
     int* received = nullptr;
-    auto got = mailbox(prev, rank)->get_async<int>(&received);
+    auto got = mailbox(prev, rank, step.group)->get_async<int>(&received);
     sent->wait();
     got->wait();
   }
@@ -114,7 +115,7 @@ void Runner::all_peers_steps(int rank, const std::vector<int>& group, const Step
     for (int peer : group)
       if (peer != rank) comms.push_back(put(rank, peer, step));
     for (std::size_t i = 0; i < group.size(); ++i)
-      if (group[i] != rank) comms.push_back(mailbox(group[i], rank)->get_async<int>(&slots[i]));
+      if (group[i] != rank) comms.push_back(mailbox(group[i], rank, step.group)->get_async<int>(&slots[i]));
     for (auto& c : comms) c->wait();
   }
 }
@@ -127,7 +128,7 @@ void Runner::pipeline(int self, std::optional<int> from, std::optional<int> to, 
   for (int chunk = 0; chunk < step.plan.shape.chunks; ++chunk) {
     if (from) {
       int* received = nullptr;
-      mailbox(*from, self)->get_async<int>(&received)->wait();
+      mailbox(*from, self, step.group)->get_async<int>(&received)->wait();
     }
     if (to) {
       if (chunk == 0) sleep_for(step.plan.step_latency + simulation_.route(device(self), device(*to)).latency);

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "workloads/training/training.hpp"
+
 namespace snsim::workloads {
 namespace {
 
@@ -247,6 +249,7 @@ void register_workloads(WorkloadRegistry& registry) {
   registry.add(program_entry());
   registry.add(p2p_sweep_entry());
   registry.add(collective_sweep_entry());
+  registry.add(training_entry());
 }
 
 }  // namespace snsim::workloads

@@ -74,6 +74,7 @@ struct Runner::Pgas {
   std::vector<sg4::ConditionVariablePtr> changed;
   std::map<std::pair<int, int>, std::uint64_t> signals;  // (PE, signal id) -> value
   std::map<std::pair<int, int>, int> signalled_by;       // (PE, signal id) -> the PE whose put changed it last
+  std::map<std::pair<int, int>, std::uint64_t> events;   // (rank, event id) -> records so far (EventRecordOp)
   std::vector<std::vector<InFlightPtr>> issued;          // by rank: its puts not yet known complete
   // Fence bookkeeping by issuing rank, then target: puts since the last fence, and puts before it not yet visible.
   std::vector<std::map<int, std::vector<InFlightPtr>>> unfenced;
@@ -244,6 +245,28 @@ void Runner::pgas(int rank, const LoadOp& op) {
   const Bytes wire = model.load_wire_bytes(total);
   simulation_.account(device(op.from), device(rank), wire, total);
   sg4::Comm::sendto(simulation_.host(device(op.from)), simulation_.host(device(rank)), wire.count());
+}
+
+void Runner::pgas(int rank, const EventRecordOp& op) {
+  Pgas& state = pgas_state();
+  std::unique_lock lock(*state.mutex);
+  ++state.events[{rank, op.event}];
+  state.changed[static_cast<std::size_t>(rank)]->notify_all();
+}
+
+void Runner::pgas(int rank, const EventWaitOp& op) {
+  Pgas& state = pgas_state();
+  std::unique_lock lock(*state.mutex);
+  auto& records = state.events[{rank, op.event}];
+  state.changed[static_cast<std::size_t>(rank)]->wait(lock, [&] { return records >= op.count; });
+}
+
+OpDescription describe(const EventRecordOp& op) {
+  return {"event_record", fmt::format("event_record {}", op.event), Bytes{0}};
+}
+
+OpDescription describe(const EventWaitOp& op) {
+  return {"event_wait", fmt::format("event_wait {} x{}", op.event, op.count), Bytes{0}};
 }
 
 OpDescription describe(const PutOp& op) {

@@ -102,6 +102,20 @@ struct ShmemBarrierOp {
   models::Scope scope = models::Scope::thread;
 };
 
+/// cudaEventRecord on one of this GPU's streams: counts the records of `event` on this rank. Generators only (a
+/// training step's backward records each gradient bucket's readiness for the stream that reduces it).
+struct EventRecordOp {
+  int event = 0;
+};
+
+/// cudaStreamWaitEvent between two streams of the same GPU: waits until `event` has been recorded `count` times on
+/// this rank. Free: a same-device wait is resolved by the GPU's scheduler, not the host (models/stream.hpp's
+/// event_wait is the cross-GPU case).
+struct EventWaitOp {
+  int event = 0;
+  std::uint64_t count = 1;
+};
+
 /// SM loads by one thread from this GPU's or a peer's memory, over a span of `bytes`.
 struct LoadOp {
   int from = 0;  // the issuing rank itself for local memory
@@ -176,7 +190,8 @@ struct StreamsOp {
 
 struct Op {
   std::variant<ComputeOp, CopyOp, CollectiveOp, BarrierOp, RepeatOp, StreamsOp, PutOp, GetOp, SignalWaitOp, QuietOp,
-               FenceOp, ShmemBarrierOp, LoadOp, ManagedOp, TouchOp, PrefetchOp, AdviseOp, ReadOp>
+               FenceOp, ShmemBarrierOp, LoadOp, ManagedOp, TouchOp, PrefetchOp, AdviseOp, ReadOp, EventRecordOp,
+               EventWaitOp>
       what;
   int phase = 0;  // index of the workload that emitted it
   int tag = -1;   // generators' key for summarising records (a sweep point); -1 when not summarised

@@ -160,8 +160,11 @@ void Runner::execute(int rank, const Op& op, const Op& top) {
     waits_.arrive(rank, b ? Sync::barrier : Sync::collective, b ? b->group.get() : c->group.get(),
                   b ? b->group->size() : c->group->size(), start, Simulation::now());
   if (b && b->sync) return;  // bookkeeping, not an op
-  records_[static_cast<std::size_t>(rank)].push_back(
-      {rank, top.phase, top.tag, std::string(kind_name(op)), label(op), op_bytes(op), start, Simulation::now()});
+  // An op nested in a repeat or in streams carries its own tag when its generator gave it one (training steps tag
+  // every op with its step, micro-batch and layer), else the tag of the top-level op it belongs to.
+  records_[static_cast<std::size_t>(rank)].push_back({rank, top.phase, op.tag >= 0 ? op.tag : top.tag,
+                                                      std::string(kind_name(op)), label(op), op_bytes(op), start,
+                                                      Simulation::now()});
 }
 
 void Runner::compute(int rank, const ComputeOp& op) {

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "models/models.hpp"
@@ -61,6 +62,8 @@ class Runner {
   void pgas(int rank, const FenceOp& op);
   void pgas(int rank, const ShmemBarrierOp& op);
   void pgas(int rank, const LoadOp& op);
+  void pgas(int rank, const EventRecordOp& op);  // on the same state as signals (workloads/pgas.cpp)
+  void pgas(int rank, const EventWaitOp& op);
   void wait_puts_complete(int rank);
   models::PgasRoute pgas_route(int from, int to) const;
 
@@ -87,7 +90,9 @@ class Runner {
   void pipeline(int self, std::optional<int> from, std::optional<int> to, const Step& step);
   void tree(int rank, const std::vector<int>& group, std::size_t position, const Step& step);
   simgrid::s4u::CommPtr put(int from, int to, const Step& step);
-  simgrid::s4u::Mailbox* mailbox(int from, int to);
+  /// The pair's mailbox within one group: collectives of different groups (NCCL communicators) running at once on
+  /// the same pair, such as a tensor-parallel and a data-parallel one on two streams, never take each other's data.
+  simgrid::s4u::Mailbox* mailbox(int from, int to, const void* group);
 
   Simulation& simulation_;
   const models::Models& models_;
@@ -95,7 +100,7 @@ class Runner {
   std::vector<Program> programs_;
   std::vector<std::vector<OpRecord>> records_;  // by rank
   std::vector<bool> finished_;                  // by rank
-  std::map<std::pair<int, int>, simgrid::s4u::Mailbox*> mailboxes_;
+  std::map<std::tuple<int, int, const void*>, simgrid::s4u::Mailbox*> mailboxes_;
   std::map<const void*, simgrid::s4u::BarrierPtr> barriers_;  // by Group identity
   mutable std::optional<double> switch_reduction_;            // of the fabric, computed on first use
   std::map<DeviceId, models::TensorDuty> tensor_duty_;        // per GPU, for power-capped clocks (models/compute.hpp)
@@ -119,6 +124,8 @@ OpDescription describe(const QuietOp& op);
 OpDescription describe(const FenceOp& op);
 OpDescription describe(const ShmemBarrierOp& op);
 OpDescription describe(const LoadOp& op);
+OpDescription describe(const EventRecordOp& op);
+OpDescription describe(const EventWaitOp& op);
 OpDescription describe(const ManagedOp& op);
 OpDescription describe(const TouchOp& op);
 OpDescription describe(const PrefetchOp& op);

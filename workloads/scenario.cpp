@@ -42,7 +42,10 @@ Scenario Scenario::load(std::shared_ptr<ConfigDocument> document) {
   const ConfigNode list = root.child("workloads");
   const auto items = list.elements();
   if (items.empty()) list.fail("no workload to run");
-  for (const auto& item : items) s.workloads_.push_back(workloads.create(item, s.fabric_));
+  for (const auto& item : items) {
+    s.workloads_.push_back(workloads.create(item, s.fabric_));
+    s.workloads_.back()->set_seed(s.seed_);
+  }
 
   s.failures_ = parse_failures(root.maybe_child("failures"), s.fabric_);
   s.timeline_ = root.section("output").optional<bool>("timeline", false);

@@ -15,6 +15,9 @@ class Workload {
   virtual ~Workload() = default;
   /// Appends this workload's ops, marked with `phase`, to the programs (one per rank).
   virtual void emit(std::vector<Program>& programs, int phase) const = 0;
+  /// The scenario's seed, given before emit(): generators that draw (a training step's MoE routing) draw from
+  /// streams seeded by it (sim/random.hpp).
+  virtual void set_seed(std::uint64_t /*seed*/) {}
   /// Result tables from the records of this workload's ops (those with its phase).
   virtual std::vector<Table> summarize(const std::vector<OpRecord>& /*records*/, int /*phase*/) const { return {}; }
 };

@@ -1,0 +1,106 @@
+#include "workloads/training/balancer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <optional>
+
+namespace snsim::workloads::training {
+
+std::vector<double> popularity(int experts, double skew, RandomStream& rng) {
+  // A random order (Fisher-Yates from the stream), then weight 1 / (place + 1)^skew.
+  std::vector<int> order(static_cast<std::size_t>(experts));
+  std::iota(order.begin(), order.end(), 0);
+  for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+  std::vector<double> p(order.size());
+  double sum = 0;
+  for (std::size_t place = 0; place < order.size(); ++place) {
+    p[static_cast<std::size_t>(order[place])] = 1 / std::pow(static_cast<double>(place + 1), skew);
+    sum += p[static_cast<std::size_t>(order[place])];
+  }
+  for (auto& x : p) x /= sum;
+  return p;
+}
+
+Routing route(const std::vector<double>& popularity, int ranks, std::uint64_t tokens, int top_k, RandomStream& rng) {
+  Routing counts(static_cast<std::size_t>(ranks), std::vector<std::uint64_t>(popularity.size(), 0));
+  for (auto& row : counts) {
+    // Sequential binomials: expert e takes Bin(left, p_e / p_left) of the choices left.
+    auto left = tokens * static_cast<std::uint64_t>(top_k);
+    double p_left = 1;
+    for (std::size_t e = 0; e < popularity.size() && left > 0; ++e) {
+      if (e + 1 == popularity.size() || p_left <= 0) {
+        row[e] = left;
+        break;
+      }
+      const double q = std::clamp(popularity[e] / p_left, 0.0, 1.0);
+      const double n = static_cast<double>(left);
+      const double draw = std::round(n * q + std::sqrt(n * q * (1 - q)) * rng.normal());
+      row[e] = static_cast<std::uint64_t>(std::clamp(draw, 0.0, n));
+      left -= row[e];
+      p_left -= popularity[e];
+    }
+  }
+  return counts;
+}
+
+Routing capacity_drop(const Routing& choices, double capacity_factor, std::uint64_t& capacity) {
+  Routing kept = choices;
+  const std::size_t experts = choices.empty() ? 0 : choices.front().size();
+  std::uint64_t per_rank = 0;
+  for (const auto& row : choices)
+    per_rank = std::max(per_rank, std::accumulate(row.begin(), row.end(), std::uint64_t{0}));
+  capacity = static_cast<std::uint64_t>(std::ceil(capacity_factor * static_cast<double>(per_rank) /
+                                                  static_cast<double>(std::max<std::size_t>(experts, 1))));
+  for (auto& row : kept)
+    for (auto& n : row) n = std::min(n, capacity);
+  return kept;
+}
+
+Balanced balance(const Routing& choices, double capacity_factor, double threshold, std::uint64_t chunk) {
+  Balanced b;
+  const std::size_t ranks = choices.size(), experts = ranks ? choices.front().size() : 0;
+  b.placed.assign(ranks, std::vector<std::uint64_t>(experts, 0));
+  b.loads.assign(experts, 0);
+  std::uint64_t total = 0;
+  for (const auto& row : choices) total += std::accumulate(row.begin(), row.end(), std::uint64_t{0});
+  const double mean = static_cast<double>(total) / static_cast<double>(std::max<std::size_t>(experts, 1));
+  b.capacity = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::floor(capacity_factor * mean)));
+  const double under = threshold * mean;
+  Routing left = choices;
+  auto least_loaded = [&] { return static_cast<std::size_t>(std::ranges::min_element(b.loads) - b.loads.begin()); };
+  auto choose = [&](std::size_t router) -> std::optional<std::size_t> {
+    const auto room = [&](std::size_t e) { return b.loads[e] < b.capacity; };
+    const auto below = [&](std::size_t e) { return static_cast<double>(b.loads[e]) < under && room(e); };
+    if (below(router)) return router;
+    const std::size_t m = least_loaded();
+    if (below(m)) return m;
+    if (room(router)) return router;
+    if (room(m)) return m;
+    return std::nullopt;
+  };
+  for (bool more = true; more;) {
+    more = false;
+    for (std::size_t src = 0; src < ranks; ++src)
+      for (std::size_t e = 0; e < experts; ++e) {
+        std::uint64_t k = std::min(chunk, left[src][e]);
+        if (k == 0) continue;
+        left[src][e] -= k;
+        more = more || left[src][e] > 0;
+        while (k > 0) {
+          const auto target = choose(e);
+          if (!target) {
+            b.dropped += k;
+            break;
+          }
+          const std::uint64_t take = std::min(k, b.capacity - b.loads[*target]);
+          b.loads[*target] += take;
+          b.placed[src][*target] += take;
+          k -= take;
+        }
+      }
+  }
+  return b;
+}
+
+}  // namespace snsim::workloads::training

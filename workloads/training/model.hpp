@@ -1,0 +1,141 @@
+// A transformer training step's shape: the model, the parallelism plan, where each rank sits in the plan, and what
+// one layer costs on one rank (FLOPs and HBM bytes, for the GPU's roofline in models/compute.hpp).
+//
+// Rank mapping (Megatron-LM, megatron/core/parallel_state.py): tensor parallel innermost, then data parallel, then
+// pipeline parallel:
+//
+//   rank = tp_rank + tp x (dp_rank + dp x pp_rank)
+//
+// so a TP group is `tp` consecutive ranks (one NVLink hop apart on every topology here), a DP group strides by tp,
+// and a pipeline stage is the tp x dp consecutive ranks of one pp_rank. Expert parallelism follows Megatron-Core's
+// MoE parallel folding with an expert tensor-parallel size of 1: the tp x dp ranks of a stage are cut into groups of
+// `ep` consecutive ranks; rank j of an EP group holds experts [j E/ep, (j+1) E/ep), and the ranks at the same place
+// of every EP group of the stage (tp x dp / ep of them) are its expert-data-parallel group, which reduces the
+// experts' gradients. Hence ep must divide tp x dp and the expert count.
+//
+// FLOPs of one layer's forward on a micro-batch of b sequences of s tokens, hidden h, FFN hidden f, all TP ranks
+// together (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using
+// Megatron-LM", §5.1 and appendix; GEMM m x k by k x n = 2mkn FLOPs):
+//
+//   QKV projection    2 b s h (3h) = 6 b s h^2
+//   attention         QK^T 2 b s^2 h  +  softmax(.)V 2 b s^2 h = 4 b s^2 h       (full s^2, as the paper counts)
+//   output projection 2 b s h^2
+//   MLP               2 b s h f + 2 b s f h = 4 b s h f                           (16 b s h^2 when f = 4h)
+//   total             24 b s h^2 + 4 b s^2 h = 24 b s h^2 (1 + s / 6h)  for f = 4h  (the paper's per-layer count)
+//   logits            2 b s h V (last stage)
+//
+// and the backward pass twice the forward (a GEMM's input gradient and weight gradient each cost the forward's
+// FLOPs; the paper's factor 3 for forward + backward, without recomputation). Model FLOPs per step, for MFU, are
+// 3 x forward over the global batch: 72 B s l h^2 (1 + s/6h + V/12lh) for f = 4h (Narayanan et al. eq. 3 without
+// the recomputation pass; Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+// Models", §6 defines model FLOPs utilisation this way). With tensor parallelism t every GEMM and the attention
+// heads split t ways. A MoE layer replaces the MLP by a router (2 b s h E) and top_k experts per token, each a full
+// MLP of f (Fedus et al. 2022, Switch Transformers; Lepikhin et al. 2021, GShard), run on the tokens they receive.
+//
+// HBM bytes: a GEMM reads both operands and writes its result once (dtype bytes each); attention is FlashAttention
+// (Dao et al. 2022: Q, K, V read, O written, no s^2 matrix in HBM) unless `attention: unfused`, which writes the
+// b a s^2 scores, reads and writes them in the softmax and reads them again for the product with V (4 passes);
+// layer norms, residual adds and the GeLU are one memory-bound kernel of 10 b s h + 2 b s f / t elements (two
+// norms read and write b s h, two residual adds read 2 and write 1, the GeLU reads and writes b s f / t). With
+// sequence parallelism (Korthikanti et al. 2022 §4.2.2) the norms and residuals split t ways, and the TP
+// all-reduces become a reduce-scatter after and an all-gather before each block.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "sim/config.hpp"
+#include "sim/fabric.hpp"
+#include "sim/units.hpp"
+
+namespace snsim::workloads::training {
+
+/// A mixture-of-experts MLP in every layer.
+struct MoeSpec {
+  int experts = 8;
+  int top_k = 2;
+  double capacity_factor = 1.25;  // an expert takes at most capacity_factor x (tokens x top_k / experts)
+  double skew = 0;                // Zipf exponent of the experts' popularity: 0 uniform, 1 Zipf, larger hotter
+};
+
+struct ModelSpec {
+  int layers = 0;
+  int hidden = 0;
+  int ffn_hidden = 0;  // 4 x hidden unless given
+  int heads = 0;
+  int sequence = 0;
+  int vocabulary = 0;
+  int micro_batch = 1;  // sequences per micro-batch
+  Dtype dtype = Dtype::bf16;
+  bool flash_attention = true;
+  std::optional<MoeSpec> moe;
+};
+
+enum class Pipeline { one_f_one_b, gpipe };
+
+struct ParallelPlan {
+  int tp = 1, pp = 1, dp = 1, ep = 1;
+  int micro_batches = 1;  // per step, per pipeline (per data-parallel replica)
+  Pipeline pipeline = Pipeline::one_f_one_b;
+  bool sequence_parallel = false;
+  bool zero = false;          // distributed optimizer (ZeRO-1): gradients reduce-scattered, parameters all-gathered
+  Bytes bucket{25ull << 20};  // gradient bucket (PyTorch DDP's bucket_cap_mb = 25)
+
+  int gpus() const { return tp * pp * dp; }
+};
+
+/// Where a rank sits in the plan.
+struct Coord {
+  int tp = 0, dp = 0, pp = 0;
+};
+int rank_of(const ParallelPlan& plan, Coord c);
+Coord coord_of(const ParallelPlan& plan, int rank);
+/// The sorted ranks of `rank`'s groups.
+std::vector<int> tp_group(const ParallelPlan& plan, int rank);
+std::vector<int> dp_group(const ParallelPlan& plan, int rank);
+std::vector<int> ep_group(const ParallelPlan& plan, int rank);
+std::vector<int> expert_dp_group(const ParallelPlan& plan, int rank);
+/// The rank's place in its EP group (which experts it holds).
+int ep_rank(const ParallelPlan& plan, int rank);
+
+/// One kernel's work on one rank.
+struct Kernel {
+  Flops flops;
+  Bytes bytes;
+};
+
+/// One layer's forward kernels on one rank for one micro-batch (the MLP ones are 0 for a MoE layer).
+struct LayerForward {
+  Kernel qkv, attention, projection, mlp_up, mlp_down, elementwise, router;
+};
+
+/// Bytes per element of `dtype`.
+double element_bytes(Dtype dtype);
+/// Bytes per gradient element: 16-bit formats (and fp8, whose master weights are bf16) reduce in bf16.
+double gradient_bytes(Dtype dtype);
+
+LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan);
+/// One expert's forward (up and down GEMMs) on `tokens` routed tokens, on one rank.
+Kernel expert_forward(const ModelSpec& model, std::uint64_t tokens);
+/// The logits GEMM and the loss on the last stage, one rank, one micro-batch.
+Kernel logits_forward(const ModelSpec& model, const ParallelPlan& plan);
+/// Tokens of one micro-batch that one rank routes in a MoE layer: b s / tp (the sequence-parallel shard).
+std::uint64_t routed_tokens(const ModelSpec& model, const ParallelPlan& plan);
+
+/// All-TP-ranks forward FLOPs of one layer on one micro-batch, by the formulas above (MoE: top_k experts per token).
+Flops layer_model_flops(const ModelSpec& model);
+/// Model FLOPs of one step over the global batch: 3 x forward (layers and logits), for MFU.
+Flops step_model_flops(const ModelSpec& model, const ParallelPlan& plan);
+
+/// Parameters on one rank: of one layer's dense part (attention, and the MLP unless MoE), of its experts, and of
+/// the embedding or logits (on the first and last stage).
+double dense_layer_params(const ModelSpec& model, const ParallelPlan& plan);
+double expert_layer_params(const ModelSpec& model, const ParallelPlan& plan);
+double vocabulary_params(const ModelSpec& model, const ParallelPlan& plan);
+
+/// Parses `model` and `parallel` of a training workload and checks them against each other and the fabric.
+ModelSpec parse_model(const ConfigNode& node, const Fabric& fabric);
+ParallelPlan parse_plan(const ConfigNode& parallel, const ConfigNode& model, const ModelSpec& spec,
+                        const Fabric& fabric);
+
+}  // namespace snsim::workloads::training

@@ -1,0 +1,247 @@
+// Training workloads without a simulation: FLOP counts against the published formulas, the rank mapping, the MoE
+// load balancer's capacity guarantee, and the input errors.
+#include <doctest/doctest.h>
+
+#include <numeric>
+
+#include "sim/error.hpp"
+#include "workloads/test_support.hpp"
+#include "workloads/training/balancer.hpp"
+#include "workloads/training/model.hpp"
+#include "workloads/training/training.hpp"
+
+using namespace snsim;
+using namespace snsim::workloads::training;
+using snsim::workloads::testing::load;
+
+namespace {
+double total(const LayerForward& l) {
+  return l.qkv.flops.count() + l.attention.flops.count() + l.projection.flops.count() + l.mlp_up.flops.count() +
+         l.mlp_down.flops.count() + l.router.flops.count();
+}
+
+std::string scenario(const std::string& training) {
+  return "topology: {type: hgx, gpus: 8}\nworkloads:\n  - type: training\n" + training;
+}
+}  // namespace
+
+TEST_CASE("training: a layer's forward FLOPs are 24 b s h^2 (1 + s / 6h), split evenly over TP ranks") {
+  ModelSpec m;
+  m.layers = 4;
+  m.hidden = 4096;
+  m.ffn_hidden = 4 * 4096;
+  m.heads = 32;
+  m.sequence = 2048;
+  m.micro_batch = 2;
+  const double b = 2, s = 2048, h = 4096;
+  const double by_hand = 24 * b * s * h * h * (1 + s / (6 * h));  // Narayanan et al. 2021, §5.1
+  CHECK(layer_model_flops(m).count() == doctest::Approx(by_hand).epsilon(1e-12));
+  for (int tp : {1, 2, 8}) {
+    CAPTURE(tp);
+    ParallelPlan p;
+    p.tp = tp;
+    CHECK(total(layer_forward(m, p)) * tp == doctest::Approx(by_hand).epsilon(1e-12));
+  }
+  // The QKV GEMM alone: 6 b s h^2, reading the input and weights and writing Q, K, V (bf16).
+  ParallelPlan p;
+  const auto l = layer_forward(m, p);
+  CHECK(l.qkv.flops.count() == doctest::Approx(6 * b * s * h * h));
+  CHECK(l.qkv.bytes.count() == static_cast<std::uint64_t>(2 * (b * s * h + h * 3 * h + b * s * 3 * h)));
+  // Attention as FlashAttention moves Q, K, V and O only; unfused, four passes over the b a s^2 scores too.
+  CHECK(l.attention.bytes.count() == static_cast<std::uint64_t>(2 * 4 * b * s * h));
+  m.flash_attention = false;
+  CHECK(layer_forward(m, p).attention.bytes.count() ==
+        static_cast<std::uint64_t>(2 * 4 * b * s * h + 2 * 4 * b * 32 * s * s));
+  // A step: 3 x forward over the global batch, logits included: 72 B s l h^2 (1 + s/6h + V/12lh) (eq. 3 without
+  // recomputation), with B = micro_batch x micro_batches x dp sequences.
+  m.flash_attention = true;
+  m.vocabulary = 50304;
+  p.dp = 4;
+  p.micro_batches = 8;
+  const double B = 2 * 8 * 4, l_ = 4, V = 50304;
+  CHECK(step_model_flops(m, p).count() ==
+        doctest::Approx(72 * B * s * l_ * h * h * (1 + s / (6 * h) + V / (12 * l_ * h))).epsilon(1e-12));
+}
+
+TEST_CASE("training: a MoE layer counts the router and top_k experts per token") {
+  ModelSpec m;
+  m.hidden = 1024;
+  m.ffn_hidden = 4096;
+  m.heads = 8;
+  m.sequence = 512;
+  m.moe = MoeSpec{8, 2, 1.25, 0};
+  const double s = 512, h = 1024, f = 4096;
+  const double attention = 8 * s * h * h + 4 * s * s * h;
+  CHECK(layer_model_flops(m).count() == doctest::Approx(attention + 2 * s * h * 8 + 2 * 4 * s * h * f));
+  // One expert on n tokens: up and down GEMMs, 4 n h f.
+  CHECK(expert_forward(m, 100).flops.count() == doctest::Approx(4 * 100 * h * f));
+}
+
+TEST_CASE("training: ranks map tensor parallel innermost, then data parallel, then pipeline (Megatron-LM)") {
+  ParallelPlan p;
+  p.tp = 2;
+  p.dp = 2;
+  p.pp = 2;
+  for (int r = 0; r < 8; ++r) CHECK(rank_of(p, coord_of(p, r)) == r);
+  const Coord c = coord_of(p, 5);
+  CHECK(c.tp == 1);
+  CHECK(c.dp == 0);
+  CHECK(c.pp == 1);
+  CHECK(tp_group(p, 5) == std::vector<int>{4, 5});
+  CHECK(dp_group(p, 5) == std::vector<int>{5, 7});
+  p.ep = 2;  // EP groups: consecutive ranks of a stage; the experts' DP group: the same place in each
+  CHECK(ep_group(p, 5) == std::vector<int>{4, 5});
+  CHECK(expert_dp_group(p, 5) == std::vector<int>{5, 7});
+  CHECK(ep_rank(p, 5) == 1);
+  p.ep = 4;
+  CHECK(ep_group(p, 1) == std::vector<int>{0, 1, 2, 3});
+  CHECK(ep_group(p, 6) == std::vector<int>{4, 5, 6, 7});
+  CHECK(expert_dp_group(p, 6) == std::vector<int>{6});
+}
+
+TEST_CASE("training: the MoE load balancer never overfills an expert, whatever the seed and skew") {
+  int cases = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed)
+    for (double skew : {0.0, 0.5, 1.0, 2.0, 4.0})
+      for (double factor : {1.0, 1.25, 2.0})
+        for (double threshold : {1.0, 1.5}) {
+          CAPTURE(seed);
+          CAPTURE(skew);
+          CAPTURE(factor);
+          RandomStream rng(seed, "test");
+          const int experts = 4 + static_cast<int>(seed % 13);
+          const auto p = popularity(experts, skew, rng);
+          const auto choices = route(p, 8, 1000 + seed * 37, 2, rng);
+          std::uint64_t sent = 0;
+          for (const auto& row : choices) sent += std::accumulate(row.begin(), row.end(), std::uint64_t{0});
+          REQUIRE(sent == 8 * (1000 + seed * 37) * 2);
+          const Balanced b = balance(choices, factor, threshold);
+          std::uint64_t placed = 0;
+          for (std::size_t e = 0; e < b.loads.size(); ++e) {
+            CHECK(b.loads[e] <= b.capacity);
+            std::uint64_t column = 0;
+            for (const auto& row : b.placed) column += row[e];
+            CHECK(column == b.loads[e]);
+            placed += b.loads[e];
+          }
+          CHECK(placed + b.dropped == sent);  // every choice is placed or dropped, none twice
+          // Each source places exactly what it routed, less its drops.
+          for (std::size_t src = 0; src < choices.size(); ++src)
+            CHECK(std::accumulate(b.placed[src].begin(), b.placed[src].end(), std::uint64_t{0}) <=
+                  std::accumulate(choices[src].begin(), choices[src].end(), std::uint64_t{0}));
+          // With 25 % headroom every choice finds room: the balancer moves tokens instead of dropping them.
+          if (factor >= 1.25) CHECK(b.dropped == 0);
+          // BSP drops what exceeds each rank's capacity instead.
+          std::uint64_t slots = 0;
+          const auto kept = capacity_drop(choices, factor, slots);
+          for (const auto& row : kept)
+            for (auto n : row) CHECK(n <= slots);
+          ++cases;
+        }
+  CHECK(cases == 40 * 5 * 3 * 2);
+}
+
+TEST_CASE("training: a skewed router overloads an expert that the balancer relieves") {
+  RandomStream rng(3, "test");
+  const auto p = popularity(8, 2.0, rng);
+  const auto choices = route(p, 8, 4096, 2, rng);
+  std::vector<std::uint64_t> router(8, 0);
+  for (const auto& row : choices)
+    for (std::size_t e = 0; e < 8; ++e) router[e] += row[e];
+  const double mean = 8 * 4096 * 2 / 8.0;
+  CHECK(static_cast<double>(*std::ranges::max_element(router)) > 2 * mean);  // Zipf(2): the top expert takes ~61 %
+  const Balanced b = balance(choices, 1.25, 1.0);
+  CHECK(static_cast<double>(*std::ranges::max_element(b.loads)) <= 1.25 * mean);
+  CHECK(b.dropped == 0);
+}
+
+TEST_CASE("training: the same seed draws the same routing, another seed another") {
+  auto draw = [](std::uint64_t seed) {
+    RandomStream rng(seed, "training.moe.routing.layer0.group0");
+    return route(popularity(8, 1.0, rng), 4, 512, 2, rng);
+  };
+  CHECK(draw(5) == draw(5));
+  CHECK(draw(5) != draw(6));
+}
+
+TEST_CASE("training: input errors name file, line, column and key") {
+  using snsim::InputError;
+  const std::string model = "    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512}\n";
+  SUBCASE("unknown key") {
+    CHECK_THROWS_WITH_AS(
+        load(scenario(model + "    parallel: {tp: 2, dp: 4, ppp: 1}\n")),
+        doctest::Contains("t.yaml:5:30: workloads[0].parallel.ppp: unknown key (did you mean 'pp'?); known "
+                          "keys: bucket, "
+                          "dp, ep, pipeline, pp, sequence_parallel, tp, zero"),
+        InputError);
+  }
+  SUBCASE("tp x pp x dp is not the GPU count") {
+    CHECK_THROWS_WITH_AS(load(scenario(model + "    parallel: {tp: 2, dp: 2}\n")),
+                         "t.yaml:5:27: workloads[0].parallel.dp: tp x pp x dp must equal the topology's 8 GPUs, got "
+                         "2 x 1 x 2 = 4",
+                         InputError);
+  }
+  SUBCASE("ep does not divide the stage") {
+    CHECK_THROWS_WITH_AS(
+        load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, moe: {experts: 9}}\n"
+                      "    parallel: {tp: 1, dp: 4, pp: 2, ep: 3}\n")),
+        "t.yaml:5:41: workloads[0].parallel.ep: must divide tp x dp = 4 (the ranks of a pipeline stage), got 3",
+        InputError);
+  }
+  SUBCASE("ep does not divide the experts") {
+    CHECK_THROWS_WITH_AS(
+        load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, moe: {experts: 6}}\n"
+                      "    parallel: {dp: 8, ep: 4}\n")),
+        "t.yaml:5:27: workloads[0].parallel.ep: must divide model.moe.experts (6), got 4", InputError);
+  }
+  SUBCASE("ep without experts") {
+    CHECK_THROWS_WITH_AS(load(scenario(model + "    parallel: {dp: 8, ep: 2}\n")),
+                         "t.yaml:5:27: workloads[0].parallel.ep: expert parallelism needs model.moe", InputError);
+  }
+  SUBCASE("fewer experts than top_k") {
+    CHECK_THROWS_WITH_AS(
+        load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, moe: {experts: 2, top_k: 4}}\n")),
+        "t.yaml:4:88: workloads[0].model.moe.top_k: must be <= experts (2), got 4", InputError);
+  }
+  SUBCASE("layers do not split over the stages") {
+    CHECK_THROWS_WITH_AS(
+        load(scenario("    model: {layers: 3, hidden: 1024, heads: 8, sequence: 512}\n    parallel: {pp: 2}\n")),
+        "t.yaml:5:20: workloads[0].parallel.pp: must divide model.layers (3), got 2", InputError);
+  }
+  SUBCASE("heads do not split over tp") {
+    CHECK_THROWS_WITH_AS(
+        load(scenario("    model: {layers: 4, hidden: 1024, heads: 4, sequence: 512}\n    parallel: {tp: 8}\n")),
+        "t.yaml:5:20: workloads[0].parallel.tp: must divide model.heads (4), got 8", InputError);
+  }
+  SUBCASE("global batch not a multiple of micro_batch x dp") {
+    CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, global_batch: "
+                                       "12}\n")),
+                         "t.yaml:4:77: workloads[0].model.global_batch: must be a positive multiple of micro_batch x "
+                         "dp = 1 x 8 = 8, got 12",
+                         InputError);
+  }
+  SUBCASE("both global_batch and micro_batches") {
+    CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, global_batch: "
+                                       "8, micro_batches: 1}\n")),
+                         "t.yaml:4:77: workloads[0].model.global_batch: give either global_batch or micro_batches, "
+                         "not both",
+                         InputError);
+  }
+  SUBCASE("unknown schedule and pipeline") {
+    CHECK_THROWS_WITH_AS(load(scenario("    schedule: async\n" + model)),
+                         "t.yaml:4:15: workloads[0].schedule: expected bsp or pgas, found 'async'", InputError);
+    CHECK_THROWS_WITH_AS(load(scenario(model + "    parallel: {pipeline: zb}\n")),
+                         "t.yaml:5:26: workloads[0].parallel.pipeline: expected 1f1b or gpipe, found 'zb'", InputError);
+  }
+  SUBCASE("a missing model size") {
+    CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 4, hidden: 1024, sequence: 512}\n")),
+                         doctest::Contains("workloads[0].model.heads"), InputError);
+  }
+  SUBCASE("an unknown dtype") {
+    CHECK_THROWS_WITH_AS(
+        load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, dtype: int4}\n")),
+        "t.yaml:4:70: workloads[0].model.dtype: unknown number format 'int4'; known: bf16, fp16, fp32, fp64, fp8, "
+        "tf32",
+        InputError);
+  }
+}

@@ -1,0 +1,808 @@
+#include "workloads/training/training.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "sim/random.hpp"
+#include "workloads/training/balancer.hpp"
+
+namespace snsim::workloads::training {
+namespace {
+
+using models::CollectiveKind;
+
+constexpr int MAX_STEPS = 100;  // keeps every op's tag (step, micro-batch, unit, pass) within an int
+// Signal ids on the symmetric heap, one range per purpose; a local expert or a gradient bucket adds its index.
+constexpr int TP_REDUCE = 1, TP_GATHER = 2, PP_FORWARD = 3, PP_BACKWARD = 4, MOE_COMBINE = 5;
+constexpr int MOE_DISPATCH = 100;
+constexpr int DP_REDUCE = 10000, DP_GATHER = 20000, EXPERT_REDUCE = 30000, EXPERT_GATHER = 40000;
+constexpr int MAX_BUCKETS = 9999;
+// PGAS reductions over at most this many ranks put every chunk straight to its owner; larger groups go around a
+// ring. All-pairs puts are n(n-1) concurrent flows ending at different times, which SimGrid's exact max-min
+// re-solves at every end (quadratic: reference/simgrid-3.32.md §6); at 72 ranks a step took minutes. NCCL runs
+// rings at that size too.
+constexpr std::size_t MAX_DIRECT_GROUP = 8;
+// Mixed-precision Adam reads and writes 12 B of fp32 state per parameter (master weight, m, v), reads its 2 B
+// gradient and writes its 2 B parameter: 28 B of HBM traffic (the 16 B of state per parameter of Rajbhandari et
+// al. 2020, "ZeRO", §3.1); its few FLOPs per parameter never bind.
+constexpr double ADAM_BYTES_PER_PARAMETER = 28;
+// The least a dispatch or combine put carries: the 8 B token count, when a rank sends an expert no token.
+constexpr std::uint64_t COUNT_BYTES = 8;
+// A put uses one issuing block per this many bytes, up to pgas.blocks (a block reaches ~10.6 GB/s on our H200s,
+// validation/params/h200.yaml: 32 blocks fill an NVLink4 port's 450 GB/s x 0.785 efficiency).
+constexpr std::uint64_t BYTES_PER_BLOCK = 64ull << 10;
+
+Bytes bytes_of(double x) {
+  return Bytes{static_cast<std::uint64_t>(std::llround(std::max(0.0, x)))};
+}
+
+/// One Group per set of ranks, shared by every member's ops (collectives and barriers match by Group identity).
+class Groups {
+ public:
+  Group get(const std::vector<int>& ranks) {
+    auto [it, inserted] = cache_.try_emplace(ranks, nullptr);
+    if (inserted) it->second = std::make_shared<const std::vector<int>>(ranks);
+    return it->second;
+  }
+
+ private:
+  std::map<std::vector<int>, Group> cache_;
+};
+
+/// Gradients that a stage reduces together, ready once the backward has gone below `low_unit`.
+struct Bucket {
+  int low_unit = 0;
+  double dense_params = 0, expert_params = 0;  // on one rank
+};
+
+/// The stage's units in backward order (logits, layers from the last, embedding), cut into buckets of `plan.bucket`
+/// gradient bytes.
+std::vector<Bucket> buckets(const TrainingConfig& c, int stage) {
+  const int layers = c.model.layers / c.plan.pp;
+  const double grad = gradient_bytes(c.model.dtype);
+  std::vector<Bucket> out;
+  Bucket current;
+  bool open = false;
+  auto add = [&](int unit, double dense, double expert) {
+    current.low_unit = unit;
+    current.dense_params += dense;
+    current.expert_params += expert;
+    open = true;
+    if ((current.dense_params + current.expert_params) * grad >= static_cast<double>(c.plan.bucket.count())) {
+      out.push_back(current);
+      current = {};
+      open = false;
+    }
+  };
+  if (stage == c.plan.pp - 1) add(layers + 1, vocabulary_params(c.model, c.plan), 0);
+  for (int l = layers; l >= 1; --l) add(l, dense_layer_params(c.model, c.plan), expert_layer_params(c.model, c.plan));
+  if (stage == 0) add(0, vocabulary_params(c.model, c.plan), 0);
+  if (open) out.push_back(current);
+  return out;
+}
+
+/// The tokens of one MoE layer and micro-batch in one EP group: who sends how many to which expert.
+struct MoeRoute {
+  Routing placed;                       // placed[src][expert], src = place in the EP group
+  std::vector<std::uint64_t> received;  // per expert: tokens it computes
+  std::uint64_t slots = 0;              // BSP: capacity per expert per rank (the all_to_all's padded buffer)
+};
+
+/// Emits one rank's ops for the whole run.
+class RankEmitter {
+ public:
+  RankEmitter(const Training& training, std::uint64_t seed, int rank, int phase, Groups& groups,
+              std::map<std::tuple<int, int, int>, std::vector<MoeRoute>>& routes)
+      : t_{training},
+        c_{training.config()},
+        seed_{seed},
+        rank_{rank},
+        me_{coord_of(c_.plan, rank)},
+        phase_{phase},
+        groups_{groups},
+        routes_{routes},
+        layers_{c_.model.layers / c_.plan.pp},
+        buckets_{buckets(c_, me_.pp)},
+        kernels_{layer_forward(c_.model, c_.plan)},
+        pgas_{c_.schedule == Schedule::pgas} {
+    dp_ = groups_.get(dp_group(c_.plan, rank));
+    tp_ = groups_.get(tp_group(c_.plan, rank));
+    if (c_.model.moe) {
+      ep_ = groups_.get(ep_group(c_.plan, rank));
+      edp_ = groups_.get(expert_dp_group(c_.plan, rank));
+    }
+    world_ = groups_.get([&] {
+      std::vector<int> all(static_cast<std::size_t>(c_.plan.gpus()));
+      std::iota(all.begin(), all.end(), 0);
+      return all;
+    }());
+  }
+
+  void run(std::vector<Op>& program) {
+    for (step_ = 0; step_ < c_.steps; ++step_) emit_step(program);
+  }
+
+ private:
+  // ---- plumbing ----------------------------------------------------------------------------------------------------
+
+  OpInfo here(OpInfo::Pass pass, int mb = 0, int unit = 0) const { return {step_, mb, unit, pass}; }
+
+  template <class T>
+  void add(T what, const OpInfo& info) {
+    out_->push_back(Op{std::move(what), phase_, t_.tag(info)});
+  }
+
+  void compute(Kernel k, double scale, const OpInfo& info) {
+    if (k.flops.count() <= 0 && k.bytes.count() == 0) return;
+    add(ComputeOp{Flops{k.flops.count() * scale}, bytes_of(static_cast<double>(k.bytes.count()) * scale), std::nullopt,
+                  c_.model.dtype},
+        info);
+  }
+
+  void collective(CollectiveKind kind, Bytes bytes, const Group& group, const OpInfo& info, int root = -1) {
+    CollectiveOp op;
+    op.kind = kind;
+    op.bytes = bytes;
+    op.group = group;
+    op.root = root >= 0 ? root : group->front();
+    add(op, info);
+  }
+
+  /// Blocks issuing a put of `bytes`; each adds one to the target's signal (NVSHMEM: issuers x count).
+  std::uint64_t blocks(Bytes bytes) const {
+    return std::clamp<std::uint64_t>(bytes.count() / BYTES_PER_BLOCK, 1, static_cast<std::uint64_t>(c_.pgas_blocks));
+  }
+
+  void put(int to, Bytes bytes, int signal, const OpInfo& info) {
+    const auto blocks = this->blocks(bytes);
+    PutOp p;
+    p.to = to;
+    p.bytes = Bytes{(bytes.count() + blocks - 1) / blocks};
+    p.scope = models::Scope::block;
+    p.issuers = static_cast<int>(blocks);
+    p.signal = signal;
+    add(p, info);
+  }
+
+  void wait(int signal, std::uint64_t count, const OpInfo& info) {
+    add(SignalWaitOp{signal, count, Compare::ge, true}, info);
+  }
+
+  /// Whether a PGAS reduction over `group` puts to every member directly (else around a ring).
+  static bool direct(const Group& group) { return group->size() <= MAX_DIRECT_GROUP; }
+
+  /// PGAS: one half of an all-reduce (to the owners: a reduce-scatter; from them: an all-gather). Directly, `chunk`
+  /// to every other member with `signal`, then a wait for exactly the other members' chunks; around a ring, n - 1
+  /// rounds of a put to the next member and a wait for the previous one's (what it forwards next round).
+  void exchange(const Group& group, Bytes chunk, int signal, const OpInfo& info) {
+    const std::size_t n = group->size();
+    if (direct(group)) {
+      for (int peer : *group)
+        if (peer != rank_) put(peer, chunk, signal, info);
+      wait(signal, (n - 1) * blocks(chunk), info);
+      return;
+    }
+    const auto me = static_cast<std::size_t>(std::ranges::find(*group, rank_) - group->begin());
+    for (std::size_t round = 0; round + 1 < n; ++round) {
+      put((*group)[(me + 1) % n], chunk, signal, info);
+      wait(signal, blocks(chunk), info);
+    }
+  }
+
+  /// A tensor-parallel collective of `bytes` (nccl-tests' size: the whole activation).
+  void tp(CollectiveKind kind, Bytes bytes, const OpInfo& info) {
+    const auto n = static_cast<std::uint64_t>(c_.plan.tp);
+    if (n == 1) return;
+    if (!pgas_) return collective(kind, bytes, tp_, info);
+    const Bytes chunk{bytes.count() / n};
+    if (kind != CollectiveKind::all_gather) exchange(tp_, chunk, TP_REDUCE, info);
+    if (kind != CollectiveKind::reduce_scatter) exchange(tp_, chunk, TP_GATHER, info);
+  }
+
+  Bytes activation() const {
+    return bytes_of(static_cast<double>(c_.model.micro_batch) * c_.model.sequence * c_.model.hidden *
+                    element_bytes(c_.model.dtype));
+  }
+
+  // ---- MoE -------------------------------------------------------------------------------------------------------
+
+  const MoeRoute& route(int layer, int mb) {
+    const int block = (me_.tp + c_.plan.tp * me_.dp) / c_.plan.ep;
+    auto [it, inserted] = routes_.try_emplace({me_.pp, block, layer});
+    if (inserted) {
+      const auto& moe = *c_.model.moe;
+      const int global_layer = me_.pp * layers_ + layer;
+      RandomStream pick(seed_, fmt::format("training.moe.popularity.layer{}", global_layer));
+      const auto p = popularity(moe.experts, moe.skew, pick);
+      RandomStream rng(seed_, fmt::format("training.moe.routing.layer{}.group{}", global_layer, block));
+      for (int s = 0; s < c_.steps; ++s)
+        for (int m = 0; m < c_.plan.micro_batches; ++m) {
+          const Routing choices = route_choices(p, rng);
+          MoeRoute r;
+          if (pgas_) {
+            r.placed = balance(choices, moe.capacity_factor, c_.threshold).placed;
+          } else {
+            r.placed = capacity_drop(choices, moe.capacity_factor, r.slots);
+          }
+          r.received.assign(static_cast<std::size_t>(moe.experts), 0);
+          for (const auto& row : r.placed)
+            for (std::size_t e = 0; e < row.size(); ++e) r.received[e] += row[e];
+          it->second.push_back(std::move(r));
+        }
+    }
+    return it->second[static_cast<std::size_t>(step_ * c_.plan.micro_batches + mb)];
+  }
+
+  Routing route_choices(const std::vector<double>& p, RandomStream& rng) const {
+    return training::route(p, c_.plan.ep, routed_tokens(c_.model, c_.plan), c_.model.moe->top_k, rng);
+  }
+
+  /// Router, dispatch, experts, combine; in the backward the same exchanges carry gradients, the router last.
+  void moe(int layer, int mb, bool backward, const OpInfo& info) {
+    const auto& moe = *c_.model.moe;
+    const MoeRoute& r = route(layer, mb);
+    const double scale = backward ? 2 : 1;
+    const double token_bytes = c_.model.hidden * element_bytes(c_.model.dtype);
+    const int ep = c_.plan.ep, local = moe.experts / ep, mine = ep_rank(c_.plan, rank_), first = mine * local;
+    if (!backward) compute(kernels_.router, 1, info);
+    if (!pgas_) {
+      const Bytes buffer = bytes_of(static_cast<double>(moe.experts) * static_cast<double>(r.slots) * token_bytes);
+      if (ep > 1) collective(CollectiveKind::all_to_all, buffer, ep_, info);
+      std::uint64_t tokens = 0;
+      for (int e = first; e < first + local; ++e) tokens += r.received[static_cast<std::size_t>(e)];
+      compute(expert_forward(c_.model, tokens), scale, info);
+      if (ep > 1) collective(CollectiveKind::all_to_all, buffer, ep_, info);
+    } else {
+      auto tokens_bytes = [&](std::uint64_t n) {
+        return Bytes{
+            std::max(COUNT_BYTES, static_cast<std::uint64_t>(std::llround(static_cast<double>(n) * token_bytes)))};
+      };
+      const auto& group = *ep_;
+      // The balancer reads the load counters (on the EP group's first rank) one-sidedly before it places tokens.
+      if (ep > 1 && !backward && rank_ != group.front())
+        add(GetOp{group.front(), Bytes{static_cast<std::uint64_t>(moe.experts) * COUNT_BYTES}, models::Scope::thread},
+            info);
+      if (ep > 1)
+        for (int q = 0; q < ep; ++q)
+          if (q != mine)
+            for (int e = q * local; e < (q + 1) * local; ++e)
+              put(group[static_cast<std::size_t>(q)],
+                  tokens_bytes(r.placed[static_cast<std::size_t>(mine)][static_cast<std::size_t>(e)]),
+                  MOE_DISPATCH + e - q * local, info);
+      for (int e = first; e < first + local; ++e) {
+        // Each expert starts as soon as its own tokens are in, whatever the others wait for.
+        if (ep > 1) {
+          std::uint64_t expected = 0;  // one per issuing block of every other rank's put to this expert
+          for (int q = 0; q < ep; ++q)
+            if (q != mine)
+              expected += blocks(tokens_bytes(r.placed[static_cast<std::size_t>(q)][static_cast<std::size_t>(e)]));
+          wait(MOE_DISPATCH + e - first, expected, info);
+        }
+        compute(expert_forward(c_.model, r.received[static_cast<std::size_t>(e)]), scale, info);
+        if (ep > 1)
+          for (int q = 0; q < ep; ++q)
+            if (q != mine)
+              put(group[static_cast<std::size_t>(q)],
+                  tokens_bytes(r.placed[static_cast<std::size_t>(q)][static_cast<std::size_t>(e)]), MOE_COMBINE, info);
+      }
+      if (ep > 1) {
+        std::uint64_t expected = 0;  // every other rank's experts send back what this rank dispatched to them
+        for (int e = 0; e < moe.experts; ++e)
+          if (e < first || e >= first + local)
+            expected += blocks(tokens_bytes(r.placed[static_cast<std::size_t>(mine)][static_cast<std::size_t>(e)]));
+        wait(MOE_COMBINE, expected, info);
+      }
+    }
+    if (backward) compute(kernels_.router, 2, info);
+  }
+
+  // ---- layers ----------------------------------------------------------------------------------------------------
+
+  void layer(int layer, int mb, bool backward) {
+    const OpInfo info = here(backward ? OpInfo::backward : OpInfo::forward, mb, layer + 1);
+    const bool sp = c_.plan.sequence_parallel && c_.plan.tp > 1;
+    const bool moe = c_.model.moe.has_value();
+    const Bytes act = activation();
+    const auto& k = kernels_;
+    // Megatron's f / g (Narayanan et al. 2021 §2.3): an all-reduce after each block forward and before each block
+    // backward; with sequence parallelism an all-gather before and a reduce-scatter after (Korthikanti et al. §4.2).
+    auto before = [&] {
+      if (sp) tp(CollectiveKind::all_gather, act, info);
+    };
+    auto after = [&] { tp(sp ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce, act, info); };
+    if (!backward) {
+      before();
+      compute(k.qkv, 1, info);
+      compute(k.attention, 1, info);
+      compute(k.projection, 1, info);
+      after();
+      compute(k.elementwise, 1, info);
+      if (moe) {
+        this->moe(layer, mb, false, info);
+        if (!sp) tp(CollectiveKind::all_gather, act, info);  // each TP rank routed its 1/tp of the tokens
+      } else {
+        before();
+        compute(k.mlp_up, 1, info);
+        compute(k.mlp_down, 1, info);
+        after();
+      }
+      return;
+    }
+    if (moe) {
+      if (!sp) tp(CollectiveKind::all_gather, act, info);
+      this->moe(layer, mb, true, info);
+    } else {
+      before();
+      compute(k.mlp_down, 2, info);
+      compute(k.mlp_up, 2, info);
+      after();
+    }
+    compute(k.elementwise, 2, info);
+    before();
+    compute(k.projection, 2, info);
+    compute(k.attention, 2, info);
+    compute(k.qkv, 2, info);
+    after();
+  }
+
+  Kernel embedding() const { return {Flops{0}, activation()}; }
+
+  void forward(int mb) {
+    const bool first = me_.pp == 0, last = me_.pp == c_.plan.pp - 1;
+    for (int unit = first ? 0 : 1; unit <= layers_ + (last ? 1 : 0); ++unit) {
+      const OpInfo info = here(OpInfo::forward, mb, unit);
+      // ZeRO under PGAS: a bucket's parameters, gathered by the previous step's puts, are waited for here, at
+      // their first use, and nowhere else.
+      if (pgas_ && c_.plan.zero && step_ > 0 && mb == 0) gather_waits(unit, info);
+      if (unit == 0)
+        compute(embedding(), 1, info);
+      else if (unit == layers_ + 1)
+        compute(logits_forward(c_.model, c_.plan), 1, info);
+      else
+        layer(unit - 1, mb, false);
+    }
+  }
+
+  void backward(int mb) {
+    const bool first = me_.pp == 0, last = me_.pp == c_.plan.pp - 1;
+    for (int unit = layers_ + (last ? 1 : 0); unit >= (first ? 0 : 1); --unit) {
+      const OpInfo info = here(OpInfo::backward, mb, unit);
+      if (unit == 0)
+        compute(embedding(), 2, info);
+      else if (unit == layers_ + 1)
+        compute(logits_forward(c_.model, c_.plan), 2, info);
+      else
+        layer(unit - 1, mb, true);
+      // The last micro-batch's backward completes the gradients: tell stream 1 which bucket is ready.
+      if (mb == c_.plan.micro_batches - 1 && reduces())
+        for (std::size_t b = 0; b < buckets_.size(); ++b)
+          if (buckets_[b].low_unit == unit) add(EventRecordOp{static_cast<int>(b)}, info);
+    }
+  }
+
+  // ---- pipeline ----------------------------------------------------------------------------------------------------
+
+  enum class Comm { recv_forward, send_forward, recv_backward, send_backward };
+
+  /// One pipeline transfer; nothing on the first (receive forward, send backward) or last stage (the others).
+  void p2p(Comm what, int mb) {
+    const bool first = me_.pp == 0, last = me_.pp == c_.plan.pp - 1;
+    const bool forward = what == Comm::recv_forward || what == Comm::send_forward;
+    const bool towards_next = what == Comm::send_forward || what == Comm::recv_backward;
+    if ((towards_next && last) || (!towards_next && first)) return;
+    const int peer = rank_of(c_.plan, {me_.tp, me_.dp, me_.pp + (towards_next ? 1 : -1)});
+    const bool send = what == Comm::send_forward || what == Comm::send_backward;
+    const OpInfo info = here(forward ? OpInfo::forward : OpInfo::backward, mb, towards_next ? layers_ : 1);
+    const Bytes bytes{activation().count() / static_cast<std::uint64_t>(c_.plan.tp)};
+    const int signal = forward ? PP_FORWARD : PP_BACKWARD;
+    if (pgas_) {
+      if (send)
+        put(peer, bytes, signal, info);
+      else
+        wait(signal, blocks(bytes), info);
+      return;
+    }
+    // NCCL send/recv: a broadcast between the two ranks, rooted at the sender.
+    collective(CollectiveKind::broadcast, bytes, groups_.get({std::min(rank_, peer), std::max(rank_, peer)}), info,
+               send ? rank_ : peer);
+  }
+
+  /// Two transfers at once (Megatron's batched send_forward_recv_backward): two streams under BSP, so that neither
+  /// rendezvous waits for the other; under PGAS the put does not block, so one after the other.
+  void p2p_pair(Comm a, int mb_a, Comm b, int mb_b) {
+    if (pgas_) {
+      p2p(a, mb_a);
+      p2p(b, mb_b);
+      return;
+    }
+    std::vector<Op>* outer = out_;
+    StreamsOp both;
+    both.streams.resize(2);
+    out_ = &both.streams[0];
+    p2p(a, mb_a);
+    out_ = &both.streams[1];
+    p2p(b, mb_b);
+    out_ = outer;
+    std::erase_if(both.streams, [](const auto& s) { return s.empty(); });
+    if (both.streams.size() == 1)
+      for (auto& op : both.streams.front()) out_->push_back(std::move(op));
+    else if (both.streams.size() == 2)
+      out_->push_back(Op{std::move(both), phase_, -1});
+  }
+
+  void pipeline() {
+    const int m = c_.plan.micro_batches;
+    if (c_.plan.pipeline == Pipeline::gpipe) {
+      for (int i = 0; i < m; ++i) {
+        p2p(Comm::recv_forward, i);
+        forward(i);
+        p2p(Comm::send_forward, i);
+      }
+      for (int i = 0; i < m; ++i) {
+        p2p(Comm::recv_backward, i);
+        backward(i);
+        p2p(Comm::send_backward, i);
+      }
+      return;
+    }
+    // 1F1B (PipeDream-Flush), as megatron/core/pipeline_parallel/schedules.py runs it without interleaving.
+    const int warmup = std::min(c_.plan.pp - me_.pp - 1, m), remaining = m - warmup;
+    for (int i = 0; i < warmup; ++i) {
+      p2p(Comm::recv_forward, i);
+      forward(i);
+      p2p(Comm::send_forward, i);
+    }
+    if (remaining > 0) p2p(Comm::recv_forward, warmup);
+    for (int i = 0; i < remaining; ++i) {
+      forward(warmup + i);
+      p2p_pair(Comm::send_forward, warmup + i, Comm::recv_backward, i);
+      backward(i);
+      if (i == remaining - 1)
+        p2p(Comm::send_backward, i);
+      else
+        p2p_pair(Comm::send_backward, i, Comm::recv_forward, warmup + i + 1);
+    }
+    for (int i = remaining; i < m; ++i) {
+      p2p(Comm::recv_backward, i);
+      backward(i);
+      p2p(Comm::send_backward, i);
+    }
+  }
+
+  // ---- gradients and the optimizer --------------------------------------------------------------------------------
+
+  struct Part {
+    Group group;
+    double params;
+    int reduce_signal, gather_signal;
+  };
+
+  std::vector<Part> parts(std::size_t b) const {
+    std::vector<Part> out;
+    const auto k = static_cast<int>(b);
+    out.push_back({dp_, buckets_[b].dense_params, DP_REDUCE + k, DP_GATHER + k});
+    if (c_.model.moe) out.push_back({edp_, buckets_[b].expert_params, EXPERT_REDUCE + k, EXPERT_GATHER + k});
+    return out;
+  }
+
+  static bool reduced(const Part& p) { return p.group->size() > 1 && p.params > 0; }
+
+  bool reduces() const {
+    for (std::size_t b = 0; b < buckets_.size(); ++b)
+      for (const auto& p : parts(b))
+        if (reduced(p)) return true;
+    return false;
+  }
+
+  Bytes gradient(double params) const { return bytes_of(params * gradient_bytes(c_.model.dtype)); }
+
+  /// A member's share of a part of a bucket: what it owns in the reduce-scatter and sends in the all-gather.
+  Bytes chunk(const Part& p) const { return Bytes{gradient(p.params).count() / p.group->size()}; }
+
+  Kernel adam(double params) const { return {Flops{0}, bytes_of(params * ADAM_BYTES_PER_PARAMETER)}; }
+
+  void gather_waits(int unit, const OpInfo& info) {
+    for (std::size_t b = 0; b < buckets_.size(); ++b)
+      if (buckets_[b].low_unit == unit)
+        for (const auto& p : parts(b))
+          if (reduced(p) && direct(p.group)) wait(p.gather_signal, (p.group->size() - 1) * blocks(chunk(p)), info);
+  }
+
+  /// Stream 1: each bucket's reduction once the backward has recorded its event.
+  std::vector<Op> gradient_stream() {
+    std::vector<Op> ops;
+    std::vector<Op>* outer = out_;
+    out_ = &ops;
+    const OpInfo info = here(OpInfo::step_level);
+    for (std::size_t b = 0; b < buckets_.size(); ++b) {
+      const auto ps = parts(b);
+      if (std::ranges::none_of(ps, reduced)) continue;
+      add(EventWaitOp{static_cast<int>(b), static_cast<std::uint64_t>(step_ + 1)}, info);
+      for (const auto& p : ps) {
+        if (!reduced(p)) continue;
+        if (!pgas_) {
+          collective(c_.plan.zero ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce, gradient(p.params),
+                     p.group, info);
+          continue;
+        }
+        const auto n = static_cast<std::uint64_t>(p.group->size());
+        const Bytes chunk = this->chunk(p);
+        exchange(p.group, chunk, p.reduce_signal, info);
+        if (c_.plan.zero) {  // this rank owns 1/n of the bucket: it updates it at once and sends it out
+          compute(adam(p.params / static_cast<double>(n)), 1, info);
+          if (direct(p.group)) {  // waited for where the next step first uses it
+            for (int peer : *p.group)
+              if (peer != rank_) put(peer, chunk, p.gather_signal, info);
+          } else {
+            exchange(p.group, chunk, p.gather_signal, info);
+          }
+        } else {
+          exchange(p.group, chunk, p.gather_signal, info);
+        }
+      }
+    }
+    out_ = outer;
+    return ops;
+  }
+
+  void optimizer() {
+    const OpInfo info = here(OpInfo::step_level);
+    double local = 0;  // parameters updated after the backward
+    for (std::size_t b = 0; b < buckets_.size(); ++b)
+      for (const auto& p : parts(b)) {
+        if (!reduced(p) || !c_.plan.zero)
+          local += p.params;
+        else if (!pgas_)
+          local += p.params / static_cast<double>(p.group->size());
+      }
+    if (!pgas_ && c_.plan.gpus() > 1)  // the global gradient norm for clipping: every rank's partial sum
+      collective(CollectiveKind::all_reduce, Bytes{8}, world_, info);
+    compute(adam(local), 1, info);
+    if (!pgas_ && c_.plan.zero)
+      for (std::size_t b = 0; b < buckets_.size(); ++b)
+        for (const auto& p : parts(b))
+          if (reduced(p)) collective(CollectiveKind::all_gather, gradient(p.params), p.group, info);
+  }
+
+  void emit_step(std::vector<Op>& program) {
+    std::vector<Op> main;
+    out_ = &main;
+    pipeline();
+    std::vector<Op> grads = reduces() ? gradient_stream() : std::vector<Op>{};
+    out_ = &program;
+    if (grads.empty()) {
+      for (auto& op : main) program.push_back(std::move(op));
+    } else {
+      StreamsOp both;
+      both.streams.push_back(std::move(main));
+      both.streams.push_back(std::move(grads));
+      program.push_back(Op{std::move(both), phase_, -1});
+    }
+    optimizer();
+    if (!pgas_) return;
+    const OpInfo info = here(OpInfo::step_level);
+    if (c_.plan.zero && step_ == c_.steps - 1)  // the last step's parameters must be in before the job ends
+      for (std::size_t b = 0; b < buckets_.size(); ++b)
+        for (const auto& p : parts(b))
+          if (reduced(p) && direct(p.group)) wait(p.gather_signal, (p.group->size() - 1) * blocks(chunk(p)), info);
+    add(QuietOp{}, info);
+    if ((step_ + 1) % c_.resync_every == 0 && c_.plan.gpus() > 1)
+      add(ShmemBarrierOp{world_, models::Scope::thread}, info);
+  }
+
+  const Training& t_;
+  const TrainingConfig& c_;
+  std::uint64_t seed_;
+  int rank_;
+  Coord me_;
+  int phase_;
+  Groups& groups_;
+  std::map<std::tuple<int, int, int>, std::vector<MoeRoute>>& routes_;
+  int layers_;
+  std::vector<Bucket> buckets_;
+  LayerForward kernels_;
+  bool pgas_;
+  Group dp_, tp_, ep_, edp_, world_;
+  int step_ = 0;
+  std::vector<Op>* out_ = nullptr;
+};
+
+/// The union of intervals' length.
+double covered(std::vector<std::pair<double, double>> spans) {
+  std::ranges::sort(spans);
+  double total = 0, start = 0, end = -1;
+  for (auto [a, b] : spans) {
+    if (a > end) {
+      if (end > start) total += end - start;
+      start = a;
+      end = b;
+    } else {
+      end = std::max(end, b);
+    }
+  }
+  if (end > start) total += end - start;
+  return total;
+}
+
+bool is_compute(const std::string& kind) {
+  return kind == "compute";
+}
+bool is_communication(const std::string& kind) {
+  return kind == "collective" || kind == "copy" || kind == "put" || kind == "get" || kind == "quiet";
+}
+
+}  // namespace
+
+Training::Training(TrainingConfig config, const Fabric& fabric) : config_{std::move(config)} {
+  peak_ = *fabric.device(fabric.gpus().front()).gpu->peak(config_.model.dtype);
+}
+
+int Training::tag(const OpInfo& info) const {
+  const int units = config_.model.layers / config_.plan.pp + 2;
+  return ((info.step * config_.plan.micro_batches + info.micro_batch) * units + info.unit) * 3 +
+         static_cast<int>(info.pass);
+}
+
+OpInfo Training::info(int tag) const {
+  const int units = config_.model.layers / config_.plan.pp + 2;
+  OpInfo i;
+  i.pass = static_cast<OpInfo::Pass>(tag % 3);
+  tag /= 3;
+  i.unit = tag % units;
+  tag /= units;
+  i.micro_batch = tag % config_.plan.micro_batches;
+  i.step = tag / config_.plan.micro_batches;
+  return i;
+}
+
+void Training::emit(std::vector<Program>& programs, int phase) const {
+  Groups groups;
+  std::map<std::tuple<int, int, int>, std::vector<MoeRoute>> routes;
+  for (int r = 0; r < config_.plan.gpus(); ++r)
+    RankEmitter(*this, seed_, r, phase, groups, routes).run(programs[static_cast<std::size_t>(r)].ops);
+}
+
+std::vector<Table> Training::summarize(const std::vector<OpRecord>& records, int phase) const {
+  const auto& c = config_;
+  const int gpus = c.plan.gpus();
+  double start = 1e300;
+  std::vector<double> step_end(static_cast<std::size_t>(c.steps), 0);
+  std::vector<std::vector<std::pair<double, double>>> compute(static_cast<std::size_t>(gpus)),
+      busy(static_cast<std::size_t>(gpus));
+  std::map<std::string, double> moved;
+  for (const auto& r : records) {
+    if (r.phase != phase) continue;
+    start = std::min(start, r.start.count());
+    if (r.tag >= 0) {
+      auto& end = step_end[static_cast<std::size_t>(info(r.tag).step)];
+      end = std::max(end, r.end.count());
+    }
+    const auto span = std::pair{r.start.count(), r.end.count()};
+    if (is_compute(r.kind)) compute[static_cast<std::size_t>(r.rank)].push_back(span);
+    if (is_compute(r.kind) || is_communication(r.kind)) busy[static_cast<std::size_t>(r.rank)].push_back(span);
+    if (is_communication(r.kind) && r.kind != "quiet") moved[r.kind] += static_cast<double>(r.bytes.count());
+  }
+  if (start > 1e299) return {};
+  for (std::size_t s = 1; s < step_end.size(); ++s) step_end[s] = std::max(step_end[s], step_end[s - 1]);
+  const double flops = step_model_flops(c.model, c.plan).count();
+  const double peak = peak_.count() * gpus;
+  Table steps{fmt::format("training steps ({}): model FLOPs per step {:.4g} TFLOP, {} GPUs at {:.4g} TFLOP/s peak",
+                          c.schedule == Schedule::bsp ? "bsp" : "pgas", flops / 1e12, gpus, peak_.count() / 1e12),
+              {"step", "end_ms", "time_ms", "mfu_pct"},
+              {}};
+  double total = 0;
+  for (std::size_t s = 0; s < step_end.size(); ++s) {
+    const double time = step_end[s] - (s == 0 ? start : step_end[s - 1]);
+    total += time;
+    steps.rows.push_back({static_cast<int>(s), (step_end[s] - start) * 1e3, time * 1e3, 100 * flops / (time * peak)});
+  }
+  const double mean = total / c.steps, last = step_end.back() - (c.steps > 1 ? step_end[step_end.size() - 2] : start);
+  const double run = step_end.back() - start;
+  Table per_gpu{"training: time per GPU over all steps (busy = in compute or communication; idle = the rest)",
+                {"rank", "tp", "dp", "pp", "compute_ms", "comm_only_ms", "idle_ms", "not_computing_pct"},
+                {}};
+  double busy_sum = 0, compute_sum = 0, idle_max = 0;
+  for (int r = 0; r < gpus; ++r) {
+    const double in_compute = covered(compute[static_cast<std::size_t>(r)]);
+    const double in_any = covered(busy[static_cast<std::size_t>(r)]);
+    const double idle = std::max(0.0, run - in_any);
+    const Coord co = coord_of(c.plan, r);
+    per_gpu.rows.push_back({r, co.tp, co.dp, co.pp, in_compute * 1e3, (in_any - in_compute) * 1e3, idle * 1e3,
+                            100 * (1 - in_compute / run)});
+    busy_sum += in_any;
+    compute_sum += in_compute;
+    idle_max = std::max(idle_max, idle);
+  }
+  Table summary{"training summary", {"metric", "value"}, {}};
+  auto row = [&](const char* name, nlohmann::json value) { summary.rows.push_back({name, std::move(value)}); };
+  row("schedule", c.schedule == Schedule::bsp ? "bsp" : "pgas");
+  row("gpus", gpus);
+  row("steps", c.steps);
+  row("step_mean_ms", mean * 1e3);
+  row("step_last_ms", last * 1e3);
+  row("model_tflop_per_step", flops / 1e12);
+  row("mfu_pct", 100 * flops / (mean * peak));
+  row("compute_ms_per_gpu", compute_sum / gpus * 1e3);
+  row("comm_only_ms_per_gpu", (busy_sum - compute_sum) / gpus * 1e3);
+  row("idle_ms_per_gpu", (run * gpus - busy_sum) / gpus * 1e3);
+  // What a GPU spends not computing, whichever schedule: BSP waits inside its collectives, PGAS in signal waits.
+  row("not_computing_ms_per_gpu", (run * gpus - compute_sum) / gpus * 1e3);
+  row("idle_ms_max", idle_max * 1e3);
+  for (const char* kind : {"collective", "copy", "put", "get"}) row(fmt::format("bytes_{}", kind).c_str(), moved[kind]);
+  return {steps, summary, per_gpu};
+}
+
+std::unique_ptr<Training> make_training(const ConfigNode& node, const Fabric& fabric) {
+  TrainingConfig c;
+  const auto schedule = node.optional<std::string>("schedule", "bsp");
+  if (schedule != "bsp" && schedule != "pgas")
+    node.fail_key("schedule", fmt::format("expected bsp or pgas, found '{}'", schedule));
+  c.schedule = schedule == "bsp" ? Schedule::bsp : Schedule::pgas;
+  c.steps = node.optional<int>("steps", 2);
+  check_between(node, "steps", c.steps, 1, MAX_STEPS);
+  const ConfigNode model = node.child("model");
+  c.model = parse_model(model, fabric);
+  const ConfigNode parallel = node.section("parallel");
+  c.plan = parse_plan(parallel, model, c.model, fabric);
+  const ConfigNode pgas = node.section("pgas");
+  c.pgas_blocks = pgas.optional<int>("blocks", 32);
+  check_between(pgas, "blocks", c.pgas_blocks, 1, 1024);
+  c.threshold = pgas.optional<double>("threshold", 1.0);
+  check_between(pgas, "threshold", c.threshold, 0.0, 1000.0);
+  c.resync_every = pgas.optional<int>("resync_every", 4);
+  check_between(pgas, "resync_every", c.resync_every, 1, MAX_STEPS);
+  for (int stage = 0; stage < c.plan.pp; ++stage)
+    if (const auto n = buckets(c, stage).size(); n > MAX_BUCKETS)
+      parallel.fail_key(
+          "bucket",
+          fmt::format("cuts a stage's gradients into {} buckets; at most {}: use a larger bucket", n, MAX_BUCKETS));
+  return std::make_unique<Training>(std::move(c), fabric);
+}
+
+}  // namespace snsim::workloads::training
+
+namespace snsim::workloads {
+
+WorkloadRegistry::Entry training_entry() {
+  return {"training",
+          "transformer training steps (dense or MoE) over DP / TP / PP / EP, per layer, as BSP collectives or PGAS "
+          "puts with signals",
+          {{"schedule", "bsp|pgas", "bsp", "NCCL collectives and barriers, or one-sided puts with signals"},
+           {"steps", "count", "2", "training steps, 1-100"},
+           {"model.layers", "count", "", "transformer layers"},
+           {"model.hidden", "count", "", "hidden size h"},
+           {"model.heads", "count", "", "attention heads (divide h and are split over tp)"},
+           {"model.ffn_hidden", "count", "4 x hidden", "MLP (and each expert's) hidden size"},
+           {"model.sequence", "tokens", "", "sequence length s"},
+           {"model.vocabulary", "tokens", "50304", "vocabulary V (GPT-2's, padded)"},
+           {"model.micro_batch", "sequences", "1", "sequences per micro-batch"},
+           {"model.micro_batches", "count", "pp", "micro-batches per step and pipeline (or global_batch)"},
+           {"model.global_batch", "sequences", "", "sequences per step: micro_batch x micro_batches x dp"},
+           {"model.dtype", "bf16|fp16|fp8|tf32|fp32|fp64", "bf16", "number format of the GEMMs (the GPU's peak)"},
+           {"model.attention", "flash|unfused", "flash", "FlashAttention, or the s^2 scores through HBM"},
+           {"model.moe.experts", "count", "", "experts per MoE layer (every layer is MoE when moe is given)"},
+           {"model.moe.top_k", "count", "2", "experts per token"},
+           {"model.moe.capacity_factor", "ratio", "1.25", "an expert's capacity: factor x tokens x top_k / experts"},
+           {"model.moe.skew", "Zipf exponent", "0", "expert popularity skew (0 uniform), drawn per layer"},
+           {"parallel.tp", "GPUs", "1", "tensor parallel (innermost ranks)"},
+           {"parallel.pp", "stages", "1", "pipeline parallel (outermost)"},
+           {"parallel.dp", "replicas", "GPUs / (tp x pp)", "data parallel; tp x pp x dp = GPUs"},
+           {"parallel.ep", "GPUs", "1", "expert parallel, within a stage's tp x dp ranks"},
+           {"parallel.pipeline", "1f1b|gpipe", "1f1b", "pipeline schedule"},
+           {"parallel.sequence_parallel", "bool", "false", "TP reduce-scatter / all-gather instead of all-reduce"},
+           {"parallel.zero", "bool", "false", "distributed optimizer: reduce-scatter gradients, all-gather parameters"},
+           {"parallel.bucket", "bytes", "25MiB", "gradient bucket (PyTorch DDP bucket_cap_mb)"},
+           {"pgas.blocks", "count", "32", "thread blocks issuing a large put"},
+           {"pgas.threshold", "ratio", "1.0", "MoE balancer: keep the router's expert below threshold x mean load"},
+           {"pgas.resync_every", "steps", "4", "a shmem_barrier over all ranks every K steps"}},
+          [](const ConfigNode& node, const Fabric& fabric) -> std::unique_ptr<Workload> {
+            return training::make_training(node, fabric);
+          }};
+}
+
+}  // namespace snsim::workloads

@@ -1,0 +1,163 @@
+// Training steps end to end: each TEST_CASE runs at most one simulation in this process (SimGrid 3.32: one per
+// process); the determinism test runs its simulations in forked children (sim/isolated.hpp).
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "sim/isolated.hpp"
+#include "workloads/test_support.hpp"
+#include "workloads/training/training.hpp"
+
+using namespace snsim;
+using namespace snsim::workloads;
+using namespace snsim::workloads::training;
+using snsim::workloads::testing::load;
+
+namespace {
+
+/// The training workload of a scenario's text, built again to decode its records' tags.
+std::unique_ptr<Training> decoder(const std::string& yaml) {
+  auto doc = ConfigDocument::load_string(yaml, "t.yaml");
+  const auto scenario = Scenario::load(ConfigDocument::load_string(yaml, "t.yaml"));
+  return make_training(doc->root().child("workloads").elements().front(), scenario.fabric());
+}
+
+const Table& table(const Report& r, std::string_view prefix) {
+  for (const auto& t : r.tables)
+    if (t.title.starts_with(prefix)) return t;
+  throw std::logic_error("no table " + std::string(prefix));
+}
+
+double metric(const Report& r, std::string_view name) {
+  for (const auto& row : table(r, "training summary").rows)
+    if (row[0] == name) return row[1].get<double>();
+  throw std::logic_error("no metric " + std::string(name));
+}
+
+/// Two pipeline stages on two GPUs, GPipe, 4 micro-batches; GPU 1 three times slower.
+std::string pipeline_scenario(const std::string& schedule) {
+  return "topology: {type: hgx, gpus: 2}\n"
+         "models: {slow: [{gpu: 1, compute: 3, hbm: 3}]}\n"
+         "workloads:\n"
+         "  - type: training\n"
+         "    schedule: " +
+         schedule +
+         "\n"
+         "    steps: 1\n"
+         "    model: {layers: 4, hidden: 2048, heads: 16, sequence: 2048, micro_batches: 4}\n"
+         "    parallel: {pp: 2, pipeline: gpipe}\n";
+}
+
+/// When rank `rank` starts the forward of micro-batch `mb` (its first op) and ends it (its last op).
+std::pair<double, double> forward_span(const Report& r, const Training& t, int rank, int mb) {
+  double first = 1e300, last = 0;
+  for (const auto& o : r.ops)
+    if (o.rank == rank && o.tag >= 0 && o.kind == "compute") {
+      const OpInfo i = t.info(o.tag);
+      if (i.pass == OpInfo::forward && i.micro_batch == mb) {
+        first = std::min(first, o.start.count());
+        last = std::max(last, o.end.count());
+      }
+    }
+  REQUIRE(last > 0);
+  return {first, last};
+}
+
+}  // namespace
+
+TEST_CASE("training: a BSP step on 4 GPUs with one GPU slowed takes at least the slow GPU's compute") {
+  const std::string yaml =
+      "topology: {type: hgx, gpus: 4}\n"
+      "models: {slow: [{gpu: 2, compute: 1.3, hbm: 1.3}]}\n"
+      "workloads:\n"
+      "  - type: training\n"
+      "    steps: 2\n"
+      "    model: {layers: 4, hidden: 2048, heads: 16, sequence: 2048, micro_batches: 2}\n"
+      "    parallel: {tp: 2, dp: 2}\n";
+  const auto s = load(yaml);
+  const Report r = s.run();
+  REQUIRE(r.outcome == "completed");
+  const auto t = decoder(yaml);
+  // Per step: the slow GPU's kernel time, and the step's end on every rank.
+  std::map<int, double> slow_compute, step_end;
+  std::map<std::pair<int, int>, double> collective_time;  // (rank, step)
+  for (const auto& o : r.ops) {
+    if (o.tag < 0) continue;
+    const int step = t->info(o.tag).step;
+    step_end[step] = std::max(step_end[step], o.end.count());
+    if (o.rank == 2 && o.kind == "compute") slow_compute[step] += (o.end - o.start).count();
+    if (o.kind == "collective") collective_time[{o.rank, step}] += (o.end - o.start).count();
+  }
+  const auto& steps = table(r, "training steps").rows;
+  REQUIRE(steps.size() == 2);
+  for (int step = 0; step < 2; ++step) {
+    CAPTURE(step);
+    CHECK(steps[static_cast<std::size_t>(step)][2].get<double>() * 1e-3 >= slow_compute[step]);
+    // The fast GPUs wait for the slow one inside their collectives.
+    for (int fast : {0, 1, 3}) CHECK(collective_time[{fast, step}] > collective_time[{2, step}]);
+  }
+  CHECK(metric(r, "mfu_pct") > 0);
+  CHECK(metric(r, "mfu_pct") < 100);
+}
+
+TEST_CASE("training: under PGAS a stage runs ahead of a slow stage that consumes its activations") {
+  const std::string yaml = pipeline_scenario("pgas");
+  const Report r = load(yaml).run();
+  REQUIRE(r.outcome == "completed");
+  const auto t = decoder(yaml);
+  // Stage 0's inputs are always ready: its puts do not wait for stage 1, so it starts its last forward before the
+  // slow stage 1 has finished its second one.
+  CHECK(forward_span(r, *t, 0, 3).first < forward_span(r, *t, 1, 1).second);
+}
+
+TEST_CASE("training: under BSP a stage waits for the slow stage's receive before it sends on") {
+  const std::string yaml = pipeline_scenario("bsp");
+  const Report r = load(yaml).run();
+  REQUIRE(r.outcome == "completed");
+  const auto t = decoder(yaml);
+  // NCCL's send completes only when the slow stage posts its receive, after its previous forward: the contrast
+  // to the PGAS case above, same scenario.
+  CHECK(forward_span(r, *t, 0, 3).first >= forward_span(r, *t, 1, 1).second);
+}
+
+TEST_CASE("training: the same seed gives identical records, another seed other routing") {
+  auto run = [](int seed) {
+    return run_isolated([seed] {
+      const auto s =
+          load(fmt::format("seed: {}\n"
+                           "topology: {{type: hgx, gpus: 8}}\n"
+                           "workloads:\n"
+                           "  - type: training\n"
+                           "    schedule: pgas\n"
+                           "    steps: 2\n"
+                           "    model: {{layers: 2, hidden: 1024, heads: 8, sequence: 1024, micro_batches: 2,\n"
+                           "            moe: {{experts: 8, top_k: 2, skew: 1.5}}}}\n"
+                           "    parallel: {{dp: 8, ep: 4}}\n",
+                           seed));
+      return s.run().to_json().dump();
+    });
+  };
+  const std::string a = run(3);
+  CHECK(a == run(3));
+  CHECK(a != run(4));
+  CHECK(nlohmann::json::parse(a)["outcome"] == "completed");
+}
+
+TEST_CASE("training: the dense GPT example on 8 x H200 completes at a plausible MFU") {
+  const auto s = Scenario::load(
+      ConfigDocument::load_file(std::string(SNSIM_SOURCE_DIR) + "/workloads/examples/training_dense_hgx.yaml"));
+  const Report r = s.run();
+  REQUIRE(r.outcome == "completed");
+  CHECK(metric(r, "mfu_pct") > 20);
+  CHECK(metric(r, "mfu_pct") < 80);
+}
+
+TEST_CASE("training: the MoE example on NVL72 completes") {
+  const auto s = Scenario::load(
+      ConfigDocument::load_file(std::string(SNSIM_SOURCE_DIR) + "/workloads/examples/training_moe_nvl72.yaml"));
+  const Report r = s.run();
+  REQUIRE(r.outcome == "completed");
+  CHECK(metric(r, "mfu_pct") > 0);
+  CHECK(metric(r, "bytes_put") > 0);
+  CHECK(metric(r, "bytes_get") > 0);
+}
