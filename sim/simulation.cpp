@@ -173,20 +173,35 @@ std::size_t Simulation::link_for(const Hop& hop) {
     if (spare_links_.empty()) throw std::logic_error(fmt::format("no spare link left for the hop {}", name));
     link = spare_links_.back();
     spare_links_.pop_back();
-    link->set_bandwidth(bandwidth);
   } else {
     link = zone_->create_link(name, bandwidth)->set_latency(0)->seal();
   }
+  // Registered before set_bandwidth, a simcall during which other actors run and may want the same hop.
   s4u_links_.push_back(link);
   links_.push_back({name, BytesPerSecond{bandwidth}, Bytes{0}, Bytes{0}});
   link_channels_.push_back(key);
-  link_of_hop_.emplace(std::move(key), links_.size() - 1);
-  return links_.size() - 1;
+  const std::size_t index = links_.size() - 1;
+  link_of_hop_.emplace(std::move(key), index);
+  if (lazy_) link->set_bandwidth(bandwidth);
+  return index;
 }
 
 BytesPerSecond Simulation::bottleneck(const std::vector<std::size_t>& links) const {
+  // From the channels' lanes left (failures), not from SimGrid: a spare link another actor has just taken may not
+  // have its bandwidth yet (set_bandwidth is a simcall).
   BytesPerSecond b{std::numeric_limits<double>::infinity()};
-  for (auto index : links) b = std::min(b, BytesPerSecond{s4u_links_[index]->get_bandwidth()});
+  for (auto index : links) {
+    if (channel_factor_.empty() || link_channels_[index].empty()) {  // no failure yet, or HBM
+      b = std::min(b, links_[index].bandwidth);
+      continue;
+    }
+    double bandwidth = 0;
+    for (auto c : link_channels_[index]) {
+      auto it = channel_factor_.find(c);
+      bandwidth += fabric_.channel(c).bandwidth().count() * (it == channel_factor_.end() ? 1.0 : it->second);
+    }
+    b = std::min(b, BytesPerSecond{bandwidth});
+  }
   return b;
 }
 
