@@ -19,8 +19,9 @@ int token = 0;
 /// A plan with what each of its transfers needs: wire bytes per payload byte and the rate cap.
 struct Runner::Step {
   models::CollectivePlan plan;
-  double efficiency = 1;  // payload share of the wire: SM copy efficiency x protocol efficiency
-  double wire_cap = 0;    // most wire bytes/s of one transfer (channels, protocol cap, switch reduction); 0 = none
+  double efficiency = 1;    // payload share of the wire: SM copy efficiency x protocol efficiency
+  double wire_cap = 0;      // most wire bytes/s of one transfer (channels, protocol cap, switch reduction); 0 = none
+  Seconds ring_latency{0};  // ring: the wire latency of the ring's slowest hop
 };
 
 models::CollectivePlatform Runner::collective_platform(const std::vector<int>& group) {
@@ -45,7 +46,7 @@ void Runner::collective(int rank, const CollectiveOp& op) {
   const models::CollectiveRequest request{op.kind,     op.bytes, static_cast<int>(n), op.algorithm, op.protocol,
                                           op.channels, op.launch};
   const auto& model = *models_.collective;
-  Step step{model.plan(request, platform), 1, 0};
+  Step step{model.plan(request, platform), 1, 0, Seconds{0}};
   const auto& plan = step.plan;
   step.efficiency = platform.sm_efficiency * plan.efficiency;
   // Cap a transfer only where the plan runs below what the links give: fewer channels than links, LL's rate cap,
@@ -59,6 +60,7 @@ void Runner::collective(int rank, const CollectiveOp& op) {
   sleep_for(plan.launch + plan.base_latency);
   switch (plan.shape.pattern) {
     case models::Pattern::ring:
+      step.ring_latency = ring_latency(group);
       ring_steps(rank, group[(position + 1) % n], group[(position + n - 1) % n], step);
       break;
     case models::Pattern::all_peers:
@@ -101,8 +103,22 @@ sg4::CommPtr Runner::put(int from, int to, const Step& step) {
   return comm->start();
 }
 
+Seconds Runner::ring_latency(const std::vector<int>& group) {
+  // Every rank of a ring pays the wire latency of the ring's slowest hop each step, as NCCL's tuning model gives a
+  // ring one step latency. The ring's time is the same as with each rank's own next hop (its steady-state period is
+  // set by its slowest hop either way: equal on NVL576 and a 512-GPU superpod), but ranks stay in step: with their
+  // own latencies they drift apart, and a step's transfers then end at as many distinct times as there are offsets,
+  // each re-solving the ring's flows (coupled through the GPUs' HBM links): 4x the wall time at 4,096 GPUs.
+  auto [it, fresh] = ring_latency_.try_emplace(&group, Seconds{0});
+  if (fresh)
+    for (std::size_t i = 0; i < group.size(); ++i)
+      it->second =
+          std::max(it->second, simulation_.route(device(group[i]), device(group[(i + 1) % group.size()])).latency);
+  return it->second;
+}
+
 void Runner::ring_steps(int rank, int next, int prev, const Step& step) {
-  const Seconds latency = step.plan.step_latency + simulation_.route(device(rank), device(next)).latency;
+  const Seconds latency = step.plan.step_latency + step.ring_latency;
   for (int s = 0; s < step.plan.shape.steps; ++s) {
     sleep_for(latency);
     auto sent = put(rank, next, step);

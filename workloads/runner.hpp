@@ -82,6 +82,7 @@ class Runner {
   void collective(int rank, const CollectiveOp& op);
   models::CollectivePlatform collective_platform(const std::vector<int>& group);
   void ring_steps(int rank, int next, int prev, const Step& step);
+  Seconds ring_latency(const std::vector<int>& group);
   void all_peers_steps(int rank, const std::vector<int>& group, const Step& step);
   /// Whether an all-peers plan on `group` takes the crossbar fast path (models/fabric.hpp).
   bool crossbar_fast(const std::vector<int>& group, const Step& step) const;
@@ -100,6 +101,7 @@ class Runner {
   std::map<std::pair<int, int>, simgrid::s4u::Mailbox*> mailboxes_;
   std::map<const void*, simgrid::s4u::BarrierPtr> barriers_;  // by Group identity
   std::map<const void*, double> switch_reduction_;            // by Group identity, computed on first use
+  std::map<const void*, Seconds> ring_latency_;               // by Group identity, computed on first use
   struct CrossbarRound;  // what the ranks of one fast-path round send each other (workloads/collectives.cpp)
   std::map<std::pair<const void*, std::uint64_t>, std::shared_ptr<CrossbarRound>> crossbar_rounds_;
   std::map<std::pair<const void*, int>, std::uint64_t> crossbar_rounds_done_;  // by (group, rank)
