@@ -178,8 +178,15 @@ std::vector<Protocol> protocols_for(Algorithm algorithm) {
 }
 
 double switch_reduction(const Fabric& fabric) {
+  return switch_reduction(fabric, fabric.gpus());
+}
+
+double switch_reduction(const Fabric& fabric, const std::vector<DeviceId>& gpus) {
+  if (gpus.empty()) return 0;
+  const auto domain = fabric.nvlink_domain(gpus.front());
+  if (std::ranges::any_of(gpus, [&](DeviceId g) { return !std::ranges::binary_search(domain, g); })) return 0;
   double efficiency = std::numeric_limits<double>::infinity();
-  for (auto gpu : fabric.gpus()) {
+  for (auto gpu : gpus) {
     bool has_switch = false;
     for (auto e : boost::make_iterator_range(boost::out_edges(gpu, fabric.graph()))) {
       const Device& d = fabric.device(fabric.target(e));

@@ -74,6 +74,9 @@ std::vector<Protocol> protocols_for(Algorithm algorithm);
 /// The in-switch reduction efficiency shared by every NVSwitch that a GPU of `fabric` reaches over NVLink, or 0 when
 /// some GPU has no NVLink switch or one of them cannot reduce (then nvls cannot run).
 double switch_reduction(const Fabric& fabric);
+/// The same for a group of GPUs: 0 unless they are all in one NVLink domain (Fabric::nvlink_domain), where NVLS can
+/// reduce; a superpod's NVSwitches reduce within a node only.
+double switch_reduction(const Fabric& fabric, const std::vector<DeviceId>& gpus);
 /// Lanes from `gpu` into its NVLink or PCIe switches, at least 1: NCCL runs a channel per link's worth of bandwidth.
 int switch_links(const Fabric& fabric, DeviceId gpu);
 /// NCCL's channel count for `size` bytes: one channel per `threshold` bytes, at least 1 and at most `links`

@@ -12,6 +12,7 @@ void register_models(Registry<Model>& registry) {
   registry.add(slow_model_entry());
   registry.add(pgas_model_entry());
   registry.add(uvm_model_entry());
+  registry.add(fabric_model_entry());
 }
 
 namespace {
@@ -33,7 +34,8 @@ Models Models::load(const ConfigNode& section) {
           build<VariationModel>(registry, section, "variation"),
           build<SlowModel>(registry, section, "slow"),
           build<PgasModel>(registry, section, "pgas"),
-          build<UvmModel>(registry, section, "uvm")};
+          build<UvmModel>(registry, section, "uvm"),
+          build<FabricModel>(registry, section, "fabric")};
 }
 
 }  // namespace snsim::models

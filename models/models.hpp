@@ -6,6 +6,7 @@
 #include "models/collective.hpp"
 #include "models/compute.hpp"
 #include "models/copy.hpp"
+#include "models/fabric.hpp"
 #include "models/jitter.hpp"
 #include "models/pgas.hpp"
 #include "models/stream.hpp"
@@ -26,6 +27,7 @@ struct Models {
   std::shared_ptr<const SlowModel> slow;  // check(gpus) once the fabric is known
   std::shared_ptr<const PgasModel> pgas;
   std::shared_ptr<const UvmModel> uvm;
+  std::shared_ptr<const FabricModel> fabric;
 
   /// Builds every model from `models.<name>` (absent sections take the defaults).
   static Models load(const ConfigNode& section);

@@ -347,6 +347,71 @@ std::optional<std::string> Fabric::check() const {
   return std::nullopt;
 }
 
+std::vector<std::vector<DeviceId>> Fabric::crossbar_domains() const {
+  // Candidates: GPUs with the same NVSwitches out and in; then each candidate group is checked for what else could
+  // put a hop between two members (a direct channel, a shared PCIe switch).
+  auto switches = [&](DeviceId gpu, bool out) {
+    std::vector<DeviceId> s;
+    if (out) {
+      for (auto e : boost::make_iterator_range(boost::out_edges(gpu, graph_)))
+        if (graph_[boost::target(e, graph_)].kind == DeviceKind::nvswitch) s.push_back(boost::target(e, graph_));
+    } else {
+      for (auto e : boost::make_iterator_range(boost::in_edges(gpu, graph_)))
+        if (graph_[boost::source(e, graph_)].kind == DeviceKind::nvswitch) s.push_back(boost::source(e, graph_));
+    }
+    std::ranges::sort(s);
+    s.erase(std::unique(s.begin(), s.end()), s.end());
+    return s;
+  };
+  std::map<std::pair<std::vector<DeviceId>, std::vector<DeviceId>>, std::vector<DeviceId>> candidates;
+  for (auto gpu : gpus_) {
+    auto out = switches(gpu, true), in = switches(gpu, false);
+    if (!out.empty() && out == in) candidates[{std::move(out), std::move(in)}].push_back(gpu);
+  }
+  std::vector<std::vector<DeviceId>> domains;
+  for (auto& [planes, members] : candidates) {
+    if (members.size() < 2) continue;
+    std::vector<bool> member(device_count(), false), plane(device_count(), false);
+    for (auto m : members) member[m] = true;
+    for (auto p : planes.first) plane[p] = true;
+    bool clean = true;
+    for (auto m : members)
+      for (auto e : boost::make_iterator_range(boost::out_edges(m, graph_))) {
+        const DeviceId x = boost::target(e, graph_);
+        if (member[x]) clean = false;  // a direct channel between two members
+        if (plane[x] || !forwards(graph_[x].kind)) continue;
+        for (auto f : boost::make_iterator_range(boost::out_edges(x, graph_)))
+          if (boost::target(f, graph_) != m && member[boost::target(f, graph_)]) clean = false;
+      }
+    if (clean) domains.push_back(std::move(members));
+  }
+  std::ranges::sort(domains, [&](const auto& a, const auto& b) { return graph_[a[0]].index < graph_[b[0]].index; });
+  return domains;
+}
+
+std::vector<DeviceId> Fabric::nvlink_domain(DeviceId gpu) const {
+  // A search from the GPU through NVSwitches only: GPUs on a direct NVLink are peers, not a switch domain.
+  std::vector<bool> seen(device_count(), false);
+  std::vector<DeviceId> frontier{gpu}, domain{gpu};
+  seen[gpu] = true;
+  while (!frontier.empty()) {
+    const DeviceId u = frontier.back();
+    frontier.pop_back();
+    for (auto e : boost::make_iterator_range(boost::out_edges(u, graph_))) {
+      const DeviceId v = boost::target(e, graph_);
+      const auto kind = graph_[v].kind;
+      if (seen[v] || graph_[e].kind != ChannelKind::nvlink) continue;
+      if (kind != DeviceKind::nvswitch && !(kind == DeviceKind::gpu && graph_[u].kind == DeviceKind::nvswitch))
+        continue;
+      seen[v] = true;
+      if (kind == DeviceKind::gpu) domain.push_back(v);
+      frontier.push_back(v);
+    }
+  }
+  std::ranges::sort(domain);
+  return domain;
+}
+
 Fabric::HopCounts Fabric::gpu_hop_counts(std::size_t max_sources) const {
   HopCounts counts;
   if (gpus_.size() < 2 || max_sources == 0) return counts;

@@ -152,6 +152,18 @@ class Fabric {
   };
   HopCounts gpu_hop_counts(std::size_t max_sources = 512) const;
 
+  /// Non-blocking crossbar domains: groups of 2 or more GPUs joined by one stage of NVSwitches, where every member
+  /// has channels to and from the same switches, no direct channel to another member, and no other forwarding device
+  /// shared with one. A route between two members is then the sender's channels into those switches and the
+  /// receiver's channels out of them, whoever the two are, and the switch itself is non-blocking, so only the
+  /// members' ports bind (HGX, NVL72, an NVL576 half-rack, a superpod node). GPUs in rank order; GPUs of no domain are
+  /// left out.
+  std::vector<std::vector<DeviceId>> crossbar_domains() const;
+  /// The NVLink domain of a GPU: the GPUs it reaches through NVSwitches over NVLink channels alone, itself included,
+  /// sorted. GPUs of two nodes of a superpod are in different domains although each node has NVSwitches: NVLS
+  /// (in-switch reduction) works only inside one.
+  std::vector<DeviceId> nvlink_domain(DeviceId gpu) const;
+
  private:
   FabricGraph graph_;
   std::vector<DeviceId> gpus_;

@@ -13,6 +13,8 @@
 #include <xbt/log.h>
 #include <simgrid/kernel/resource/Model.hpp>
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
+#include <simgrid/kernel/routing/NetPoint.hpp>
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u.hpp>
 
 XBT_LOG_NEW_DEFAULT_CATEGORY(snsim_simulation, "snsim: platform building and the engine");
@@ -57,8 +59,24 @@ std::string Simulation::hop_name(const Fabric& fabric, const Hop& hop) {
   return fmt::format("{}->{}", device_list(fabric, from), device_list(fabric, to));
 }
 
+// Our zone: SimGrid asks it for the links between two of its hosts when a communication starts; the Simulation
+// answers from its routes, computing them on first use. Links carry no latency (see the file comment).
+class Simulation::Zone final : public simgrid::kernel::routing::NetZoneImpl {
+ public:
+  Zone(const std::string& name, Simulation& simulation) : NetZoneImpl(name), simulation_{simulation} {}
+
+  void get_local_route(const simgrid::kernel::routing::NetPoint* src, const simgrid::kernel::routing::NetPoint* dst,
+                       simgrid::kernel::routing::Route* into, double* /*latency*/) override {
+    for (auto index : simulation_.zone_route(src->id(), dst->id()))
+      into->link_list_.push_back(simulation_.s4u_links_[index]->get_impl());
+  }
+
+ private:
+  Simulation& simulation_;
+};
+
 Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& engine_args, double sm_hold_share)
-    : fabric_{fabric} {
+    : fabric_{fabric}, router_{fabric} {
   std::vector<std::string> args{"snsim"};
   args.insert(args.end(), engine_args.begin(), engine_args.end());
   std::vector<char*> argv;
@@ -77,7 +95,8 @@ Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& eng
   sg4::Engine::set_config("network/crosstraffic:0");
   sg4::Engine::set_config("network/TCP-gamma:0");
 
-  auto* zone = sg4::create_full_zone("fabric");
+  // The first zone created becomes the engine's root (as create_full_zone's FullZone would); the engine owns it.
+  auto* zone = (new Zone("fabric", *this))->get_iface();
   const auto& graph = fabric.graph();
   hosts_.assign(fabric.device_count(), nullptr);
   memory_links_.assign(fabric.device_count(), std::nullopt);
@@ -94,6 +113,7 @@ Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& eng
       max_pstate_ = pstates.size() - 1;
     }
     hosts_[v] = zone->create_host(d.name, pstates)->seal();
+    zone_device_.push_back(static_cast<long>(v));  // zone ids count hosts in creation order
     device_of_host_.emplace(hosts_[v], v);
     endpoints.push_back(v);
     if (d.gpu) {  // SHARED (the default policy): reads and writes draw on one HBM bandwidth
@@ -104,55 +124,33 @@ Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& eng
       memory_links_[v] = links_.size() - 1;
     }
   }
+  crossbar_of_.assign(fabric.device_count(), std::nullopt);
+  const auto domains = fabric.crossbar_domains();
+  for (std::size_t k = 0; k < domains.size(); ++k) {
+    for (auto gpu : domains[k]) crossbar_of_[gpu] = k;
+    hubs_.push_back(zone->create_host(fmt::format("crossbar{}", k), HOST_CPU_FLOPS)->seal());
+    zone_device_.push_back(-1 - static_cast<long>(k));
+  }
 
-  // One link per distinct hop (a set of parallel channels), shared by every route that crosses it.
-  std::map<std::vector<ChannelId>, std::size_t> link_of_hop;
-  auto link_for = [&](const Hop& hop) {
-    auto key = hop.channels;
-    std::ranges::sort(key);
-    if (auto it = link_of_hop.find(key); it != link_of_hop.end()) return it->second;
-    BytesPerSecond bandwidth{0};
-    for (auto c : hop.channels) bandwidth = bandwidth + fabric.channel(c).bandwidth();
-    const std::string name = hop_name(fabric, hop);
-    auto* link = zone->create_link(name, bandwidth.count())->set_latency(0)->seal();
-    s4u_links_.push_back(link);
-    links_.push_back({name, bandwidth, Bytes{0}, Bytes{0}});
-    link_channels_.push_back(key);
-    link_of_hop.emplace(std::move(key), links_.size() - 1);
-    return links_.size() - 1;
-  };
-
-  Router router(fabric);  // one graph search per endpoint and direction, not per pair
-  for (auto from : endpoints) {
-    for (auto to : endpoints) {
-      PlatformRoute route{{}, Seconds{0}, BytesPerSecond{std::numeric_limits<double>::infinity()}};
-      std::vector<sg4::LinkInRoute> in_route;
-      auto add_link = [&](std::size_t index) {
-        route.links.push_back(index);
-        in_route.emplace_back(s4u_links_[index]);
-        route.bottleneck = std::min(route.bottleneck, links_[index].bandwidth);
-      };
-      if (from == to) {
-        // The loopback of a GPU: its HBM link once, carrying the reads and the writes a local copy makes. Without a
-        // route of its own, a Full zone would use SimGrid's implicit 10 GB/s loopback (reference/simgrid-3.32.md).
-        if (!memory_links_[from]) continue;
-        add_link(*memory_links_[from]);
-      } else {
-        auto r = router.route(from, to);
-        if (!r) continue;  // unconnected endpoints: transfers between them are rejected before the run
-        route.latency = fabric.cost(*r).latency;
-        if (memory_links_[from]) add_link(*memory_links_[from]);
-        for (const auto& hop : r->hops) {
-          add_link(link_for(hop));
-        }
-        if (memory_links_[to]) add_link(*memory_links_[to]);
-      }
-      zone->add_route(hosts_[from]->get_netpoint(), hosts_[to]->get_netpoint(), nullptr, nullptr, in_route, false);
-      routes_.emplace(std::pair{from, to}, std::move(route));
-    }
+  zone_ = zone;
+  domains_ = domains;
+  lazy_ = endpoints.size() > EAGER_ENDPOINTS;
+  if (!lazy_) {
+    // Every pair now, in pair order: links are created (and listed) in the order their hops first appear.
+    for (auto from : endpoints)
+      for (auto to : endpoints)
+        if (auto r = make_route(from, to)) routes_.emplace(from * fabric.device_count() + to, std::move(*r));
+  } else {
+    // Spare links for the hops of the routes used, one per channel and per endpoint.
+    const std::size_t spares = fabric.channel_count() + endpoints.size();
+    spare_links_.reserve(spares);
+    for (std::size_t i = 0; i < spares; ++i)
+      spare_links_.push_back(zone->create_link(fmt::format("spare{}", i), 1.0)->set_latency(0)->seal());
+    std::ranges::reverse(spare_links_);  // handed out from the back, in creation order
   }
   zone->seal();
-  XBT_VERB("platform: %zu hosts, %zu links, %zu routes", endpoints.size(), links_.size(), routes_.size());
+  XBT_VERB("platform: %zu hosts, %zu links, %zu routes, %zu crossbar domains", endpoints.size(), links_.size(),
+           routes_.size(), domains.size());
 }
 
 Simulation::~Simulation() = default;
@@ -161,11 +159,139 @@ sg4::Host* Simulation::host(DeviceId device) const {
   return hosts_.at(device);
 }
 
-const PlatformRoute& Simulation::route(DeviceId from, DeviceId to) const {
-  auto it = routes_.find({from, to});
-  if (it == routes_.end())
+std::size_t Simulation::link_for(const Hop& hop) {
+  auto key = hop.channels;
+  std::ranges::sort(key);
+  if (auto it = link_of_hop_.find(key); it != link_of_hop_.end()) return it->second;
+  // The hop's lanes left (failures already applied: scale_channels) for a link given out late.
+  double bandwidth = 0;
+  for (auto c : hop.channels) {
+    auto it = channel_factor_.find(c);
+    bandwidth += fabric_.channel(c).bandwidth().count() * (it == channel_factor_.end() ? 1.0 : it->second);
+  }
+  const std::string name = hop_name(fabric_, hop);
+  sg4::Link* link = nullptr;
+  if (lazy_) {
+    if (spare_links_.empty()) throw std::logic_error(fmt::format("no spare link left for the hop {}", name));
+    link = spare_links_.back();
+    spare_links_.pop_back();
+  } else {
+    link = zone_->create_link(name, bandwidth)->set_latency(0)->seal();
+  }
+  // Registered before set_bandwidth, a simcall during which other actors run and may want the same hop.
+  s4u_links_.push_back(link);
+  links_.push_back({name, BytesPerSecond{bandwidth}, Bytes{0}, Bytes{0}});
+  link_channels_.push_back(key);
+  const std::size_t index = links_.size() - 1;
+  link_of_hop_.emplace(std::move(key), index);
+  if (lazy_) link->set_bandwidth(bandwidth);
+  return index;
+}
+
+BytesPerSecond Simulation::bottleneck(const std::vector<std::size_t>& links) const {
+  // From the channels' lanes left (failures), not from SimGrid: a spare link another actor has just taken may not
+  // have its bandwidth yet (set_bandwidth is a simcall).
+  BytesPerSecond b{std::numeric_limits<double>::infinity()};
+  for (auto index : links) {
+    if (channel_factor_.empty() || link_channels_[index].empty()) {  // no failure yet, or HBM
+      b = std::min(b, links_[index].bandwidth);
+      continue;
+    }
+    double bandwidth = 0;
+    for (auto c : link_channels_[index]) {
+      auto it = channel_factor_.find(c);
+      bandwidth += fabric_.channel(c).bandwidth().count() * (it == channel_factor_.end() ? 1.0 : it->second);
+    }
+    b = std::min(b, BytesPerSecond{bandwidth});
+  }
+  return b;
+}
+
+std::optional<PlatformRoute> Simulation::make_route(DeviceId from, DeviceId to) {
+  PlatformRoute route{{}, Seconds{0}, BytesPerSecond{0}};
+  if (from == to) {
+    // The loopback of a GPU: its HBM link once, carrying the reads and the writes a local copy makes. Without a
+    // route of its own, SimGrid would use its implicit 10 GB/s loopback (reference/simgrid-3.32.md).
+    if (!memory_links_[from]) return std::nullopt;
+    route.links.push_back(*memory_links_[from]);
+  } else {
+    auto r = router_.route(from, to);
+    if (!r) return std::nullopt;  // unconnected endpoints: transfers between them are rejected before the run
+    route.latency = fabric_.cost(*r).latency;
+    if (memory_links_[from]) route.links.push_back(*memory_links_[from]);
+    for (const auto& hop : r->hops) route.links.push_back(link_for(hop));
+    if (memory_links_[to]) route.links.push_back(*memory_links_[to]);
+  }
+  route.bottleneck = bottleneck(route.links);
+  return route;
+}
+
+const PlatformRoute& Simulation::route(DeviceId from, DeviceId to) {
+  const std::uint64_t key = from * fabric_.device_count() + to;
+  if (auto it = routes_.find(key); it != routes_.end()) return it->second;
+  auto r = lazy_ ? make_route(from, to) : std::nullopt;
+  if (!r)
     throw std::logic_error(fmt::format("no route from {} to {}", fabric_.device(from).name, fabric_.device(to).name));
-  return it->second;
+  return routes_.emplace(key, std::move(*r)).first->second;
+}
+
+const std::vector<std::size_t>& Simulation::zone_route(unsigned long from, unsigned long to) {
+  static const std::vector<std::size_t> none;
+  const long a = zone_device_.at(from), b = zone_device_.at(to);
+  if (a >= 0 && b >= 0) {
+    const std::uint64_t key = static_cast<std::uint64_t>(a) * fabric_.device_count() + static_cast<std::uint64_t>(b);
+    if (auto it = routes_.find(key); it != routes_.end()) return it->second.links;
+    if (!lazy_) return none;  // no route (a host's loopback): SimGrid's own, as a Full zone without the entry
+    if (auto r = make_route(static_cast<DeviceId>(a), static_cast<DeviceId>(b)))
+      return routes_.emplace(key, std::move(*r)).first->second.links;
+    return none;
+  }
+  const std::uint64_t key = from * zone_device_.size() + to;
+  if (auto it = hub_routes_.find(key); it != hub_routes_.end()) return it->second;
+  // A GPU and its domain's hub: the GPU's half of the route to (or from) another member of its domain.
+  const bool egress = a >= 0;
+  const auto gpu = static_cast<DeviceId>(egress ? a : b);
+  const auto hub = static_cast<std::size_t>(-1 - (egress ? b : a));
+  if (crossbar_of_.at(gpu) != hub) throw std::logic_error("a route between a GPU and another domain's hub");
+  const auto& members = domains_[hub];
+  const DeviceId other = members[0] == gpu ? members[1] : members[0];
+  const auto r = egress ? router_.route(gpu, other) : router_.route(other, gpu);
+  if (!r || r->hops.size() != 2) throw std::logic_error("a crossbar route without two hops");
+  std::vector<std::size_t> links;
+  if (egress && memory_links_[gpu]) links.push_back(*memory_links_[gpu]);
+  links.push_back(link_for(r->hops[egress ? 0 : 1]));
+  if (!egress && memory_links_[gpu]) links.push_back(*memory_links_[gpu]);
+  return hub_routes_.emplace(key, std::move(links)).first->second;
+}
+
+std::optional<std::size_t> Simulation::crossbar_of(DeviceId gpu) const {
+  return crossbar_of_.at(gpu);
+}
+
+sg4::CommPtr Simulation::crossbar_flow(DeviceId gpu, bool egress, double bytes, double max_rate) {
+  const auto domain = crossbar_of_.at(gpu);
+  if (!domain) throw std::logic_error(fmt::format("{} is in no crossbar domain", fabric_.device(gpu).name));
+  sg4::Host* hub = hubs_[*domain];
+  sg4::Host* from = egress ? host(gpu) : hub;
+  sg4::Host* to = egress ? hub : host(gpu);
+  // The hub's half-route now, from the actor: in lazy mode its links may come from the spare pool.
+  zone_route(from->get_netpoint()->id(), to->get_netpoint()->id());
+  const std::uint64_t size = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(bytes)));
+  if (max_rate <= 0) return sg4::Comm::sendto_async(from, to, size);
+  // Rate caps need mailbox comms (see transfer()): a pooled worker on the hub takes (egress) or sends (ingress).
+  static int token = 0;
+  auto* mailbox = sg4::Mailbox::by_name(fmt::format("crossbar:{}{}", egress ? ">" : "<", gpu));
+  if (egress) {
+    run_on(hub, [mailbox] { mailbox->get<int>(); });
+    sg4::CommPtr put = mailbox->put_init(&token, size);
+    put->set_rate(max_rate);
+    put->start();
+    return put;
+  }
+  // Concurrent ingress flows into one GPU (streams) may pair with each other's workers: each moves its bytes anyway.
+  run_on(hub, [mailbox, size, max_rate] { mailbox->put_init(&token, size)->set_rate(max_rate)->wait(); });
+  static int* slot = nullptr;
+  return mailbox->get_async<int>(&slot);
 }
 
 void Simulation::spawn(const std::string& name, DeviceId device, std::function<void()> body) {
@@ -187,17 +313,17 @@ struct Simulation::Worker {
   std::function<void()> job;
 };
 
-void Simulation::run_on(DeviceId device, std::function<void()> job) {
-  auto& idle = idle_workers_[device];
+void Simulation::run_on(sg4::Host* where, std::function<void()> job) {
+  auto& idle = idle_workers_[where];
   std::shared_ptr<Worker> w;
   if (idle.empty()) {
     w = std::make_shared<Worker>();
-    sg4::Actor::create("worker", host(device), [this, w, device] {
+    sg4::Actor::create("worker", where, [this, w, where] {
       for (;;) {
         w->wake->acquire();
-        auto job = std::move(w->job);
-        job();
-        idle_workers_[device].push_back(w);
+        auto next = std::move(w->job);
+        next();
+        idle_workers_[where].push_back(w);
       }
     })->daemonize();
   } else {
@@ -226,7 +352,7 @@ void Simulation::transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload,
   // One mailbox per pair: receivers only take bytes, and each put carries its own size and rate. A receiver that
   // matches a put started the comm: its cap is brought up to date if a failure came in between (rescale_caps).
   auto* mailbox = sg4::Mailbox::by_name(fmt::format("transfer:{}>{}", from, to));
-  run_on(to, [this, mailbox] {
+  run_on(host(to), [this, mailbox] {
     int* slot = nullptr;
     auto comm = mailbox->get_async<int>(&slot);
     rescale_caps(comm->get_impl());
@@ -247,7 +373,7 @@ void Simulation::transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload,
     return;
   }
   auto done = sg4::Semaphore::create(0);
-  run_on(from, [send, done] {
+  run_on(host(from), [send, done] {
     send();
     done->release();
   });

@@ -8,9 +8,20 @@
 // - Links carry no latency: CM02 would share a link in proportion to 1/route-latency. Each transfer's latency is
 //   paid by the model before its bytes move (Simulation::transfer), which also lets it be jittered per transfer.
 //
-// The platform is one Full zone: a host per endpoint (GPU or host CPU), a link per route hop (the parallel channels
-// of a hop, e.g. a GPU's links to the 4 NVSwitch planes, are one link of their summed bandwidth, since traffic is
-// striped over them and the switch is non-blocking), and an explicit route between every pair of endpoints.
+// The platform is one zone of our own (a SimGrid NetZoneImpl answering routes from this class): a host per endpoint
+// (GPU or host CPU), a link per route hop (the parallel channels of a hop, e.g. a GPU's links to the 4 NVSwitch
+// planes, are one link of their summed bandwidth, since traffic is striped over them and the switch is non-blocking),
+// and the route between two endpoints computed from the Fabric when it is first used. Small platforms (at most
+// EAGER_ENDPOINTS endpoints) route every pair up front, creating a link per distinct hop in pair order; larger ones
+// (NVL576: 331k pairs, a 4,096-GPU superpod: 16.8M) route only the pairs their programs use. SimGrid 3.32 creates no
+// link once the platform is sealed, so they take each new hop's link from a pool of spare links created up front
+// (one per channel and per endpoint, more than the distinct hops of any fabric we build) and give it the hop's name
+// and bandwidth; their report lists only the links used.
+//
+// Crossbar domains (Fabric::crossbar_domains: HGX, NVL72, an NVL576 half-rack, a superpod node) also get a hub host
+// with routes gpu -> hub (the GPU's HBM and up-link) and hub -> gpu (down-link and HBM): the links of the route
+// between two members, split at the non-blocking switch. The crossbar fast path moves a GPU's aggregated traffic of
+// one round over them (crossbar_flow).
 //
 // The GPU shares its resources the way the chip does:
 // - every GPU has an HBM link ("hbm:gpu3", its HBM bandwidth, shared by reads and writes) at both ends of every
@@ -29,6 +40,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <simgrid/s4u/Comm.hpp>
@@ -71,8 +83,19 @@ class Simulation {
 
   const Fabric& fabric() const { return fabric_; }
   simgrid::s4u::Host* host(DeviceId device) const;
-  /// The precomputed route between two endpoints (GPUs or host). Throws std::logic_error if none.
-  const PlatformRoute& route(DeviceId from, DeviceId to) const;
+  /// The route between two endpoints (GPUs or host), computed on first use. Throws std::logic_error if none.
+  const PlatformRoute& route(DeviceId from, DeviceId to);
+
+  /// Platforms with at most this many endpoints route every pair up front (and list every link in the report).
+  static constexpr std::size_t EAGER_ENDPOINTS = 160;
+
+  /// The crossbar domain (an index into Fabric::crossbar_domains()) of a GPU, or nullopt.
+  std::optional<std::size_t> crossbar_of(DeviceId gpu) const;
+  /// Starts moving `bytes` (SimGrid bytes: already timed) between a GPU of a crossbar domain and the domain's hub,
+  /// out of the GPU (`egress`) or into it, at most at `max_rate` bytes/s (0: no cap), from the calling actor, which
+  /// must run on the GPU: the aggregated traffic of one port in one round of the crossbar fast path. Waiting on the
+  /// returned activity waits for the bytes. Byte accounting is the caller's (account(), on the real pairs).
+  simgrid::s4u::CommPtr crossbar_flow(DeviceId gpu, bool egress, double bytes, double max_rate);
 
   /// Starts an actor on an endpoint's host.
   void spawn(const std::string& name, DeviceId device, std::function<void()> body);
@@ -130,8 +153,15 @@ class Simulation {
 
  private:
   void add_bytes(const PlatformRoute& path, Bytes wire, Bytes payload);
-  /// Runs `job` on a pooled daemon actor on `device`'s host (see transfer()).
-  void run_on(DeviceId device, std::function<void()> job);
+  /// Runs `job` on a pooled daemon actor on a host (see transfer()).
+  void run_on(simgrid::s4u::Host* where, std::function<void()> job);
+  /// The link of a hop: created in eager mode, taken from the spare pool in lazy mode.
+  std::size_t link_for(const Hop& hop);
+  /// Computes a route between two endpoints with the Router; nullopt if there is none.
+  std::optional<PlatformRoute> make_route(DeviceId from, DeviceId to);
+  /// The links SimGrid asks our zone for, between two of its hosts (by their zone ids).
+  const std::vector<std::size_t>& zone_route(unsigned long from, unsigned long to);
+  BytesPerSecond bottleneck(const std::vector<std::size_t>& links) const;
   /// The cap of a transfer whose cap follows its route, now: its share of the route's bottleneck.
   struct CappedTransfer {
     DeviceId from, to;
@@ -144,6 +174,7 @@ class Simulation {
   void rescale_caps(const simgrid::kernel::activity::ActivityImpl* activity = nullptr);
 
   struct Worker;
+  class Zone;
 
   const Fabric& fabric_;
   std::unique_ptr<simgrid::s4u::Engine> engine_;
@@ -153,14 +184,24 @@ class Simulation {
   std::vector<std::vector<ChannelId>> link_channels_;     // by link: the channels it aggregates (none for HBM)
   std::map<ChannelId, double> channel_factor_;            // bandwidth left per channel after failures (absent: 1)
   std::vector<std::optional<std::size_t>> memory_links_;  // by DeviceId: the HBM link of a GPU
-  std::map<std::pair<DeviceId, DeviceId>, PlatformRoute> routes_;
+  simgrid::s4u::NetZone* zone_ = nullptr;
+  bool lazy_ = false;                           // routes on first use, links from spare_links_
+  std::vector<std::vector<DeviceId>> domains_;  // Fabric::crossbar_domains()
+  Router router_;
+  std::map<std::vector<ChannelId>, std::size_t> link_of_hop_;  // sorted channels of a hop -> its link
+  std::vector<simgrid::s4u::Link*> spare_links_;               // lazy mode: links not yet given to a hop
+  std::unordered_map<std::uint64_t, PlatformRoute> routes_;    // by from x device_count + to
+  std::vector<std::optional<std::size_t>> crossbar_of_;        // by DeviceId
+  std::vector<simgrid::s4u::Host*> hubs_;                      // by crossbar domain
+  std::vector<long> zone_device_;                              // by zone host id: the DeviceId, or -1 - hub index
+  std::unordered_map<std::uint64_t, std::vector<std::size_t>> hub_routes_;  // by zone ids from x hosts + to
   std::map<const simgrid::s4u::Host*, DeviceId> device_of_host_;
   std::vector<unsigned long> sm_holders_;  // by DeviceId
   unsigned long max_pstate_ = 0;           // the pstate of the most holders the GPUs' hosts model
   TransferJitter jitter_;
-  std::map<DeviceId, std::vector<std::shared_ptr<Worker>>> idle_workers_;            // by endpoint
-  std::map<const simgrid::kernel::activity::ActivityImpl*, CappedTransfer> capped_;  // in flight
-  unsigned long epoch_ = 0;                                                          // scale_channels calls
+  std::map<const simgrid::s4u::Host*, std::vector<std::shared_ptr<Worker>>> idle_workers_;  // by host
+  std::map<const simgrid::kernel::activity::ActivityImpl*, CappedTransfer> capped_;         // in flight
+  unsigned long epoch_ = 0;                                                                 // scale_channels calls
 };
 
 }  // namespace snsim

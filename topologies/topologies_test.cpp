@@ -256,3 +256,51 @@ TEST_CASE("superpod: 4 HGX nodes on NDR, rail-optimised: 2, 4 or 6 hops") {
   CHECK_THROWS_WITH_AS(build("topology: {type: superpod, ib: hdr}"),
                        "t.yaml:1:32: topology.ib: unknown InfiniBand generation 'hdr'; known: ndr, xdr", InputError);
 }
+
+TEST_CASE("crossbar domains: a node's GPUs behind one switch stage, never across tiers or nodes") {
+  SUBCASE("hgx: the 8 GPUs on the 4 planes") {
+    const auto domains = build("topology: {type: hgx, gpus: 8}").crossbar_domains();
+    REQUIRE(domains.size() == 1);
+    CHECK(domains[0].size() == 8);
+  }
+  SUBCASE("hgx with NVMe drives: a PCIe switch per GPU joins no two of them") {
+    CHECK(build("topology: {type: hgx, gpus: 8, nvme_drives: 2}").crossbar_domains().size() == 1);
+  }
+  SUBCASE("nvl72: the whole rack") {
+    const auto domains = build("topology: {type: nvl72}").crossbar_domains();
+    REQUIRE(domains.size() == 1);
+    CHECK(domains[0].size() == 72);
+  }
+  SUBCASE("nvl36x2: each rack, not the pair") {
+    const auto domains = build("topology: {type: nvl36x2}").crossbar_domains();
+    REQUIRE(domains.size() == 2);
+    CHECK(domains[0].size() == 36);
+  }
+  SUBCASE("nvl576: each half-rack under its 18 L1 chips") {
+    const Fabric f = build("topology: {type: nvl576}");
+    const auto domains = f.crossbar_domains();
+    REQUIRE(domains.size() == 16);
+    for (const auto& d : domains) CHECK(d.size() == 36);
+    CHECK(domains[1][0] == f.gpus()[36]);
+  }
+  SUBCASE("superpod: each node, not the InfiniBand fabric") {
+    const Fabric f = build("topology: {type: superpod, nodes: 3}");
+    const auto domains = f.crossbar_domains();
+    REQUIRE(domains.size() == 3);
+    CHECK(domains[2] == std::vector<DeviceId>(f.gpus().begin() + 16, f.gpus().end()));
+  }
+  SUBCASE("pcie and direct NVLink bonds: none") {
+    CHECK(build("topology: {type: pcie, gpus: 4}").crossbar_domains().empty());
+    CHECK(build("topology: {type: nvidia_smi, text: \"\\tGPU0\\tGPU1\\nGPU0\\t X \\tNV4\\nGPU1\\tNV4\\t X \\n\"}")
+              .crossbar_domains()
+              .empty());
+  }
+}
+
+TEST_CASE("nvlink domain: the GPUs reached through NVSwitches, each superpod node its own") {
+  const Fabric pod = build("topology: {type: superpod, nodes: 2}");
+  const auto g = pod.gpus();
+  CHECK(pod.nvlink_domain(g[9]) == std::vector<DeviceId>(g.begin() + 8, g.end()));
+  const Fabric rack = build("topology: {type: nvl576}");
+  CHECK(rack.nvlink_domain(rack.gpus()[0]).size() == 576);  // one NVLink domain over both switch tiers
+}

@@ -19,17 +19,23 @@ int token = 0;
 /// A plan with what each of its transfers needs: wire bytes per payload byte and the rate cap.
 struct Runner::Step {
   models::CollectivePlan plan;
-  double efficiency = 1;  // payload share of the wire: SM copy efficiency x protocol efficiency
-  double wire_cap = 0;    // most wire bytes/s of one transfer (channels, protocol cap, switch reduction); 0 = none
+  double efficiency = 1;    // payload share of the wire: SM copy efficiency x protocol efficiency
+  double wire_cap = 0;      // most wire bytes/s of one transfer (channels, protocol cap, switch reduction); 0 = none
+  Seconds ring_latency{0};  // ring: the wire latency of the ring's slowest hop
   const void* group = nullptr;  // the op's Group: its transfers use this group's pair mailboxes
 };
 
-models::CollectivePlatform Runner::collective_platform(int rank, int peer) const {
+models::CollectivePlatform Runner::collective_platform(const std::vector<int>& group) {
   const Fabric& fabric = simulation_.fabric();
-  const auto& route = simulation_.route(device(rank), device(peer));
-  if (!switch_reduction_) switch_reduction_ = models::switch_reduction(fabric);
+  const auto& route = simulation_.route(device(group[0]), device(group[1]));
+  auto [reduction, fresh] = switch_reduction_.try_emplace(&group, 0.0);
+  if (fresh) {  // NVLS only inside one NVLink domain (a superpod's nodes each have their own)
+    std::vector<DeviceId> members;
+    for (int r : group) members.push_back(device(r));
+    reduction->second = models::switch_reduction(fabric, members);
+  }
   return {route.bottleneck, models_.copy->efficiency(models::CopyEngine::sm), route.latency,
-          models::switch_links(fabric, device(rank)), *switch_reduction_};
+          models::switch_links(fabric, device(group[0])), reduction->second};
 }
 
 void Runner::collective(int rank, const CollectiveOp& op) {
@@ -37,11 +43,11 @@ void Runner::collective(int rank, const CollectiveOp& op) {
   const std::size_t n = group.size();
   const std::size_t position = static_cast<std::size_t>(std::ranges::find(group, rank) - group.begin());
   // Every member plans from the first member's view, so that all pick the same algorithm on any fabric.
-  const auto platform = collective_platform(group[0], group[1]);
+  const auto platform = collective_platform(group);
   const models::CollectiveRequest request{op.kind,     op.bytes, static_cast<int>(n), op.algorithm, op.protocol,
                                           op.channels, op.launch};
   const auto& model = *models_.collective;
-  Step step{model.plan(request, platform), 1, 0, op.group.get()};
+  Step step{model.plan(request, platform), 1, 0, Seconds{0}, op.group.get()};
   const auto& plan = step.plan;
   step.efficiency = platform.sm_efficiency * plan.efficiency;
   // Cap a transfer only where the plan runs below what the links give: fewer channels than links, LL's rate cap,
@@ -49,14 +55,20 @@ void Runner::collective(int rank, const CollectiveOp& op) {
   const BytesPerSecond lone = model.rate(plan, platform);
   if (lone < platform.line_rate * step.efficiency)
     step.wire_cap = lone.count() / step.efficiency / static_cast<double>(plan.shape.peers);
+  const bool fast = crossbar_fast(group, step);
+  if (position == 0) ++collectives_by_path_[fast ? 1 : 0];
   hold_sms(rank);  // the collective kernel occupies its channels' SMs from launch to end
   sleep_for(plan.launch + plan.base_latency);
   switch (plan.shape.pattern) {
     case models::Pattern::ring:
+      step.ring_latency = ring_latency(group);
       ring_steps(rank, group[(position + 1) % n], group[(position + n - 1) % n], step);
       break;
     case models::Pattern::all_peers:
-      all_peers_steps(rank, group, step);
+      if (fast)
+        crossbar_steps(rank, group, position, step);
+      else
+        all_peers_steps(rank, group, step);
       break;
     case models::Pattern::chain:
       if (plan.algorithm == models::Algorithm::tree) {
@@ -92,8 +104,22 @@ sg4::CommPtr Runner::put(int from, int to, const Step& step) {
   return comm->start();
 }
 
+Seconds Runner::ring_latency(const std::vector<int>& group) {
+  // Every rank of a ring pays the wire latency of the ring's slowest hop each step, as NCCL's tuning model gives a
+  // ring one step latency. The ring's time is the same as with each rank's own next hop (its steady-state period is
+  // set by its slowest hop either way: equal on NVL576 and a 512-GPU superpod), but ranks stay in step: with their
+  // own latencies they drift apart, and a step's transfers then end at as many distinct times as there are offsets,
+  // each re-solving the ring's flows (coupled through the GPUs' HBM links): 4x the wall time at 4,096 GPUs.
+  auto [it, fresh] = ring_latency_.try_emplace(&group, Seconds{0});
+  if (fresh)
+    for (std::size_t i = 0; i < group.size(); ++i)
+      it->second =
+          std::max(it->second, simulation_.route(device(group[i]), device(group[(i + 1) % group.size()])).latency);
+  return it->second;
+}
+
 void Runner::ring_steps(int rank, int next, int prev, const Step& step) {
-  const Seconds latency = step.plan.step_latency + simulation_.route(device(rank), device(next)).latency;
+  const Seconds latency = step.plan.step_latency + step.ring_latency;
   for (int s = 0; s < step.plan.shape.steps; ++s) {
     sleep_for(latency);
     auto sent = put(rank, next, step);
@@ -118,6 +144,102 @@ void Runner::all_peers_steps(int rank, const std::vector<int>& group, const Step
       if (group[i] != rank) comms.push_back(mailbox(group[i], rank, step.group)->get_async<int>(&slots[i]));
     for (auto& c : comms) c->wait();
   }
+}
+
+bool Runner::crossbar_fast(const std::vector<int>& group, const Step& step) const {
+  const auto path = models_.fabric->path;
+  if (step.plan.shape.pattern != models::Pattern::all_peers || path == models::FabricPath::exact) return false;
+  // With 2 ranks a port carries one transfer each way: nothing to aggregate (and the validated 2-GPU twins stay
+  // exact).
+  if (path == models::FabricPath::automatic && group.size() < 3) return false;
+  const auto domain = simulation_.crossbar_of(device(group[0]));
+  return domain && std::ranges::all_of(group, [&](int r) { return simulation_.crossbar_of(device(r)) == domain; });
+}
+
+/// One round of the crossbar fast path: what every member sends every other, and who has started the round.
+struct Runner::CrossbarRound {
+  std::vector<std::vector<double>> bytes;  // [from][to] by group position: SimGrid bytes (timed)
+  std::vector<bool> started;               // by group position
+  sg4::BarrierPtr all_started;             // every member has drawn and published its transfers
+  std::size_t readers = 0;                 // members that have not taken their late flows yet
+};
+
+namespace {
+/// A port's share of a round: its bytes and its largest transfer.
+struct PortLoad {
+  double total = 0;
+  double largest = 0;
+  void add(double b) {
+    total += b;
+    largest = std::max(largest, b);
+  }
+};
+}  // namespace
+
+void Runner::crossbar_steps(int rank, const std::vector<int>& group, std::size_t position, const Step& step) {
+  // As all_peers_steps, transfer by transfer (latency, jitter draws, byte accounting), but a member's transfers of
+  // a round move through its ports as aggregated flows (models/fabric.hpp). In the exact path a transfer starts when
+  // both its ends have started the round; here a member starts, when it arrives, one flow out and one in for the
+  // transfers with members already there, and once the last member has arrived, one out and one in for the rest.
+  const std::size_t n = group.size();
+  Seconds latency{0};
+  for (int peer : group)
+    if (peer != rank) latency = std::max(latency, simulation_.route(device(rank), device(peer)).latency);
+  const Bytes payload = step.plan.shape.step_bytes;
+  const Bytes wire{static_cast<std::uint64_t>(std::ceil(static_cast<double>(payload.count()) / step.efficiency))};
+  // A transfer's cap c makes a port flow's cap c x total / largest: alone, the flow ends with its largest transfer.
+  const double cap = step.wire_cap;
+  const DeviceId self = device(rank);
+  std::vector<sg4::CommPtr> flows;
+  auto start = [&](bool egress, const PortLoad& load) {
+    if (load.total > 0)
+      flows.push_back(
+          simulation_.crossbar_flow(self, egress, load.total, cap > 0 ? cap * load.total / load.largest : 0));
+  };
+  for (int s = 0; s < step.plan.shape.steps; ++s) {
+    sleep_for(step.plan.step_latency + latency);
+    const auto key = std::pair{static_cast<const void*>(&group), crossbar_rounds_done_[{&group, rank}]++};
+    if (!crossbar_rounds_.contains(key)) {
+      auto fresh = std::make_shared<CrossbarRound>();
+      fresh->bytes.assign(n, std::vector<double>(n, 0.0));
+      fresh->started.assign(n, false);
+      fresh->readers = n;
+      fresh->all_started = sg4::Barrier::create(static_cast<unsigned>(n));  // a simcall: others may run meanwhile
+      crossbar_rounds_.try_emplace(key, std::move(fresh));
+    }
+    const auto round = crossbar_rounds_.at(key);
+    auto& row = round->bytes[position];
+    for (std::size_t i = 0; i < n; ++i) {
+      if (group[i] == rank) continue;
+      simulation_.account(self, device(group[i]), wire, payload);
+      row[i] = static_cast<double>(simulation_.timed_bytes(wire).count());
+    }
+    const std::vector<bool> before = round->started;  // members already in the round
+    round->started[position] = true;
+    PortLoad out_early, in_early, out_late, in_late;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i == position) continue;
+      (before[i] ? out_early : out_late).add(row[i]);
+      if (before[i]) in_early.add(round->bytes[i][position]);
+    }
+    flows.clear();
+    start(true, out_early);
+    start(false, in_early);
+    round->all_started->wait();
+    for (std::size_t i = 0; i < n; ++i)
+      if (i != position && !before[i]) in_late.add(round->bytes[i][position]);
+    if (--round->readers == 0) crossbar_rounds_.erase(key);
+    start(true, out_late);
+    start(false, in_late);
+    for (auto& f : flows) f->wait();
+  }
+}
+
+std::optional<Table> Runner::fabric_path_table() const {
+  if (collectives_by_path_[0] + collectives_by_path_[1] == 0) return std::nullopt;
+  return Table{fmt::format("fabric path (models.fabric.path: {})", models::to_string(models_.fabric->path)),
+               {"path", "collectives"},
+               {{"exact", collectives_by_path_[0]}, {"crossbar fast", collectives_by_path_[1]}}};
 }
 
 void Runner::pipeline(int self, std::optional<int> from, std::optional<int> to, const Step& step) {

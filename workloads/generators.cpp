@@ -181,6 +181,7 @@ std::unique_ptr<Workload> make_collective_sweep(const ConfigNode& node, const Fa
   const ConfigNode ops = node.child("ops");
   for (const auto& e : ops.is_sequence() ? ops.elements() : std::vector<ConfigNode>{ops})
     kinds.push_back(parse_collective_kind(e));
+  w->options.group = w->group;
   parse_collective_options(node, kinds, fabric, w->options);
   const auto sizes = parse_sizes(node.section("sizes"), fabric, Bytes{8}, Bytes{1ull << 30});
   for (auto k : kinds)

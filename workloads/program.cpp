@@ -314,17 +314,29 @@ void parse_collective_options(const ConfigNode& parent, const std::vector<models
       parent.fail_key("algorithm",
                       fmt::format("expected ring, tree, one_shot, two_shot, nvls or direct, found '{}'", *name));
   }
+  // NVLS reduces in the switches of one NVLink domain: the group's GPUs must all be in it.
+  std::vector<DeviceId> members;
+  for (int r : *op.group) members.push_back(fabric.gpus()[static_cast<std::size_t>(r)]);
+  const bool reduces = models::switch_reduction(fabric, members) > 0;
   for (auto kind : kinds) {
     const auto runs = models::algorithms_for(kind);
     auto allowed = runs;
-    if (models::switch_reduction(fabric) == 0) std::erase(allowed, models::Algorithm::nvls);
+    if (!reduces) std::erase(allowed, models::Algorithm::nvls);
     std::vector<std::string_view> names;
     for (auto a : allowed) names.push_back(models::to_string(a));
     if (op.algorithm && std::ranges::find(allowed, *op.algorithm) == allowed.end()) {
-      if (std::ranges::find(runs, *op.algorithm) != runs.end())  // nvls on a fabric whose switches cannot reduce
+      if (std::ranges::find(runs, *op.algorithm) != runs.end()) {  // nvls where the switches cannot reduce
+        const auto domain = fabric.nvlink_domain(members.front());
+        for (std::size_t i = 1; i < members.size() && models::switch_reduction(fabric, {members.front()}) > 0; ++i)
+          if (!std::ranges::binary_search(domain, members[i]))
+            parent.fail_key("algorithm", fmt::format("nvls needs every rank in one NVLink domain, and ranks {} and {} "
+                                                     "are in different ones; allowed for {}: {}",
+                                                     op.group->front(), (*op.group)[i], models::to_string(kind),
+                                                     fmt::join(names, ", ")));
         parent.fail_key("algorithm", fmt::format("nvls needs NVSwitches that reduce in the switch and this topology "
                                                  "has none; allowed for {}: {}",
                                                  models::to_string(kind), fmt::join(names, ", ")));
+      }
       parent.fail_key("algorithm", fmt::format("{} cannot run {}; allowed: {}", models::to_string(*op.algorithm),
                                                models::to_string(kind), fmt::join(names, ", ")));
     }

@@ -4,6 +4,7 @@
 // rate goes through Simulation::timed_bytes(), every kernel through compute().
 #pragma once
 
+#include <array>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -31,6 +32,9 @@ class Runner {
   /// evicted, bytes moved by access counters and thrashing pins; nullopt
   /// when the programs use no managed memory. Valid after Simulation::run().
   std::optional<Table> uvm_table() const;
+  /// How many collectives ran on the crossbar fast path and how many on the exact path; nullopt without collectives.
+  /// Valid after Simulation::run().
+  std::optional<Table> fabric_path_table() const;
   /// Ranks whose program did not run to its end (the engine stopped on a deadlock). Empty after a normal run.
   std::vector<int> unfinished() const;
   /// Who waited on whom, and when (workloads/waits.hpp). Valid after Simulation::run().
@@ -84,9 +88,13 @@ class Runner {
   // Collectives, one transfer per algorithm step (workloads/collectives.cpp).
   struct Step;  // a plan with what its transfers need
   void collective(int rank, const CollectiveOp& op);
-  models::CollectivePlatform collective_platform(int rank, int peer) const;
+  models::CollectivePlatform collective_platform(const std::vector<int>& group);
   void ring_steps(int rank, int next, int prev, const Step& step);
+  Seconds ring_latency(const std::vector<int>& group);
   void all_peers_steps(int rank, const std::vector<int>& group, const Step& step);
+  /// Whether an all-peers plan on `group` takes the crossbar fast path (models/fabric.hpp).
+  bool crossbar_fast(const std::vector<int>& group, const Step& step) const;
+  void crossbar_steps(int rank, const std::vector<int>& group, std::size_t position, const Step& step);
   void pipeline(int self, std::optional<int> from, std::optional<int> to, const Step& step);
   void tree(int rank, const std::vector<int>& group, std::size_t position, const Step& step);
   simgrid::s4u::CommPtr put(int from, int to, const Step& step);
@@ -102,11 +110,16 @@ class Runner {
   std::vector<bool> finished_;                  // by rank
   std::map<std::tuple<int, int, const void*>, simgrid::s4u::Mailbox*> mailboxes_;
   std::map<const void*, simgrid::s4u::BarrierPtr> barriers_;  // by Group identity
-  mutable std::optional<double> switch_reduction_;            // of the fabric, computed on first use
-  std::map<DeviceId, models::TensorDuty> tensor_duty_;        // per GPU, for power-capped clocks (models/compute.hpp)
-  std::shared_ptr<Pgas> pgas_;                                // created by the first PGAS op
-  std::shared_ptr<Uvm> uvm_;                                  // created by the first UVM op
-  WaitLog waits_;                                             // blocking ops, for the report's waits table
+  std::map<const void*, double> switch_reduction_;            // by Group identity, computed on first use
+  std::map<const void*, Seconds> ring_latency_;               // by Group identity, computed on first use
+  struct CrossbarRound;  // what the ranks of one fast-path round send each other (workloads/collectives.cpp)
+  std::map<std::pair<const void*, std::uint64_t>, std::shared_ptr<CrossbarRound>> crossbar_rounds_;
+  std::map<std::pair<const void*, int>, std::uint64_t> crossbar_rounds_done_;  // by (group, rank)
+  std::array<std::uint64_t, 2> collectives_by_path_{};                         // exact, fast
+  std::map<DeviceId, models::TensorDuty> tensor_duty_;  // per GPU, for power-capped clocks (models/compute.hpp)
+  std::shared_ptr<Pgas> pgas_;                          // created by the first PGAS op
+  std::shared_ptr<Uvm> uvm_;                            // created by the first UVM op
+  WaitLog waits_;                                       // blocking ops, for the report's waits table
 };
 
 std::string label(const Op& op);

@@ -107,6 +107,7 @@ Report Scenario::run(const std::vector<std::string>& engine_args) const {
     report.tables.push_back(std::move(applied));
   }
   if (auto uvm = runner.uvm_table()) report.tables.push_back(std::move(*uvm));
+  if (auto path = runner.fabric_path_table()) report.tables.push_back(std::move(*path));
   return report;
 }
 
