@@ -3,16 +3,15 @@
 #include <doctest/doctest.h>
 
 #include "models/models.hpp"
+#include "models/test_support.hpp"
 
 using namespace snsim;
 using namespace snsim::models;
 using namespace snsim::literals;
 
+using namespace snsim::models::testing;
+
 namespace {
-Models load(const std::string& yaml = "{}") {
-  auto doc = ConfigDocument::load_string(yaml, "t.yaml");
-  return Models::load(doc->root().section("models"));
-}
 
 // An 8-GPU HGX seen from one rank: 18 NVLink4 links (450 GB/s), SM copies at 82.4 %, NVSwitch3 reducing at 0.85.
 const CollectivePlatform HGX{450_GBps, 0.824, Seconds{0.354e-6}, 18, 0.85};

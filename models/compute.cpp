@@ -55,11 +55,13 @@ Seconds ComputeModel::memory_time(const GpuSpec& gpu, Bytes bytes, double hbm_ra
 }
 
 double ComputeModel::clock_factor(const TensorDuty& duty, Seconds now) const {
+  if (power_duty >= 1) return 1.0;  // never throttled: no duty to follow
   const double d = duty.value * std::exp(-(now - duty.updated).count() / power_window.count());
   return d <= power_duty ? 1.0 : std::pow(power_duty / d, 1 / power_exponent);
 }
 
 void ComputeModel::account(TensorDuty& duty, Seconds start, Seconds end, double tensor_share) const {
+  if (power_duty >= 1) return;
   const double span = (end - duty.updated).count();
   if (!(span > 0)) return;
   const double busy = std::min(1.0, tensor_share * (end - start).count() / span);

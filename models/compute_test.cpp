@@ -5,26 +5,11 @@
 #include <cmath>
 
 #include "models/models.hpp"
+#include "models/test_support.hpp"
 
 using namespace snsim;
 using namespace snsim::models;
-
-namespace {
-Models load(const std::string& yaml) {
-  auto doc = ConfigDocument::load_string(yaml, "t.yaml");
-  auto m = Models::load(doc->root().section("models"));
-  doc->reject_unknown_keys();
-  return m;
-}
-std::string error(const std::string& yaml) {
-  try {
-    load(yaml);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-}  // namespace
+using namespace snsim::models::testing;
 
 TEST_CASE("compute: clocks stay at boost while the tensor duty stays at or below power_duty") {
   const auto m = load("models: {compute: {power_duty: 0.75, power_exponent: 2.5, power_window: 10ms}}\n");

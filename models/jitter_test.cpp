@@ -6,26 +6,11 @@
 #include <set>
 
 #include "models/models.hpp"
+#include "models/test_support.hpp"
 
 using namespace snsim;
 using namespace snsim::models;
-
-namespace {
-Models load(const std::string& yaml) {
-  auto doc = ConfigDocument::load_string(yaml, "t.yaml");
-  auto m = Models::load(doc->root().section("models"));
-  doc->reject_unknown_keys();
-  return m;
-}
-std::string error(const std::string& yaml) {
-  try {
-    load(yaml);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-}  // namespace
+using namespace snsim::models::testing;
 
 TEST_CASE("jitter: by default nothing varies") {
   const auto m = load("{}");

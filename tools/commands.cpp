@@ -2,11 +2,11 @@
 
 #include "models/params.hpp"
 #include "sim/config.hpp"
+#include "tools/command_io.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -20,17 +20,10 @@
 namespace snsim::tools {
 namespace {
 
-std::shared_ptr<ConfigDocument> load_document(const std::string& scenario, const std::vector<std::string>& sets) {
-  auto doc = scenario.empty() ? ConfigDocument::load_string(DEFAULT_SCENARIO, DEFAULT_SCENARIO_NAME)
-                              : ConfigDocument::load_file(scenario);
-  for (const auto& s : sets) doc->set(s);
-  return doc;
-}
-
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  if (!out) throw_input_error({path.string(), 0, 0}, "", "cannot write the file");
+/// The scenario file, or the embedded default when none is given.
+std::shared_ptr<ConfigDocument> load_document(const std::string& scenario) {
+  return scenario.empty() ? ConfigDocument::load_string(DEFAULT_SCENARIO, DEFAULT_SCENARIO_NAME)
+                          : ConfigDocument::load_file(scenario);
 }
 
 template <class R>
@@ -47,21 +40,11 @@ void print_params(const R& registry) {
 
 int run_command(const RunOptions& options) {
   const auto started = std::chrono::steady_clock::now();
-  auto doc = load_document(options.scenario, options.sets);
-  if (options.seed) doc->set(fmt::format("seed={}", *options.seed), fmt::format("--seed {}", *options.seed));
-  // A parameter set from the command line replaces the scenario's own (a path here is relative to the working
-  // directory, as the option's origin says).
-  if (options.params)
-    doc->set(fmt::format("models.params={}", *options.params), fmt::format("--params {}", *options.params));
+  auto doc = load_document(options.scenario);
+  apply_overrides(*doc, options.sets, options.seed, options.params);
   const auto scenario = workloads::Scenario::load(doc);
   std::filesystem::path out;
-  if (!options.out.empty()) {
-    out = options.out;
-    std::error_code ec;
-    std::filesystem::create_directories(out, ec);
-    if (ec)
-      throw_input_error({options.out, 0, 0}, "--out", fmt::format("cannot create the directory: {}", ec.message()));
-  }
+  if (!options.out.empty()) out = make_output_dir(options.out);
   const auto& fabric = scenario.fabric();
   const auto& gpu = *fabric.device(fabric.gpus().front()).gpu;
   if (!options.quiet)
@@ -119,7 +102,8 @@ int info_command() {
 }
 
 int topo_command(const std::string& scenario_path, const std::vector<std::string>& sets) {
-  auto doc = load_document(scenario_path, sets);
+  auto doc = load_document(scenario_path);
+  apply_overrides(*doc, sets, std::nullopt);
   const auto scenario = workloads::Scenario::load(doc);
   const Fabric& f = scenario.fabric();
   fmt::print("# {}: {} devices, {} channels (one per direction)\n", scenario.name(), f.device_count(),

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -12,6 +11,7 @@
 #include "sim/error.hpp"
 #include "sim/isolated.hpp"
 #include "sim/report.hpp"
+#include "tools/command_io.hpp"
 #include "workloads/scenario.hpp"
 
 namespace snsim::tools {
@@ -22,9 +22,7 @@ constexpr std::string_view SCHEDULES[] = {"bsp", "pgas"};
 
 std::shared_ptr<ConfigDocument> document(const CompareOptions& o) {
   auto doc = ConfigDocument::load_file(o.scenario);
-  for (const auto& s : o.sets) doc->set(s);
-  if (o.seed) doc->set(fmt::format("seed={}", *o.seed), fmt::format("--seed {}", *o.seed));
-  if (o.params) doc->set(fmt::format("models.params={}", *o.params), fmt::format("--params {}", *o.params));
+  apply_overrides(*doc, o.sets, o.seed, o.params);
   return doc;
 }
 
@@ -69,12 +67,6 @@ const nlohmann::json& table(const nlohmann::json& side, std::string_view prefix)
   for (const auto& t : side["report"]["tables"])
     if (t["title"].get<std::string>().starts_with(prefix)) return t["rows"];
   throw std::runtime_error(fmt::format("the run has no '{}' table", prefix));
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  if (!out) throw_input_error({path.string(), 0, 0}, "", "cannot write the file");
 }
 
 }  // namespace
@@ -134,10 +126,7 @@ int compare_command(const CompareOptions& options) {
   fmt::print("# outcome: bsp {}, pgas {}\n", outcome_bsp, outcome_pgas);
   if (!options.out.empty()) {
     const fs::path out = options.out;
-    std::error_code ec;
-    for (auto schedule : SCHEDULES) fs::create_directories(out / std::string(schedule), ec);
-    if (ec)
-      throw_input_error({options.out, 0, 0}, "--out", fmt::format("cannot create the directory: {}", ec.message()));
+    for (auto schedule : SCHEDULES) make_output_dir((out / std::string(schedule)).string());
     nlohmann::json summary = {{"scenario", scenario.name()}, {"seed", scenario.seed()}};
     for (auto schedule : SCHEDULES) {
       const auto& side = sides[std::string(schedule)];

@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <numeric>
 
@@ -22,6 +21,8 @@
 #include "sim/error.hpp"
 #include "sim/isolated.hpp"
 #include "sim/report.hpp"
+#include "sim/statistics.hpp"
+#include "tools/command_io.hpp"
 #include "workloads/scenario.hpp"
 
 namespace snsim::tools {
@@ -104,8 +105,7 @@ struct Plan {
 
 std::shared_ptr<ConfigDocument> load_document(const StudyOptions& o) {
   auto doc = ConfigDocument::load_file(o.scenario);
-  for (const auto& s : o.sets) doc->set(s);
-  if (o.seed) doc->set(fmt::format("seed={}", *o.seed), fmt::format("--seed {}", *o.seed));
+  apply_overrides(*doc, o.sets, o.seed);
   return doc;
 }
 
@@ -291,12 +291,6 @@ Table waits_by_point(const Plan& plan, const std::vector<PointResult>& results) 
   return t;
 }
 
-void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) throw_input_error({path.string(), 0, 0}, "", "cannot write the file");
-}
-
 std::size_t usable_cpus() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0) return static_cast<std::size_t>(std::max(1, CPU_COUNT(&set)));
@@ -394,15 +388,6 @@ Steps infer_steps(const std::vector<workloads::Program>& programs) {
   return {1, "the makespan: the workloads are not all one `repeat` of the same count (--steps sets it)"};
 }
 
-double quantile(std::vector<double> sorted, double q) {
-  std::ranges::sort(sorted);
-  if (sorted.empty()) return 0;
-  const double h = (static_cast<double>(sorted.size()) - 1) * std::clamp(q, 0.0, 1.0);
-  const auto lo = static_cast<std::size_t>(std::floor(h));
-  const auto hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
-}
-
 double t_975(std::size_t df) {
   // Student's t, 0.975 quantile, df 1-30 (any statistics table, e.g. NIST/SEMATECH e-Handbook 1.3.6.7.2); beyond,
   // the Cornish-Fisher expansion around the normal's 1.959964 (to 1e-4 at df 30, better above).
@@ -446,12 +431,7 @@ int run_slow_node_study(const StudyOptions& o) {
   const Plan plan = make_plan(o);
   const std::size_t jobs = o.jobs.value_or(usable_cpus());
   fs::path out;
-  if (!o.out.empty()) {
-    out = o.out;
-    std::error_code ec;
-    fs::create_directories(out, ec);
-    if (ec) throw_input_error({o.out, 0, 0}, "--out", fmt::format("cannot create the directory: {}", ec.message()));
-  }
+  if (!o.out.empty()) out = make_output_dir(o.out);
 
   // Trial t of point p is task p * N + t, seeded S + t at every point.
   const std::size_t n = o.trials, count = plan.points.size() * n;
@@ -557,7 +537,7 @@ int run_slow_node_study(const StudyOptions& o) {
                      {"step_time", plan.steps.why},
                      {"variability", std::move(variables)},
                      {"points", std::move(points)}};
-    write_text(out / "study.json", study.dump(1) + "\n");
+    write_file(out / "study.json", study.dump(1) + "\n");
 
     std::string csv = "point,trial,seed,makespan_s,step_time_s";
     for (int k = 0; k < plan.gpus; ++k) csv += fmt::format(",waiting_gpu{}_s", k);
@@ -570,7 +550,7 @@ int run_slow_node_study(const StudyOptions& o) {
         for (const auto& w : trial.waits) csv += fmt::format(",{:.12g}", w.waiting.count());
         csv += "\n";
       }
-    write_text(out / "study.csv", csv);
+    write_file(out / "study.csv", csv);
 
     std::string md = fmt::format("# Slow-node study: {}\n\n", plan.name);
     md += fmt::format(
@@ -592,7 +572,7 @@ int run_slow_node_study(const StudyOptions& o) {
         "\nA rank waits in a collective or barrier from its arrival until the last member arrives (blamed on that "
         "member), in a signal_wait until the put that made the signal hold (blamed on its issuer), and in a get for "
         "the whole get (blamed on the PE read from).\n";
-    write_text(out / "study.md", md);
+    write_file(out / "study.md", md);
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::cout << fmt::format("# {} trials in {:.2f} s wall{}\n", count, wall,

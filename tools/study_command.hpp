@@ -66,9 +66,8 @@ struct Summary {
   double mean = 0, stddev = 0, min = 0, max = 0, p50 = 0, p99 = 0;
   std::optional<double> ci95_low, ci95_high;  // of the mean, Student t; needs n >= 2
 };
-/// Quantiles are Hyndman and Fan's type 7 (numpy's default), linear between order statistics.
+/// Quantiles are snsim::quantile's (sim/statistics.hpp).
 Summary summarize(std::vector<double> values);
-double quantile(std::vector<double> sorted, double q);
 /// The 0.975 quantile of Student's t with `df` degrees of freedom (df >= 1): the 95 % two-sided interval's factor.
 double t_975(std::size_t df);
 

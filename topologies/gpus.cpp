@@ -52,6 +52,22 @@ const std::vector<Preset>& presets() {
 }
 }  // namespace
 
+Nvlink5Links parse_nvlink5_links(const ConfigNode& node) {
+  Nvlink5Links links;
+  links.bandwidth = node.optional<BytesPerSecond>("nvlink_bandwidth", BytesPerSecond{NVLINK5_LANE_GBPS * 1e9});
+  check_positive(node, "nvlink_bandwidth", links.bandwidth);
+  links.latency = node.optional<Seconds>("nvlink_latency", Seconds{NVLINK_HOP_NS * 1e-9});
+  links.nvls_efficiency = node.optional<double>("nvls_efficiency", RACK_NVLS_EFFICIENCY);
+  check_between(node, "nvls_efficiency", links.nvls_efficiency, 0.0, 1.0);
+  return links;
+}
+
+BytesPerSecond parse_c2c_bandwidth(const ConfigNode& node) {
+  const auto c2c = node.optional<BytesPerSecond>("c2c_bandwidth", BytesPerSecond{C2C_GBPS * 1e9});
+  check_positive(node, "c2c_bandwidth", c2c);
+  return c2c;
+}
+
 GpuSpec gpu_preset(const ConfigNode& node, const std::string& name) {
   for (const auto& p : presets())
     if (p.name == name) return p.spec;

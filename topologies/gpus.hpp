@@ -49,6 +49,18 @@ inline constexpr double RACK_NVLS_EFFICIENCY = 0.58;
 // ND_GB200_v6_results.md, hardware.md §2.6].
 inline constexpr double C2C_GBPS = 225.0;
 
+/// The NVLink5 lanes of a GB200-class rack topology (nvl72, nvl36x2, nvl576): rate and hop latency of one lane, and
+/// the share of it at which the switch chips reduce (NVLS).
+struct Nvlink5Links {
+  BytesPerSecond bandwidth;
+  Seconds latency;
+  double nvls_efficiency = 0;
+};
+/// Reads `nvlink_bandwidth`, `nvlink_latency` and `nvls_efficiency` of `node` (defaults: the constants above).
+Nvlink5Links parse_nvlink5_links(const ConfigNode& node);
+/// Reads `c2c_bandwidth` of `node`: NVLink-C2C to the Grace host, per GPU per direction (default C2C_GBPS).
+BytesPerSecond parse_c2c_bandwidth(const ConfigNode& node);
+
 /// The preset for a GPU model name ("h100", "h200", "b200"); fails on `node` with the known names otherwise.
 GpuSpec gpu_preset(const ConfigNode& node, const std::string& name);
 /// Names of the known presets, for docs.

@@ -20,9 +20,7 @@ constexpr int CHIP_PORTS = 72;
 class Nvl36x2 final : public Topology {
  public:
   GpuSpec gpu;
-  BytesPerSecond nvlink_bandwidth;
-  Seconds nvlink_latency;
-  double nvls_efficiency = 0;
+  Nvlink5Links links;
   BytesPerSecond c2c_bandwidth;
 
   Fabric build() const override {
@@ -30,19 +28,19 @@ class Nvl36x2 final : public Topology {
     const DeviceId host = fabric.add_device({"host", DeviceKind::host, 0, std::nullopt});
     std::vector<DeviceId> chips;
     for (int c = 0; c < RACKS * PLANES; ++c) {  // trays 0-8 in rack 0, 9-17 in rack 1
-      Device chip{fmt::format("nvswitch{}", c), DeviceKind::nvswitch, c, {}, nvls_efficiency, CHIP_PORTS};
+      Device chip{fmt::format("nvswitch{}", c), DeviceKind::nvswitch, c, {}, links.nvls_efficiency, CHIP_PORTS};
       chip.tray = c / NVL_TRAY_CHIPS;
       chips.push_back(fabric.add_device(std::move(chip)));
     }
     for (int p = 0; p < PLANES; ++p)
       fabric.add_duplex(chips[p], chips[PLANES + p],
-                        {ChannelKind::nvlink, CHIP_PORTS - GPUS_PER_RACK, nvlink_bandwidth, nvlink_latency});
+                        {ChannelKind::nvlink, CHIP_PORTS - GPUS_PER_RACK, links.bandwidth, links.latency});
     for (int g = 0; g < RACKS * GPUS_PER_RACK; ++g) {
       const DeviceId id = fabric.add_device({fmt::format("gpu{}", g), DeviceKind::gpu, g, gpu});
       const int rack = g / GPUS_PER_RACK;
       for (int p = 0; p < PLANES; ++p)
-        fabric.add_duplex(id, chips[rack * PLANES + p], {ChannelKind::nvlink, 1, nvlink_bandwidth, nvlink_latency});
-      fabric.add_duplex(id, host, {ChannelKind::nvlink, 1, c2c_bandwidth, nvlink_latency});
+        fabric.add_duplex(id, chips[rack * PLANES + p], {ChannelKind::nvlink, 1, links.bandwidth, links.latency});
+      fabric.add_duplex(id, host, {ChannelKind::nvlink, 1, c2c_bandwidth, links.latency});
     }
     return fabric;
   }
@@ -51,13 +49,8 @@ class Nvl36x2 final : public Topology {
 std::unique_ptr<Topology> make_nvl36x2(const ConfigNode& node) {
   auto t = std::make_unique<Nvl36x2>();
   t->gpu = gpu_preset(node, node.optional<std::string>("gpu", "gb200"));
-  t->nvlink_bandwidth = node.optional<BytesPerSecond>("nvlink_bandwidth", BytesPerSecond{NVLINK5_LANE_GBPS * 1e9});
-  check_positive(node, "nvlink_bandwidth", t->nvlink_bandwidth);
-  t->nvlink_latency = node.optional<Seconds>("nvlink_latency", Seconds{NVLINK_HOP_NS * 1e-9});
-  t->nvls_efficiency = node.optional<double>("nvls_efficiency", RACK_NVLS_EFFICIENCY);
-  check_between(node, "nvls_efficiency", t->nvls_efficiency, 0.0, 1.0);
-  t->c2c_bandwidth = node.optional<BytesPerSecond>("c2c_bandwidth", BytesPerSecond{C2C_GBPS * 1e9});
-  check_positive(node, "c2c_bandwidth", t->c2c_bandwidth);
+  t->links = parse_nvlink5_links(node);
+  t->c2c_bandwidth = parse_c2c_bandwidth(node);
   return t;
 }
 }  // namespace

@@ -26,29 +26,27 @@ class Nvl576 final : public Topology {
  public:
   GpuSpec gpu;
   int uplink_lanes = FULL_UPLINK_LANES;
-  BytesPerSecond nvlink_bandwidth;
-  Seconds nvlink_latency;
-  double nvls_efficiency = 0;
+  Nvlink5Links links;
 
   Fabric build() const override {
     Fabric fabric;
-    const Channel lane{ChannelKind::nvlink, 1, nvlink_bandwidth, nvlink_latency};
+    const Channel lane{ChannelKind::nvlink, 1, links.bandwidth, links.latency};
     const int groups = RACKS * GPUS_PER_RACK / GPUS_PER_L1;
     std::vector<DeviceId> l1;  // [group * PLANES + plane]
     for (int g = 0; g < groups; ++g)
       for (int p = 0; p < PLANES; ++p) {
         const int index = g * PLANES + p;
         l1.push_back(fabric.add_device(
-            {fmt::format("nvswitch{}", index), DeviceKind::nvswitch, index, {}, nvls_efficiency, CHIP_PORTS}));
+            {fmt::format("nvswitch{}", index), DeviceKind::nvswitch, index, {}, links.nvls_efficiency, CHIP_PORTS}));
       }
     for (int p = 0; p < PLANES; ++p)
       for (int s = 0; s < L2_PER_PLANE; ++s) {
         const int index = groups * PLANES + p * L2_PER_PLANE + s;
         const DeviceId l2 = fabric.add_device(
-            {fmt::format("nvswitch{}", index), DeviceKind::nvswitch, index, {}, nvls_efficiency, CHIP_PORTS});
+            {fmt::format("nvswitch{}", index), DeviceKind::nvswitch, index, {}, links.nvls_efficiency, CHIP_PORTS});
         for (int g = 0; g < groups; ++g)
           fabric.add_duplex(l1[g * PLANES + p], l2,
-                            {ChannelKind::nvlink, uplink_lanes, nvlink_bandwidth, nvlink_latency});
+                            {ChannelKind::nvlink, uplink_lanes, links.bandwidth, links.latency});
       }
     for (int g = 0; g < RACKS * GPUS_PER_RACK; ++g) {
       const DeviceId id = fabric.add_device({fmt::format("gpu{}", g), DeviceKind::gpu, g, gpu});
@@ -63,11 +61,7 @@ std::unique_ptr<Topology> make_nvl576(const ConfigNode& node) {
   t->gpu = gpu_preset(node, node.optional<std::string>("gpu", "gb200"));
   t->uplink_lanes = node.optional<int>("uplink_lanes", FULL_UPLINK_LANES);
   check_between(node, "uplink_lanes", t->uplink_lanes, 1, FULL_UPLINK_LANES);
-  t->nvlink_bandwidth = node.optional<BytesPerSecond>("nvlink_bandwidth", BytesPerSecond{NVLINK5_LANE_GBPS * 1e9});
-  check_positive(node, "nvlink_bandwidth", t->nvlink_bandwidth);
-  t->nvlink_latency = node.optional<Seconds>("nvlink_latency", Seconds{NVLINK_HOP_NS * 1e-9});
-  t->nvls_efficiency = node.optional<double>("nvls_efficiency", RACK_NVLS_EFFICIENCY);
-  check_between(node, "nvls_efficiency", t->nvls_efficiency, 0.0, 1.0);
+  t->links = parse_nvlink5_links(node);
   return t;
 }
 }  // namespace

@@ -16,9 +16,7 @@ class Nvl72 final : public Topology {
  public:
   GpuSpec gpu;
   int gpus = 72;
-  BytesPerSecond nvlink_bandwidth;
-  Seconds nvlink_latency;
-  double nvls_efficiency = 0;
+  Nvlink5Links links;
   BytesPerSecond c2c_bandwidth;
 
   Fabric build() const override {
@@ -26,15 +24,14 @@ class Nvl72 final : public Topology {
     const DeviceId host = fabric.add_device({"host", DeviceKind::host, 0, std::nullopt});
     std::vector<DeviceId> planes;
     for (int p = 0; p < PLANES; ++p) {
-      Device chip{fmt::format("nvswitch{}", p), DeviceKind::nvswitch, p, {}, nvls_efficiency, CHIP_PORTS};
+      Device chip{fmt::format("nvswitch{}", p), DeviceKind::nvswitch, p, {}, links.nvls_efficiency, CHIP_PORTS};
       chip.tray = p / NVL_TRAY_CHIPS;
       planes.push_back(fabric.add_device(std::move(chip)));
     }
     for (int g = 0; g < gpus; ++g) {
       const DeviceId id = fabric.add_device({fmt::format("gpu{}", g), DeviceKind::gpu, g, gpu});
-      for (auto plane : planes)
-        fabric.add_duplex(id, plane, {ChannelKind::nvlink, 1, nvlink_bandwidth, nvlink_latency});
-      fabric.add_duplex(id, host, {ChannelKind::nvlink, 1, c2c_bandwidth, nvlink_latency});
+      for (auto plane : planes) fabric.add_duplex(id, plane, {ChannelKind::nvlink, 1, links.bandwidth, links.latency});
+      fabric.add_duplex(id, host, {ChannelKind::nvlink, 1, c2c_bandwidth, links.latency});
     }
     return fabric;
   }
@@ -45,13 +42,8 @@ std::unique_ptr<Topology> make_nvl72(const ConfigNode& node) {
   t->gpu = gpu_preset(node, node.optional<std::string>("gpu", "gb200"));
   t->gpus = node.optional<int>("gpus", 72);
   check_between(node, "gpus", t->gpus, 2, 72);
-  t->nvlink_bandwidth = node.optional<BytesPerSecond>("nvlink_bandwidth", BytesPerSecond{NVLINK5_LANE_GBPS * 1e9});
-  check_positive(node, "nvlink_bandwidth", t->nvlink_bandwidth);
-  t->nvlink_latency = node.optional<Seconds>("nvlink_latency", Seconds{NVLINK_HOP_NS * 1e-9});
-  t->nvls_efficiency = node.optional<double>("nvls_efficiency", RACK_NVLS_EFFICIENCY);
-  check_between(node, "nvls_efficiency", t->nvls_efficiency, 0.0, 1.0);
-  t->c2c_bandwidth = node.optional<BytesPerSecond>("c2c_bandwidth", BytesPerSecond{C2C_GBPS * 1e9});
-  check_positive(node, "c2c_bandwidth", t->c2c_bandwidth);
+  t->links = parse_nvlink5_links(node);
+  t->c2c_bandwidth = parse_c2c_bandwidth(node);
   return t;
 }
 }  // namespace

@@ -43,12 +43,14 @@ std::vector<std::string> ids(const std::vector<TracedRecord>& records) {
 Fit::Fit(std::vector<TracedRecord> calibration, FitPlatform platform, Calibration& out)
     : calibration_(std::move(calibration)), platform_(std::move(platform)), out_(out) {}
 
-std::vector<TracedRecord> Fit::select(Family family, const std::vector<std::string>& tests, std::string_view variant,
+std::vector<TracedRecord> Fit::select(Family family, const std::vector<std::string>& tests,
+                                      std::optional<std::string_view> variant,
                                       const std::function<bool(const TraceRecord&)>& also) const {
   std::vector<TracedRecord> out;
   for (const auto& t : calibration_) {
     const auto& r = *t.record;
-    if (r.family != family || r.variant != variant || std::ranges::find(tests, r.test) == tests.end()) continue;
+    if (r.family != family || (variant && r.variant != *variant) || std::ranges::find(tests, r.test) == tests.end())
+      continue;
     if (also && !also(r)) continue;
     out.push_back(t);
   }

@@ -29,8 +29,10 @@ class Fit {
 
   const FitPlatform& platform() const { return platform_; }
 
-  /// Calibration records of `family` whose test is one of `tests` and whose variant is `variant`, and `also`.
-  std::vector<TracedRecord> select(Family family, const std::vector<std::string>& tests, std::string_view variant,
+  /// Calibration records of `family` whose test is one of `tests` and whose variant is `variant` (any: nullopt), and
+  /// `also`.
+  std::vector<TracedRecord> select(Family family, const std::vector<std::string>& tests,
+                                   std::optional<std::string_view> variant,
                                    const std::function<bool(const TraceRecord&)>& also = {}) const;
   /// False, with a note, when fewer than `needed` records are there to fit `what`.
   bool enough(const std::vector<TracedRecord>& records, std::size_t needed, std::string_view what);

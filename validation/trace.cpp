@@ -279,6 +279,11 @@ std::optional<BytesPerSecond> record_rate(const TraceRecord& r) {
   return std::nullopt;
 }
 
+double extra_number(const TraceRecord& r, const char* key, double fallback) {
+  const auto it = r.extra.find(key);
+  return it != r.extra.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
 bool operator==(const TraceRecord& a, const TraceRecord& b) {
   return a.id == b.id && a.family == b.family && a.test == b.test && a.variant == b.variant && a.ranks == b.ranks &&
          a.bytes == b.bytes && a.reps == b.reps && a.unit == b.unit && a.median == b.median && a.p01 == b.p01 &&

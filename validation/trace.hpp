@@ -101,6 +101,9 @@ struct TraceRecord {
 /// bytes, bytes / median time. nullopt for records that measure no transfer (latency, launch, jitter).
 std::optional<BytesPerSecond> record_rate(const TraceRecord& record);
 
+/// A numeric extra field of the record, or `fallback`.
+double extra_number(const TraceRecord& record, const char* key, double fallback = 0);
+
 /// A whole trace file, read or about to be written.
 struct Trace {
   std::string source;  ///< file name used in messages

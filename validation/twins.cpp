@@ -10,11 +10,6 @@ namespace snsim::validation {
 
 namespace twins {
 
-double extra_number(const TraceRecord& r, const char* key, double fallback) {
-  const auto it = r.extra.find(key);
-  return it != r.extra.end() && it->is_number() ? it->get<double>() : fallback;
-}
-
 int rank_at(const TraceRecord& r, std::size_t i) {
   return r.ranks.size() > i ? r.ranks[i] : 0;
 }

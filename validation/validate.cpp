@@ -276,16 +276,6 @@ ValidationResult validate(const std::vector<Trace>& traces, const Bounds& bounds
   return result;
 }
 
-double quantile(std::vector<double> values, double q) {
-  if (values.empty()) return 0;
-  std::ranges::sort(values);
-  const double position = q * static_cast<double>(values.size() - 1);
-  const auto below = static_cast<std::size_t>(std::floor(position));
-  const auto above = std::min(below + 1, values.size() - 1);
-  const double fraction = position - static_cast<double>(below);
-  return values[below] + (values[above] - values[below]) * fraction;
-}
-
 double lag1_autocorrelation(const std::vector<double>& series) {
   if (series.size() < 3) return 0;
   const double mean = std::accumulate(series.begin(), series.end(), 0.0) / static_cast<double>(series.size());

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/statistics.hpp"
 #include "validation/trace.hpp"
 
 namespace snsim::validation {
@@ -125,8 +126,6 @@ Bounds load_bounds(const std::string& yaml, const std::string& file_name);
 /// Validates every record of `traces`: simulates the twins, compares, summarises per family against `bounds`.
 ValidationResult validate(const std::vector<Trace>& traces, const Bounds& bounds, const TwinOptions& options);
 
-/// Quantile q in [0, 1] of `values` (linear interpolation between order statistics); 0 for none.
-double quantile(std::vector<double> values, double q);
 /// Lag-1 autocorrelation of a series in capture order; 0 when undefined.
 double lag1_autocorrelation(const std::vector<double>& series);
 

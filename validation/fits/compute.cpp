@@ -22,20 +22,12 @@ constexpr std::string_view DUTY_PREFIX = "duty_gap_";
 // GEMMs within this share of the fastest run at the same clock (the probe's run-to-run spread is ~0.3 %).
 constexpr double SAME_CLOCK = 0.01;
 
-double extra(const TraceRecord& r, const char* key) {
-  const auto it = r.extra.find(key);
-  return it != r.extra.end() && it->is_number() ? it->get<double>() : 0;
-}
-
 }  // namespace
 
 void compute(Fit& fit) {
-  std::vector<TracedRecord> records;
-  for (const auto& gap : {"0", "250", "500", "1000", "2000"}) {
-    const auto some = fit.select(Family::step, {"gemm"}, fmt::format("{}{}", DUTY_PREFIX, gap),
-                                 [](const TraceRecord& r) { return extra(r, "flops") > 0 && extra(r, "duty") > 0; });
-    records.insert(records.end(), some.begin(), some.end());
-  }
+  const auto records = fit.select(Family::step, {"gemm"}, std::nullopt, [](const TraceRecord& r) {
+    return r.variant.starts_with(DUTY_PREFIX) && extra_number(r, "flops") > 0 && extra_number(r, "duty") > 0;
+  });
   if (!fit.enough(records, 3, "compute.flop_efficiency and the power-capped clock")) return;
   const auto& gpu = fit.platform().gpu;
   const double peak = gpu.peak(Dtype::bf16).value_or(gpu.dense_bf16).count();
@@ -47,7 +39,7 @@ void compute(Fit& fit) {
   std::vector<TracedRecord> boost, throttled;
   for (const auto& t : records) (kernel(*t.record) <= fastest * (1 + SAME_CLOCK) ? boost : throttled).push_back(t);
   const auto x = Fit::relative_least_squares(
-      boost, [&](const TraceRecord& r) { return std::vector<double>{extra(r, "flops") / peak}; }, kernel);
+      boost, [&](const TraceRecord& r) { return std::vector<double>{extra_number(r, "flops") / peak}; }, kernel);
   if (x.empty() || !(x[0] > 1)) {
     fit.note("compute.flop_efficiency: the GEMMs at boost clock do not give an efficiency below 1: kept the default");
     return;
@@ -61,11 +53,11 @@ void compute(Fit& fit) {
     fit.note("compute.power_duty: fewer than two GEMM bursts are throttled: clocks kept uncapped");
     return;
   }
-  const double boost_kernel = extra(*boost.front().record, "flops") / (peak / x[0]);
+  const double boost_kernel = extra_number(*boost.front().record, "flops") / (peak / x[0]);
   std::vector<std::vector<double>> rows;
   std::vector<double> y, w;
   for (const auto& t : throttled) {
-    rows.push_back({std::log(extra(*t.record, "duty")), 1.0});
+    rows.push_back({std::log(extra_number(*t.record, "duty")), 1.0});
     y.push_back(std::log(kernel(*t.record) / boost_kernel));
     w.push_back(1);
   }

@@ -13,8 +13,6 @@ inline workloads::Op op(auto what) {
   return workloads::Op{std::move(what), 0, -1};
 }
 
-/// A numeric extra field of the record, or `fallback`.
-double extra_number(const TraceRecord& record, const char* key, double fallback);
 /// The record's i-th rank, or 0.
 int rank_at(const TraceRecord& record, std::size_t i);
 /// An environment variable of the capture, or "".

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "../common/cuda_util.h"
-#include "../common/nccl_check.h"
+#include "../common/nccl_util.h"
 #include "families.h"
 
 namespace probe {
@@ -241,7 +241,7 @@ class CollectiveFamily {
     stream_->synchronize();
     std::vector<double> times(iterations);
     for (int i = 0; i < iterations; ++i) times[i] = elapsed_seconds(*events_[i], *events_[i + 1]);
-    slowest_rank(times);
+    slowest_rank(times, comm_, *stream_);
     Record record = make_record(info, s, "out_of_place", std::move(times));
     record.extra("warmup", static_cast<std::int64_t>(warmup));
     context_.emit(record);
@@ -274,7 +274,7 @@ class CollectiveFamily {
     }
     CHECK_CUDA(cudaGraphExecDestroy(graph_exec));
     CHECK_CUDA(cudaGraphDestroy(graph));
-    slowest_rank(times);
+    slowest_rank(times, comm_, *stream_);
     Record record = make_record(info, s, "graph", std::move(times));
     record.extra("ops_per_graph", static_cast<std::int64_t>(ops));
     context_.emit(record);
@@ -298,15 +298,6 @@ class CollectiveFamily {
     record.extra("count", static_cast<std::int64_t>(s.count));
     record.extra("dtype", std::string(info.reduces ? "float32" : "int8"));
     return record;
-  }
-
-  // Replaces each iteration's time with the largest over all ranks.
-  void slowest_rank(std::vector<double>& times) {
-    DeviceBuffer on_gpu(context_.rank, times.size() * sizeof(double));
-    CHECK_CUDA(cudaMemcpy(on_gpu.get(), times.data(), times.size() * sizeof(double), cudaMemcpyHostToDevice));
-    CHECK_NCCL(ncclAllReduce(on_gpu.get(), on_gpu.get(), times.size(), ncclFloat64, ncclMax, comm_, *stream_));
-    stream_->synchronize();
-    CHECK_CUDA(cudaMemcpy(times.data(), on_gpu.get(), times.size() * sizeof(double), cudaMemcpyDeviceToHost));
   }
 
   RankContext& context_;

@@ -39,7 +39,7 @@
 #include <vector>
 
 #include "../common/cuda_util.h"
-#include "../common/nccl_check.h"
+#include "../common/nccl_util.h"
 #include "families.h"
 
 #ifdef PROBE_HAVE_NVSHMEM
@@ -238,6 +238,22 @@ class StepFamily {
     stream_->synchronize();
   }
 
+  // A record of GPU 0's GEMMs of size^3: per-GEMM times, with the shape's extras.
+  static Record gemm_record(std::string variant, int size, std::vector<double> times) {
+    Record record;
+    record.family = "step";
+    record.test = "gemm";
+    record.variant = std::move(variant);
+    record.ranks = {0};
+    record.bytes = 3ull * size * size * sizeof(__nv_bfloat16);
+    record.unit = "s";
+    record.samples = std::move(times);
+    for (const char* dimension : {"m", "n", "k"}) record.extra(dimension, static_cast<std::int64_t>(size));
+    record.extra("flops", gemm_flops(size));
+    record.extra("dtype", std::string("bf16"));
+    return record;
+  }
+
   // Back-to-back GEMMs on every GPU; each rank measures its own GPU, rank 0 reports GPU 0 (one record per GPU
   // would repeat the same silicon: the step tests cover the pair).
   void measure_gemm(int size) {
@@ -255,21 +271,8 @@ class StepFamily {
       times.push_back(elapsed_seconds(start, stop) / per_sample);
     }
     nccl_barrier();
-    Record record;
-    record.family = "step";
-    record.test = "gemm";
-    record.variant = "bf16";
-    record.ranks = {0};
-    record.bytes = 3ull * size * size * sizeof(__nv_bfloat16);
-    record.unit = "s";
-    record.samples = std::move(times);
-    const double median = summarize(record.samples).median;
-    record.extra("m", static_cast<std::int64_t>(size));
-    record.extra("n", static_cast<std::int64_t>(size));
-    record.extra("k", static_cast<std::int64_t>(size));
-    record.extra("flops", gemm_flops(size));
-    record.extra("dtype", std::string("bf16"));
-    record.extra("tflops", gemm_flops(size) / median / 1e12);
+    Record record = gemm_record("bf16", size, std::move(times));
+    record.extra("tflops", gemm_flops(size) / summarize(record.samples).median / 1e12);
     record.extra("gemms_per_sample", static_cast<std::int64_t>(per_sample));
     context_.emit(record);
   }
@@ -304,19 +307,7 @@ class StepFamily {
     }
     const double duty = total > 0 ? busy * (bursts - warmup - 1) / (bursts - warmup) / total : 1.0;
     nccl_barrier();
-    Record record;
-    record.family = "step";
-    record.test = "gemm";
-    record.variant = "duty_gap_" + std::to_string(gap_us);
-    record.ranks = {0};
-    record.bytes = 3ull * kStepGemm * kStepGemm * sizeof(__nv_bfloat16);
-    record.unit = "s";
-    record.samples = std::move(per_gemm);
-    record.extra("m", static_cast<std::int64_t>(kStepGemm));
-    record.extra("n", static_cast<std::int64_t>(kStepGemm));
-    record.extra("k", static_cast<std::int64_t>(kStepGemm));
-    record.extra("flops", gemm_flops(kStepGemm));
-    record.extra("dtype", std::string("bf16"));
+    Record record = gemm_record("duty_gap_" + std::to_string(gap_us), kStepGemm, std::move(per_gemm));
     record.extra("gemms_per_burst", static_cast<std::int64_t>(kGemmsPerStep));
     record.extra("gap", gap_us * 1e-6);
     record.extra("duty", std::min(1.0, duty));
@@ -408,7 +399,7 @@ class StepFamily {
     }
     // Each rank's median GEMM phase and reduction phase (the reduction includes waiting for the other ranks).
     const std::vector<double> phases = every_rank({summarize(gemm_phase).median, summarize(reduce_phase).median});
-    slowest_rank(times);
+    slowest_rank(times, comm_, *stream_);
 
     Record record;
     record.family = "step";
@@ -446,15 +437,6 @@ class StepFamily {
     std::vector<double> out(values.size() * context_.nranks);
     CHECK_CUDA(cudaMemcpy(out.data(), all.get(), out.size() * sizeof(double), cudaMemcpyDeviceToHost));
     return out;
-  }
-
-  // Replaces each step's time with the largest over all ranks.
-  void slowest_rank(std::vector<double>& times) {
-    DeviceBuffer on_gpu(context_.rank, times.size() * sizeof(double));
-    CHECK_CUDA(cudaMemcpy(on_gpu.get(), times.data(), times.size() * sizeof(double), cudaMemcpyHostToDevice));
-    CHECK_NCCL(ncclAllReduce(on_gpu.get(), on_gpu.get(), times.size(), ncclFloat64, ncclMax, comm_, *stream_));
-    stream_->synchronize();
-    CHECK_CUDA(cudaMemcpy(times.data(), on_gpu.get(), times.size() * sizeof(double), cudaMemcpyDeviceToHost));
   }
 
   RankContext& context_;
