@@ -11,6 +11,7 @@
 #include "sim/config.hpp"
 #include "topologies/register.hpp"
 #include "validation/calibrate.hpp"
+#include "validation/test_support.hpp"
 #include "validation/twins.hpp"
 #include "validation/twins/nvshmem.hpp"
 
@@ -270,15 +271,7 @@ TEST_CASE("pgas fit: recovers known parameters from records the model's own form
   }
 
   const auto calibration = calibrate({trace});
-  std::map<std::string, std::string> fitted;
-  for (const auto& p : calibration.parameters) fitted[p.key] = p.value;
-  auto value = [&](const std::string& key) -> double {
-    REQUIRE_MESSAGE(fitted.contains(key), key);
-    const std::string& v = fitted[key];
-    if (v.ends_with("us")) return std::stod(v) * 1e-6;
-    if (v.ends_with("GBps")) return std::stod(v) * 1e9;
-    return std::stod(v);
-  };
+  const auto fitted = testing::fitted_values(calibration);
   const std::vector<std::pair<std::string, double>> expected{{"pgas.thread.issue", 300e-9},
                                                              {"pgas.warp.issue", 260e-9},
                                                              {"pgas.block.issue", 250e-9},
@@ -294,10 +287,7 @@ TEST_CASE("pgas fit: recovers known parameters from records the model's own form
                                                              {"pgas.read_latency", 250e-9},
                                                              {"pgas.load_l2_latency", 150e-9},
                                                              {"pgas.load_hbm_latency", 350e-9}};
-  for (const auto& [key, want] : expected) {
-    CAPTURE(key);
-    CHECK_MESSAGE(std::abs(value(key) / want - 1) < 2e-3, fitted[key]);  // times are written with 4 digits
-  }
+  testing::check_fitted(fitted, expected);
   // What these records cannot tell apart keeps its default, and the notes say so.
   CHECK_FALSE(fitted.contains("pgas.write_latency"));
   CHECK_FALSE(fitted.contains("pgas.warp.put_bandwidth"));

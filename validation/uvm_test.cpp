@@ -11,6 +11,7 @@
 #include "sim/config.hpp"
 #include "topologies/register.hpp"
 #include "validation/calibrate.hpp"
+#include "validation/test_support.hpp"
 #include "validation/twins.hpp"
 
 namespace snsim::validation {
@@ -114,15 +115,7 @@ TEST_CASE("uvm fit: recovers known parameters from records the model's own formu
   }
 
   const auto calibration = calibrate({trace});
-  std::map<std::string, std::string> fitted;
-  for (const auto& p : calibration.parameters) fitted[p.key] = p.value;
-  auto value = [&](const std::string& key) -> double {
-    REQUIRE_MESSAGE(fitted.contains(key), key);
-    const std::string& v = fitted[key];
-    if (v.ends_with("us")) return std::stod(v) * 1e-6;
-    if (v.ends_with("GBps")) return std::stod(v) * 1e9;
-    return std::stod(v);
-  };
+  const auto fitted = testing::fitted_values(calibration);
   const std::vector<std::pair<std::string, double>> expected{{"uvm.kernel_start", 5e-6},
                                                              {"uvm.host_to_gpu.bandwidth", 40e9},
                                                              {"uvm.host_to_gpu.prefetch_setup", 60e-6},
@@ -132,10 +125,7 @@ TEST_CASE("uvm fit: recovers known parameters from records the model's own formu
                                                              {"uvm.gpu_to_gpu.bandwidth", 120e9},
                                                              {"uvm.gpu_to_gpu.prefetch_setup", 40e-6},
                                                              {"uvm.gpu_to_gpu.fault_service", 0.4e-6}};
-  for (const auto& [key, want] : expected) {
-    CAPTURE(key);
-    CHECK_MESSAGE(std::abs(value(key) / want - 1) < 2e-3, fitted[key]);  // times are written with 4 digits
-  }
+  testing::check_fitted(fitted, expected);
   CHECK_FALSE(fitted.contains("uvm.batch_service"));
   CHECK(
       std::ranges::any_of(calibration.notes, [](const std::string& n) { return n.starts_with("uvm.batch_service"); }));

@@ -24,8 +24,13 @@ namespace {
 // is the model's (50 samples beyond it), not the luck of a few draws.
 constexpr int JITTER_SAMPLES = 50'000;
 
-bool is_step_measurement(const TraceRecord& r) {
-  return r.family == Family::step && r.test != "gemm";
+/// The use of records that do not alternate along their curve: jitter distributions and training steps only
+/// validate (what the models compose to), the step family's lone GEMMs only calibrate (the compute rate, as launch
+/// records are the launch costs).
+std::optional<Use> fixed_use(const TraceRecord& r) {
+  if (r.family == Family::jitter) return Use::validation;
+  if (r.family == Family::step) return r.test == "gemm" ? Use::calibration : Use::validation;
+  return std::nullopt;
 }
 
 std::string curve_key(const TracedRecord& t) {
@@ -52,10 +57,8 @@ std::vector<Use> split_records(const std::vector<TracedRecord>& records) {
     std::ranges::stable_sort(members, {}, [&](std::size_t i) { return records[i].record->bytes; });
     for (std::size_t k = 0; k < members.size(); ++k) {
       const auto& r = *records[members[k]].record;
-      if (r.family == Family::jitter || is_step_measurement(r))
-        uses[members[k]] = Use::validation;
-      else if (r.family == Family::step)
-        uses[members[k]] = Use::calibration;  // lone GEMMs: the compute model's rate, as launch records are
+      if (const auto use = fixed_use(r))
+        uses[members[k]] = *use;
       else if (members.size() > 1 && k % 2 == 1)
         uses[members[k]] = Use::validation;
     }

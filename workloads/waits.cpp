@@ -5,10 +5,7 @@
 #include <fmt/format.h>
 
 namespace snsim::workloads {
-namespace {
-
-/// The length of the union of intervals [start, end) (sorts them).
-Seconds covered(std::vector<std::pair<Seconds, Seconds>>& intervals) {
+Seconds covered(std::vector<std::pair<Seconds, Seconds>> intervals) {
   std::ranges::sort(intervals);
   Seconds total{0}, reach{0};
   bool any = false;
@@ -24,8 +21,6 @@ Seconds covered(std::vector<std::pair<Seconds, Seconds>>& intervals) {
   }
   return total;
 }
-
-}  // namespace
 
 void WaitLog::arrive(int rank, Sync kind, const void* group, std::size_t members, Seconds arrival, Seconds departure) {
   const Key key{kind, group};

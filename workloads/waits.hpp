@@ -73,4 +73,7 @@ std::vector<RankWaits> wait_table(const std::vector<OpRecord>& ops, const std::v
 /// The printed table: rank, span, busy, waiting (also as a share of the span), the rank most waited on and how long.
 Table waits_table(const std::vector<RankWaits>& waits);
 
+/// The length of the union of intervals [start, end): the time a rank spent in any of them.
+Seconds covered(std::vector<std::pair<Seconds, Seconds>> intervals);
+
 }  // namespace snsim::workloads

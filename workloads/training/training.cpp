@@ -10,6 +10,7 @@
 
 #include "sim/random.hpp"
 #include "workloads/training/balancer.hpp"
+#include "workloads/waits.hpp"
 
 namespace snsim::workloads::training {
 namespace {
@@ -612,23 +613,6 @@ class RankEmitter {
   std::vector<Op>* out_ = nullptr;
 };
 
-/// The union of intervals' length.
-double covered(std::vector<std::pair<double, double>> spans) {
-  std::ranges::sort(spans);
-  double total = 0, start = 0, end = -1;
-  for (auto [a, b] : spans) {
-    if (a > end) {
-      if (end > start) total += end - start;
-      start = a;
-      end = b;
-    } else {
-      end = std::max(end, b);
-    }
-  }
-  if (end > start) total += end - start;
-  return total;
-}
-
 bool is_compute(const std::string& kind) {
   return kind == "compute";
 }
@@ -672,7 +656,7 @@ std::vector<Table> Training::summarize(const std::vector<OpRecord>& records, int
   const int gpus = c.plan.gpus();
   double start = 1e300;
   std::vector<double> step_end(static_cast<std::size_t>(c.steps), 0);
-  std::vector<std::vector<std::pair<double, double>>> compute(static_cast<std::size_t>(gpus)),
+  std::vector<std::vector<std::pair<Seconds, Seconds>>> compute(static_cast<std::size_t>(gpus)),
       busy(static_cast<std::size_t>(gpus));
   std::map<std::string, double> moved;
   for (const auto& r : records) {
@@ -682,7 +666,7 @@ std::vector<Table> Training::summarize(const std::vector<OpRecord>& records, int
       auto& end = step_end[static_cast<std::size_t>(info(r.tag).step)];
       end = std::max(end, r.end.count());
     }
-    const auto span = std::pair{r.start.count(), r.end.count()};
+    const auto span = std::pair{r.start, r.end};
     if (is_compute(r.kind)) compute[static_cast<std::size_t>(r.rank)].push_back(span);
     if (is_compute(r.kind) || is_communication(r.kind)) busy[static_cast<std::size_t>(r.rank)].push_back(span);
     if (is_communication(r.kind) && r.kind != "quiet") moved[r.kind] += static_cast<double>(r.bytes.count());
@@ -708,8 +692,8 @@ std::vector<Table> Training::summarize(const std::vector<OpRecord>& records, int
                 {}};
   double busy_sum = 0, compute_sum = 0, idle_max = 0;
   for (int r = 0; r < gpus; ++r) {
-    const double in_compute = covered(compute[static_cast<std::size_t>(r)]);
-    const double in_any = covered(busy[static_cast<std::size_t>(r)]);
+    const double in_compute = covered(compute[static_cast<std::size_t>(r)]).count();
+    const double in_any = covered(busy[static_cast<std::size_t>(r)]).count();
     const double idle = std::max(0.0, run - in_any);
     const Coord co = coord_of(c.plan, r);
     per_gpu.rows.push_back({r, co.tp, co.dp, co.pp, in_compute * 1e3, (in_any - in_compute) * 1e3, idle * 1e3,
