@@ -5,8 +5,6 @@
 // rerun the scenario, then update the README table, workloads/claims/README.md and the figure here together.
 #include <doctest/doctest.h>
 
-#include <algorithm>
-#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -14,13 +12,15 @@
 #include "sim/config.hpp"
 #include "tools/test_support.hpp"
 #include "workloads/scenario.hpp"
+#include "workloads/test_support.hpp"
 
 using namespace snsim;
 using namespace snsim::testing;
+using snsim::workloads::testing::span;
 
 namespace {
 
-// The README's figures are printed with 3 significant digits; 1 % is what that rounding and nothing else allows.
+// The README gives 3 significant digits; 1 % covers that rounding and little else.
 constexpr double TOLERANCE = 0.01;
 
 std::string claim_file(const std::string& name) {
@@ -32,18 +32,6 @@ Report run_claim(const std::string& name) {
   Report report = scenario.run();
   REQUIRE(report.outcome == "completed");
   return report;
-}
-
-/// From the first start to the last end of one phase's ops.
-double span(const Report& report, int phase) {
-  double first = 1e300, last = 0;
-  for (const auto& o : report.ops)
-    if (o.phase == phase) {
-      first = std::min(first, o.start.count());
-      last = std::max(last, o.end.count());
-    }
-  REQUIRE(last > first);
-  return last - first;
 }
 
 /// A metric of the training summary table, from a Report or from report.json.
