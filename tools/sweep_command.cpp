@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -47,7 +48,7 @@ std::string flow_scalar(const std::string& text) {
                      std::ranges::all_of(text, [](char c) {
                        return std::isalnum(static_cast<unsigned char>(c)) || std::strchr(" ._/+-", c) != nullptr;
                      });
-  if (plain || (text.front() == '-' && text.size() > 1 && std::isdigit(static_cast<unsigned char>(text[1])) &&
+  if (plain || (text.size() > 1 && text.front() == '-' && std::isdigit(static_cast<unsigned char>(text[1])) &&
                 text.find(' ') == std::string::npos))
     return text;
   std::string quoted = "\"";
@@ -678,8 +679,11 @@ int run_sweep(const SweepOptions& o) {
       });
   ::close(fd);
 
-  const auto merged = merge_results(read_results(results));
-  write_sweep_report(dir, meta, merged);
+  // The report is this plan's: lines of an earlier version of the plan stay in the file but not in the table.
+  std::vector<json> mine;
+  for (auto& r : merge_results(read_results(results)))
+    if (key_owner.contains(r["key"].get<std::string>())) mine.push_back(std::move(r));
+  write_sweep_report(dir, meta, mine);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::cout << fmt::format("# {} runs in {:.2f} s wall ({} run now, {} failed); wrote {}, {}/sweep.md\n",
                            already + finished - failures.size(), wall, finished - failures.size(), failures.size(),

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/error.hpp"
+#include "tools/python.hpp"
 #include "tools/sweep_command.hpp"
 #include "tools/test_support.hpp"
 
@@ -289,6 +290,12 @@ TEST_CASE("sweep: three shards are the whole sweep, and merge joins them") {
   r = run_snsim(dir, {"sweep", "plan.yaml", "--out", "whole", "--jobs", "2"});
   REQUIRE(r.code == 0);
   CHECK(results_without_wall(dir.path() / "merged") == results_without_wall(dir.path() / "whole"));
+  // The plot is drawn where matplotlib is (CI sets SNSIM_REQUIRE_PLOTS: a missing one fails there).
+  std::vector<std::string> tried;
+  if (find_python(tried))
+    CHECK(fs::file_size(dir.path() / "merged" / "sweep.png") > 10000);
+  else if (std::getenv("SNSIM_REQUIRE_PLOTS"))
+    FAIL("SNSIM_REQUIRE_PLOTS is set but no python3 has matplotlib");
   const std::string md = read_file(dir.path() / "merged" / "sweep.md");
   CHECK(md.find("| point | gpus | loop | topology | trials | outcome | makespan_s | wall_s |") != std::string::npos);
   CHECK(md.find("Goal: `makespan_s` <= 0.003 with the least `gpus`. **Point 0 (gpus=2, loop=short)**") !=

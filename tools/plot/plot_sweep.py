@@ -9,7 +9,7 @@ appears twice counts once. The x and y axes are metrics (default: the plan's `re
 `samples_per_s`, or `makespan_s` when there is no training); a point's value is the mean over its trials; points
 are grouped into lines by `series`: a metric (default `topology`) or an axis name, and within a line by the labels
 of the other axes. The plan's goal (`at_least` / `at_most` on y) is drawn as a dashed line. Only completed runs are
-drawn. Exit codes: 0 ok, 2 bad input, 3 matplotlib missing.
+drawn, and with a sweep.json only the runs of its plan. Exit codes: 0 ok, 2 bad input, 3 matplotlib missing.
 """
 
 import argparse
@@ -77,7 +77,10 @@ def main():
                 meta = json.load(f)
         except (OSError, json.JSONDecodeError) as e:
             fail(f"{args.meta}: cannot read the sweep's meta: {e}")
-    runs = [r for r in read_results(args.results) if r.get("outcome") == "completed"]
+    # Only the plan's runs: a results file may keep lines of an earlier version of the plan.
+    planned = set(meta.get("keys", []))
+    runs = [r for r in read_results(args.results)
+            if r.get("outcome") == "completed" and (not planned or r["key"] in planned)]
     if not runs:
         fail(f"{args.results}: no completed run to plot")
     x = args.x or meta.get("x") or "gpus"
