@@ -1,11 +1,14 @@
 #include "sim/isolated.hpp"
 
 #include <poll.h>
+#include <sched.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -45,9 +48,13 @@ Child spawn(const std::function<std::string()>& body) {
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(fmt::format("pipe: {}", std::strerror(errno)));
   std::fflush(nullptr);  // buffered output must not be written twice
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(fmt::format("fork: {}", std::strerror(errno)));
   if (pid == 0) {
+    // A parent killed (kill -9 of a sweep) takes its simulations with it instead of leaving them running.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);  // it died before prctl
     ::close(fds[0]);
     std::string out;
     try {
@@ -95,6 +102,12 @@ std::string finish(const Child& child, const std::string& text) {
 
 }  // namespace
 
+std::size_t usable_cpus() {
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return static_cast<std::size_t>(std::max(1, CPU_COUNT(&set)));
+  return static_cast<std::size_t>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
 std::string run_isolated(const std::function<std::string()>& body) {
   const Child child = spawn(body);
   std::string text;
@@ -103,10 +116,8 @@ std::string run_isolated(const std::function<std::string()>& body) {
   return finish(child, text);
 }
 
-std::vector<std::string> run_isolated_each(std::size_t count, std::size_t jobs,
-                                           const std::function<std::string(std::size_t)>& body,
-                                           const std::function<void(std::size_t)>& finished) {
-  std::vector<std::string> results(count);
+void run_isolated_stream(std::size_t count, std::size_t jobs, const std::function<std::string(std::size_t)>& body,
+                         const std::function<bool(std::size_t, std::string, std::exception_ptr)>& done) {
   struct Running {
     Child child;
     std::size_t index;
@@ -114,10 +125,8 @@ std::vector<std::string> run_isolated_each(std::size_t count, std::size_t jobs,
   };
   std::vector<Running> running;
   std::size_t next = 0;
-  std::optional<std::size_t> failed;  // the lowest index that failed
-  std::exception_ptr failure;
   while (next < count || !running.empty()) {
-    while (!failed && next < count && running.size() < std::max<std::size_t>(jobs, 1)) {
+    while (next < count && running.size() < std::max<std::size_t>(jobs, 1)) {
       const std::size_t i = next++;
       running.push_back({spawn([&body, i] { return body(i); }), i, {}});
     }
@@ -131,19 +140,35 @@ std::vector<std::string> run_isolated_each(std::size_t count, std::size_t jobs,
       if (fds[k].revents == 0) continue;
       Running& r = running[k];
       if (read_some(r.child.fd, r.text)) continue;
+      std::string result;
+      std::exception_ptr failure;
       try {
-        results[r.index] = finish(r.child, r.text);
+        result = finish(r.child, r.text);
       } catch (...) {
-        if (!failed || r.index < *failed) {
-          failed = r.index;
-          failure = std::current_exception();
-        }
+        failure = std::current_exception();
       }
-      if (finished) finished(r.index);
+      const std::size_t index = r.index;
       running.erase(running.begin() + static_cast<std::ptrdiff_t>(k));
+      if (!done(index, std::move(result), failure)) next = count;  // start nothing more
     }
-    if (failed && next < count) next = count;  // start nothing more
   }
+}
+
+std::vector<std::string> run_isolated_each(std::size_t count, std::size_t jobs,
+                                           const std::function<std::string(std::size_t)>& body,
+                                           const std::function<void(std::size_t)>& finished) {
+  std::vector<std::string> results(count);
+  std::optional<std::size_t> failed;  // the lowest index that failed
+  std::exception_ptr failure;
+  run_isolated_stream(count, jobs, body, [&](std::size_t i, std::string text, std::exception_ptr error) {
+    if (error && (!failed || i < *failed)) {
+      failed = i;
+      failure = error;
+    }
+    if (!error) results[i] = std::move(text);
+    if (finished) finished(i);
+    return !failed;
+  });
   if (failure) std::rethrow_exception(failure);
   return results;
 }

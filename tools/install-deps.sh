@@ -10,4 +10,5 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake pkg-config git ca-certificates \
   libsimgrid-dev libboost-graph-dev libfmt-dev libyaml-cpp-dev \
   libbenchmark-dev doctest-dev libcli11-dev nlohmann-json3-dev \
-  python3 python3-matplotlib time
+  python3 python3-matplotlib time \
+  parallel  # GNU parallel: .ci/run's sharded sweep

@@ -8,6 +8,7 @@
 #include "tools/commands.hpp"
 #include "tools/compare_command.hpp"
 #include "tools/study_command.hpp"
+#include "tools/sweep_command.hpp"
 #include "tools/traces_command.hpp"
 #include "tools/validate_command.hpp"
 
@@ -45,6 +46,8 @@ int main(int argc, char** argv) {
   add_validation_commands(app, validation_exit_code);
   int study_exit_code = 0;  // set by `snsim study ...` while parsing
   add_study_command(app, study_exit_code);
+  int sweep_exit_code = 0;  // set by `snsim sweep ...` while parsing
+  add_sweep_command(app, sweep_exit_code);
 
   try {
     app.parse(argc, argv);
@@ -59,6 +62,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("traces")) return traces_exit_code;
     if (app.got_subcommand("validate") || app.got_subcommand("calibrate")) return validation_exit_code;
     if (app.got_subcommand("study")) return study_exit_code;
+    if (app.got_subcommand("sweep")) return sweep_exit_code;
   } catch (const snsim::InputError& e) {
     std::cout.flush();
     fmt::print(stderr, "{}\n", e.what());

@@ -1,6 +1,5 @@
 #include "tools/study_command.hpp"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -289,12 +288,6 @@ Table waits_by_point(const Plan& plan, const std::vector<PointResult>& results) 
     t.rows.push_back(std::move(row));
   }
   return t;
-}
-
-std::size_t usable_cpus() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return static_cast<std::size_t>(std::max(1, CPU_COUNT(&set)));
-  return static_cast<std::size_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
 }  // namespace

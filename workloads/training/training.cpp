@@ -711,6 +711,8 @@ std::vector<Table> Training::summarize(const std::vector<OpRecord>& records, int
   row("step_last_ms", last * 1e3);
   row("model_tflop_per_step", flops / 1e12);
   row("mfu_pct", 100 * flops / (mean * peak));
+  // Throughput in sequences: the global batch (micro_batch x micro_batches x dp) per mean step.
+  row("samples_per_s", static_cast<double>(c.model.micro_batch) * c.plan.micro_batches * c.plan.dp / mean);
   row("compute_ms_per_gpu", compute_sum / gpus * 1e3);
   row("comm_only_ms_per_gpu", (busy_sum - compute_sum) / gpus * 1e3);
   row("idle_ms_per_gpu", (run * gpus - busy_sum) / gpus * 1e3);
