@@ -32,12 +32,14 @@ std::unique_ptr<Model> make(const ConfigNode& node) {
 
 Registry<Model>::Entry fabric_model_entry() {
   return {"fabric",
-          "how traffic inside a non-blocking switch domain is timed: each transfer its own max-min flow (exact), or "
-          "one flow per GPU port and round (the crossbar fast path)",
+          "how collective traffic is timed: each transfer its own max-min flow (exact), or aggregated flows: one per "
+          "GPU port and round inside a non-blocking switch domain (crossbar fast path), one per rank and ring "
+          "collective (ring fast path)",
           {
               {"path", "auto|exact|fast", "auto",
                "exact: every transfer its own flow; fast: all-peers collectives (all_to_all, one_shot, two_shot) "
-               "inside one crossbar domain aggregated per port and round; auto: fast for 3 or more ranks"},
+               "inside one crossbar domain aggregated per port and round, and rings without transfer jitter or "
+               "fabric failures as one flow per rank; auto: fast for 3 or more ranks"},
           },
           make};
 }

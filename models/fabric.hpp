@@ -1,4 +1,7 @@
-// How traffic inside one non-blocking switch domain is timed (`models.fabric`).
+// How collective traffic is timed (`models.fabric`): every transfer its own flow (exact), or aggregated flows where
+// that changes the time little and the wall time a lot (two fast paths, each measured against exact by tests).
+//
+// Crossbar fast path (all-peers collectives inside one non-blocking switch domain).
 //
 // The exact path gives every transfer its own SimGrid flow, shared max-min: a round of a jittered all-to-all on 72
 // GPUs is 5,112 coupled flows that end at distinct times, and every end re-solves them (reference/simgrid-3.32.md §6:
@@ -12,6 +15,21 @@
 // caps) become one cap per port that lets the port's largest transfer end when it would alone. Jitter draws, byte
 // accounting and latencies are those of the exact path, transfer by transfer; tests measure the error against it.
 //
+// Ring fast path (ring collectives: all_reduce, all_gather, reduce_scatter). A ring runs S steps; in each, every rank
+// pays the ring's step latency and sends one transfer to the next rank, and a step starts only when both neighbours
+// have ended the previous one. A 512-rank ring all-reduce is 1,022 such steps per rank, 4.2M transfers for the 8 rails
+// of a 4,096-GPU superpod, each step's transfers coupled through the GPUs' HBM links, and every step end re-solves
+// them. Without per-transfer jitter every step of a rank moves the same bytes at the same latency, so the fast path
+// moves a rank's S steps as one flow of S times the bytes (same per-transfer rate cap) after S times the latency,
+// between the same neighbours, with the ring's members starting together and ending together (barriers). A lone
+// ring then takes exactly what the exact path gives: the exact path's step s on a rank waits for the ranks within s
+// hops, so S >= n/2 steps end at the last arrival + S x (latency + step bytes / rate) on every rank. What it does not
+// see: a step's transfers that end early do not hand their bandwidth to the ring's slower ones step by step (only once
+// their own flow ends), and traffic from outside the ring meets the latencies all first and the bytes after. With
+// jitter each step of the exact path is paced by its slowest draw (a sum of maxima, not a maximum of sums), and a
+// failure mid-ring changes the rates of the steps after it: rings keep the exact path under transfer jitter and in
+// runs with fabric failures (link, plane, tray, degraded), whatever the path setting.
+//
 //   models:
 //     fabric: {path: auto}   # auto | exact | fast
 #pragma once
@@ -23,9 +41,10 @@
 namespace snsim::models {
 
 enum class FabricPath {
-  automatic,  // fast where it applies and changes anything: all-peers collectives of 3 or more ranks in one domain
+  automatic,  // fast where it applies and changes anything: all-peers collectives of 3 or more ranks in one domain;
+              // rings of 3 or more ranks without transfer jitter in a run without fabric failures
   exact,      // every transfer its own flow
-  fast,       // fast for every all-peers collective inside one crossbar domain, 2 ranks included
+  fast,       // as automatic, 2 ranks included
 };
 
 std::string_view to_string(FabricPath path);

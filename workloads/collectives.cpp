@@ -56,13 +56,17 @@ void Runner::collective(int rank, const CollectiveOp& op) {
   if (lone < platform.line_rate * step.efficiency)
     step.wire_cap = lone.count() / step.efficiency / static_cast<double>(plan.shape.peers);
   const bool fast = crossbar_fast(group, step);
-  if (position == 0) ++collectives_by_path_[fast ? 1 : 0];
+  const bool ring_fast_path = !fast && ring_fast(group, step);
+  if (position == 0) ++collectives_by_path_[fast ? 1 : ring_fast_path ? 2 : 0];
   hold_sms(rank);  // the collective kernel occupies its channels' SMs from launch to end
   sleep_for(plan.launch + plan.base_latency);
   switch (plan.shape.pattern) {
     case models::Pattern::ring:
       step.ring_latency = ring_latency(group);
-      ring_steps(rank, group[(position + 1) % n], group[(position + n - 1) % n], step);
+      if (ring_fast_path)
+        ring_fast_steps(rank, group[(position + 1) % n], group[(position + n - 1) % n], group, step);
+      else
+        ring_steps(rank, group[(position + 1) % n], group[(position + n - 1) % n], step);
       break;
     case models::Pattern::all_peers:
       if (fast)
@@ -94,10 +98,12 @@ sg4::Mailbox* Runner::mailbox(int from, int to, const void* group) {
   return it->second;
 }
 
-sg4::CommPtr Runner::put(int from, int to, const Step& step) {
+sg4::CommPtr Runner::put(int from, int to, const Step& step, int transfers) {
   // Collective kernels copy with SMs; the protocol's flags take a further share of each line.
-  const Bytes payload = step.plan.shape.step_bytes;
-  const Bytes wire{static_cast<std::uint64_t>(std::ceil(static_cast<double>(payload.count()) / step.efficiency))};
+  const auto count = static_cast<std::uint64_t>(transfers);
+  const Bytes one = step.plan.shape.step_bytes;
+  const Bytes payload{one.count() * count};
+  const Bytes wire{static_cast<std::uint64_t>(std::ceil(static_cast<double>(one.count()) / step.efficiency)) * count};
   simulation_.account(device(from), device(to), wire, payload);
   auto comm = mailbox(from, to, step.group)->put_init(&token, simulation_.timed_bytes(wire).count());
   if (step.wire_cap > 0) comm->set_rate(step.wire_cap);
@@ -128,6 +134,39 @@ void Runner::ring_steps(int rank, int next, int prev, const Step& step) {
     sent->wait();
     got->wait();
   }
+}
+
+bool Runner::ring_fast(const std::vector<int>& group, const Step& step) const {
+  const auto path = models_.fabric->path;
+  if (path == models::FabricPath::exact || step.plan.algorithm != models::Algorithm::ring ||
+      step.plan.shape.pattern != models::Pattern::ring)
+    return false;
+  // With 2 ranks a ring is one transfer each way per step (and the validated 2-GPU twins stay exact).
+  if (path == models::FabricPath::automatic && group.size() < 3) return false;
+  // Per-transfer draws pace each exact step by its slowest transfer, and failures change the rates of the steps after
+  // them: neither is one flow per rank (models/fabric.hpp).
+  return models_.jitter->latency.is_none() && models_.jitter->bandwidth.is_none() && !fabric_failures_;
+}
+
+void Runner::ring_fast_steps(int rank, int next, int prev, const std::vector<int>& group, const Step& step) {
+  // The ring's steps as one transfer of all their bytes to the same neighbour, after all their latencies, rate-capped
+  // as each step's transfer (models/fabric.hpp). The members start together: in the exact path step s waits for the
+  // members within s hops, and a ring runs at least n/2 steps. They end together: a ring runs at its slowest pace.
+  auto it = ring_barriers_.find(&group);
+  if (it == ring_barriers_.end()) {
+    auto fresh = sg4::Barrier::create(static_cast<unsigned>(group.size()));  // others may run meanwhile:
+    it = ring_barriers_.try_emplace(&group, std::move(fresh)).first;         // the first one stored is the one
+  }
+  const sg4::BarrierPtr members = it->second;
+  members->wait();
+  const int steps = step.plan.shape.steps;
+  sleep_for((step.plan.step_latency + step.ring_latency) * static_cast<double>(steps));
+  auto sent = put(rank, next, step, steps);
+  int* received = nullptr;
+  auto got = mailbox(prev, rank, step.group)->get_async<int>(&received);
+  sent->wait();
+  got->wait();
+  members->wait();
 }
 
 void Runner::all_peers_steps(int rank, const std::vector<int>& group, const Step& step) {
@@ -236,10 +275,12 @@ void Runner::crossbar_steps(int rank, const std::vector<int>& group, std::size_t
 }
 
 std::optional<Table> Runner::fabric_path_table() const {
-  if (collectives_by_path_[0] + collectives_by_path_[1] == 0) return std::nullopt;
+  if (collectives_by_path_[0] + collectives_by_path_[1] + collectives_by_path_[2] == 0) return std::nullopt;
   return Table{fmt::format("fabric path (models.fabric.path: {})", models::to_string(models_.fabric->path)),
                {"path", "collectives"},
-               {{"exact", collectives_by_path_[0]}, {"crossbar fast", collectives_by_path_[1]}}};
+               {{"exact", collectives_by_path_[0]},
+                {"crossbar fast", collectives_by_path_[1]},
+                {"ring fast", collectives_by_path_[2]}}};
 }
 
 void Runner::pipeline(int self, std::optional<int> from, std::optional<int> to, const Step& step) {

@@ -33,7 +33,8 @@ Outcome run_with(const std::string& yaml, const std::string& path) {
     int fast = 0, exact = 0;
     for (const auto& t : r.tables)
       if (t.title.starts_with("fabric path"))
-        for (const auto& row : t.rows) (row[0] == "exact" ? exact : fast) = row[1].get<int>();
+        for (const auto& row : t.rows)
+          if (row[0] == "exact" || row[0] == "crossbar fast") (row[0] == "exact" ? exact : fast) = row[1].get<int>();
     return fmt::format("{:.17g} {} {}", r.simulated_time.count(), fast, exact);
   });
   Outcome o;

@@ -32,7 +32,7 @@ class Runner {
   /// evicted, bytes moved by access counters and thrashing pins; nullopt
   /// when the programs use no managed memory. Valid after Simulation::run().
   std::optional<Table> uvm_table() const;
-  /// How many collectives ran on the crossbar fast path and how many on the exact path; nullopt without collectives.
+  /// How many collectives ran on the exact path, the crossbar and the ring fast path; nullopt without collectives.
   /// Valid after Simulation::run().
   std::optional<Table> fabric_path_table() const;
   /// Ranks whose program did not run to its end (the engine stopped on a deadlock). Empty after a normal run.
@@ -41,6 +41,9 @@ class Runner {
   std::vector<Wait> waits() const { return waits_.waits(); }
   /// Kernels that start on `rank` from now on run `compute` / `hbm` times longer (a slowed failure).
   void slow_gpu(int rank, double compute, double hbm) { variability_.slow(device(rank), compute, hbm); }
+  /// The run has failures that change link rates mid-run (sim/failures.hpp): rings keep the exact path
+  /// (models/fabric.hpp). Before launch().
+  void expect_fabric_failures() { fabric_failures_ = true; }
 
  private:
   /// Waits a fixed cost (launch, setup, protocol step and wire latency) times a latency-jitter factor drawn for the
@@ -90,6 +93,9 @@ class Runner {
   void collective(int rank, const CollectiveOp& op);
   models::CollectivePlatform collective_platform(const std::vector<int>& group);
   void ring_steps(int rank, int next, int prev, const Step& step);
+  /// Whether a ring plan on `group` takes the ring fast path (models/fabric.hpp).
+  bool ring_fast(const std::vector<int>& group, const Step& step) const;
+  void ring_fast_steps(int rank, int next, int prev, const std::vector<int>& group, const Step& step);
   Seconds ring_latency(const std::vector<int>& group);
   void all_peers_steps(int rank, const std::vector<int>& group, const Step& step);
   /// Whether an all-peers plan on `group` takes the crossbar fast path (models/fabric.hpp).
@@ -97,7 +103,9 @@ class Runner {
   void crossbar_steps(int rank, const std::vector<int>& group, std::size_t position, const Step& step);
   void pipeline(int self, std::optional<int> from, std::optional<int> to, const Step& step);
   void tree(int rank, const std::vector<int>& group, std::size_t position, const Step& step);
-  simgrid::s4u::CommPtr put(int from, int to, const Step& step);
+  /// Starts `transfers` of the step's transfers from `from` to `to` as one comm (the ring fast path moves a rank's
+  /// steps at once), with the step's rate cap, and accounts their bytes.
+  simgrid::s4u::CommPtr put(int from, int to, const Step& step, int transfers = 1);
   /// The pair's mailbox within one group: collectives of different groups (NCCL communicators) running at once on
   /// the same pair, such as a tensor-parallel and a data-parallel one on two streams, never take each other's data.
   simgrid::s4u::Mailbox* mailbox(int from, int to, const void* group);
@@ -115,7 +123,9 @@ class Runner {
   struct CrossbarRound;  // what the ranks of one fast-path round send each other (workloads/collectives.cpp)
   std::map<std::pair<const void*, std::uint64_t>, std::shared_ptr<CrossbarRound>> crossbar_rounds_;
   std::map<std::pair<const void*, int>, std::uint64_t> crossbar_rounds_done_;  // by (group, rank)
-  std::array<std::uint64_t, 2> collectives_by_path_{};                         // exact, fast
+  std::map<const void*, simgrid::s4u::BarrierPtr> ring_barriers_;              // ring fast path: by Group identity
+  std::array<std::uint64_t, 3> collectives_by_path_{};                         // exact, crossbar fast, ring fast
+  bool fabric_failures_ = false;                                               // link rates may change mid-run
   std::map<DeviceId, models::TensorDuty> tensor_duty_;  // per GPU, for power-capped clocks (models/compute.hpp)
   std::shared_ptr<Pgas> pgas_;                          // created by the first PGAS op
   std::shared_ptr<Uvm> uvm_;                            // created by the first UVM op

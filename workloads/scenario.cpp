@@ -84,6 +84,10 @@ Report Scenario::run(const std::vector<std::string>& engine_args) const {
   schedule_failures(simulation, failures_, failures, {.slow_gpu = [&runner](int rank, double compute, double hbm) {
                       runner.slow_gpu(rank, compute, hbm);
                     }});
+  if (std::ranges::any_of(failures_, [](const Failure& f) {
+        return f.kind != Failure::Kind::slowed && f.kind != Failure::Kind::gpu_lost;  // lanes, planes, trays
+      }))
+    runner.expect_fabric_failures();
   runner.launch();
   Report report;
   report.scenario = name_;
