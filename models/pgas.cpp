@@ -56,6 +56,15 @@ constexpr std::uint64_t L2_BYTES = 60ull << 20;
 // 3861 of 4800 GB/s HBM [uvm/read/local/0/4294967296].
 constexpr double LOAD_EFFICIENCY = 0.83;
 constexpr double LOCAL_READ_EFFICIENCY = 0.804;
+// Two PEs putting to each other at once, 32 blocks each, 128 MiB: 295.5 GB/s per direction, against one block's
+// put_bandwidth x 32 (339.0 GB/s) [nvshmem/put_rate_bidir/block/0-1/134217728 in h200x2-nvshmem-bidir.jsonl]; the same
+// machine measured 319.9 alone (extra `unidirectional`): x0.92. With 1 to 16 blocks the slowdown is smaller (x0.97 to
+// x0.95 against alone): the share is the one of 32 blocks, the exchanges' count [unverified below 32].
+constexpr double DUPLEX_PUT_SHARE = 0.872;
+// The probe's averaging kernel over a 32 MiB chunk and the peer's copy of it (96 MiB read and written): 99.6 us,
+// 1.01 TB/s, a fifth of HBM's peak (one 2-byte element per thread and iteration) [nvshmem/exchange/alone/0-1/67108864
+// and .../after_flush/..., extra reduce_phase]; over 128 MiB chunks 1.09 TB/s [.../268435456].
+constexpr double REDUCE_GBPS = 1010;
 
 std::unique_ptr<Model> make(const ConfigNode& node) {
   auto m = std::make_unique<PgasModel>();
@@ -85,6 +94,10 @@ std::unique_ptr<Model> make(const ConfigNode& node) {
   check_between(node, "load_efficiency", m->load_efficiency, 0.01, 1.0);
   m->local_read_efficiency = node.optional<double>("local_read_efficiency", LOCAL_READ_EFFICIENCY);
   check_between(node, "local_read_efficiency", m->local_read_efficiency, 0.01, 1.0);
+  m->duplex_put_share = node.optional<double>("duplex_put_share", DUPLEX_PUT_SHARE);
+  check_between(node, "duplex_put_share", m->duplex_put_share, 0.01, 1.0);
+  m->reduce_bandwidth = node.optional<BytesPerSecond>("reduce_bandwidth", BytesPerSecond{REDUCE_GBPS * 1e9});
+  check_positive(node, "reduce_bandwidth", m->reduce_bandwidth);
   return m;
 }
 }  // namespace
@@ -103,10 +116,10 @@ std::string_view to_string(LoadPattern pattern) {
   return pattern == LoadPattern::chase ? "chase" : "stream";
 }
 
-BytesPerSecond PgasModel::issuer_put_rate(Scope s, Bytes size) const {
+BytesPerSecond PgasModel::issuer_put_rate(Scope s, Bytes size, bool duplex) const {
   // An issuer injects at most one put per `issue`: small puts are bound by the message rate, large ones by the
-  // issuer's store bandwidth.
-  return std::min(params(s).put_bandwidth, size / params(s).issue);
+  // issuer's store bandwidth, which is lower while the peer's writes come into this GPU's memory.
+  return std::min(params(s).put_bandwidth * (duplex ? duplex_put_share : 1.0), size / params(s).issue);
 }
 
 Bytes PgasModel::wire_bytes(Bytes payload, Scope s) const {
@@ -157,6 +170,10 @@ Seconds PgasModel::local_stream_time(Bytes total, Bytes span, BytesPerSecond hbm
   return load_latency(span) + total / (hbm * local_read_efficiency);
 }
 
+Seconds PgasModel::reduce_time(Bytes chunk, int received) const {
+  return Bytes{chunk.count() * static_cast<std::uint64_t>(received + 2)} / reduce_bandwidth;
+}
+
 Bytes PgasModel::load_wire_bytes(Bytes payload) const {
   return Bytes{static_cast<std::uint64_t>(std::ceil(static_cast<double>(payload.count()) / load_efficiency))};
 }
@@ -195,6 +212,10 @@ Registry<Model>::Entry pgas_model_entry() {
           {"l2_size", "bytes", "60MiB", "spans up to this size hit L2 [H200 trace header]"},
           {"load_efficiency", "fraction", "0.83", "payload share of line rate, streaming peer loads [meas uvm]"},
           {"local_read_efficiency", "fraction", "0.804", "share of HBM bandwidth, streaming local loads [meas uvm]"},
+          {"duplex_put_share", "fraction", "0.872",
+           "share of put_bandwidth while puts come into the issuing PE [meas put_rate_bidir, block]"},
+          {"reduce_bandwidth", "bytes/s", "1010GBps",
+           "HBM traffic rate of the kernel summing received chunks [meas nvshmem exchange reduce_phase]"},
       },
       make};
 }

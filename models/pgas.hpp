@@ -12,7 +12,11 @@
 //
 // A put of S bytes, `count` times by each of N issuers (nvshmem[x]_putmem_nbi[_warp|_block]):
 //   the PE is busy count x issue[s], then continues (non-blocking); each issuer's data flows at
-//     r = min(bw[s], S / issue[s])   capped further by its max-min share of the links (B x eff[s] / N alone)
+//     r = min(bw[s] x d, S / issue[s])   capped further by its max-min share of the links (B x eff[s] / N alone)
+//   where d = duplex_put_share while puts towards the issuing PE are in flight (its GPU's memory takes the peer's
+//   writes while its issuers load their sources from it: each issuer's loads wait longer), else 1. Two PEs putting
+//   to each other share neither the link (split duplex: with enough issuers both directions reach the one-way rate)
+//   nor a fixed memory bandwidth (far from HBM's), but each issuer is slower.
 //   arrival  = L + write_latency + count x S / r                       (data visible at the target)
 //   quiet    = arrival + L_back + quiet                                (the acks come back)
 //   signal   = arrival + L_back + L + signal                           (put_signal: a fence, then the signal)
@@ -20,6 +24,10 @@
 //   get      = L + read_latency + L_back + S / min(get_bw[s], S / issue[s], B x eff[s])
 // A device barrier over n PEs (nvshmem_barrier_all): a dissemination barrier of ceil(log2 n) rounds:
 //   barrier  = ceil(log2 n) x (L + barrier_round[s])
+// A PGAS reduction sums the chunks it received into its own with an elementwise kernel, one 2-byte element per
+// thread and iteration (NVSHMEM leaves the arithmetic to the program; the probe's is such a kernel): its loads in
+// flight, not HBM's peak, bound it, so it runs at its own rate over the bytes it reads and writes:
+//   reduce   = (chunks received + 2) x chunk / reduce_bandwidth
 // SM loads over a span of memory (its size decides L2 or HBM hits):
 //   chase    = count x (load latency(span) + [peer] L + L_back)       (dependent loads: latency-bound)
 //   stream   = load latency(span) + [peer] L + L_back + bytes / rate  (rate: B x load_efficiency from a peer,
@@ -80,11 +88,14 @@ class PgasModel final : public Model {
   Bytes l2_size;                        // spans up to this size are L2-resident
   double load_efficiency = 1;           // payload share of the line rate for streaming loads from a peer
   double local_read_efficiency = 1;     // share of HBM bandwidth for streaming loads of local memory
+  double duplex_put_share = 1;          // share of put_bandwidth an issuer reaches while puts come into its PE
+  BytesPerSecond reduce_bandwidth;      // HBM traffic rate of the kernel summing received chunks into one's own
 
   const ScopeParams& params(Scope s) const { return scopes[static_cast<std::size_t>(s)]; }
 
-  /// Payload rate of one put issuer moving `size`-byte puts: min(put_bandwidth, size / issue).
-  BytesPerSecond issuer_put_rate(Scope s, Bytes size) const;
+  /// Payload rate of one put issuer moving `size`-byte puts: min(put_bandwidth, size / issue); `duplex`: puts
+  /// towards the issuing PE are in flight (put_bandwidth x duplex_put_share).
+  BytesPerSecond issuer_put_rate(Scope s, Bytes size, bool duplex = false) const;
   /// Bytes on the wire for `payload` bytes stored with scope `s`.
   Bytes wire_bytes(Bytes payload, Scope s) const;
 
@@ -108,6 +119,8 @@ class PgasModel final : public Model {
   Seconds peer_stream_time(Bytes total, Bytes span, const PgasRoute& route) const;
   /// Bytes on the wire for `payload` bytes of streaming peer loads.
   Bytes load_wire_bytes(Bytes payload) const;
+  /// The elementwise kernel summing `received` chunks of `chunk` bytes into this PE's own (reads all, writes one).
+  Seconds reduce_time(Bytes chunk, int received) const;
   /// Time to move `payload` bytes stored with scope `s` at a payload rate of `rate` (headers on the wire).
   Seconds flow_time(Bytes payload, Scope s, BytesPerSecond rate) const;
 };

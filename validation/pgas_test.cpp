@@ -171,6 +171,37 @@ TEST_CASE("nvshmem twins: a rate record is its kernel: every issuer's slice, ite
   CHECK(std::get<workloads::PutOp>(streams[1][0].what).bytes == Bytes{4});
 }
 
+TEST_CASE("nvshmem twins: both PEs run the rate kernel towards each other, then PE1 signals PE0, which waits") {
+  const auto twin =
+      twin_of(record(Family::nvshmem, "put_rate_bidir", "block", {0, 1}, 256ull << 20, 3e11,
+                     {{"blocks", 32}, {"threads", 256}, {"iters_per_sample", 4}}, MeasureUnit::bytes_per_second));
+  for (int pe : {0, 1}) {
+    CAPTURE(pe);
+    const auto& ops = twin.sample[static_cast<std::size_t>(pe)];
+    REQUIRE(ops.size() == 3);
+    const auto& put = std::get<workloads::PutOp>(ops[0].what);
+    CHECK(put.to == 1 - pe);
+    CHECK(put.issuers == 32);
+    CHECK(put.bytes == Bytes{8ull << 20});
+    CHECK(put.count == 4);
+    CHECK(std::holds_alternative<workloads::QuietOp>(ops[1].what));
+  }
+  // PE1's "done" signal after its quiet; PE0's span ends when it has seen it.
+  CHECK(std::get<workloads::PutOp>(twin.sample[1][2].what).signal.has_value());
+  CHECK(std::get<workloads::PutOp>(twin.sample[1][2].what).to == 0);
+  CHECK(std::holds_alternative<workloads::SignalWaitOp>(twin.sample[0][2].what));
+  REQUIRE(twin.rate_bytes);
+  CHECK(*twin.rate_bytes == Bytes{256ull << 20});
+  CHECK(twin.repetitions == 4);
+  // A PE putting to itself is a reference, not a route: no twin.
+  const auto self =
+      make_twin(h200_trace(),
+                record(Family::nvshmem, "put_rate_self", "block", {0}, 1 << 20, 1e12,
+                       {{"blocks", 32}, {"threads", 256}, {"iters_per_sample", 1000}}, MeasureUnit::bytes_per_second),
+                GPUS, default_models());
+  CHECK(std::holds_alternative<std::string>(self));
+}
+
 TEST_CASE("latency twins: a chase is loads_per_sample dependent loads in a few ops, divided by the count") {
   const auto local = twin_of(record(Family::latency, "local_load", "chase", {1}, 4 << 20, 1.4e-7,
                                     {{"loads_per_sample", 200000}, {"stride", 128}}));

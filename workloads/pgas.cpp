@@ -65,7 +65,8 @@ struct InFlight {
 using InFlightPtr = std::shared_ptr<InFlight>;
 
 struct Runner::Pgas {
-  explicit Pgas(std::size_t ranks) : mutex{sg4::Mutex::create()}, issued(ranks), unfenced(ranks), fenced(ranks) {
+  explicit Pgas(std::size_t ranks)
+      : mutex{sg4::Mutex::create()}, issued(ranks), unfenced(ranks), fenced(ranks), incoming(ranks, 0) {
     for (std::size_t r = 0; r < ranks; ++r) changed.push_back(sg4::ConditionVariable::create());
   }
   // One lock for all PGAS state (actors are cooperative; the lock is what condition variables need). A rank's
@@ -79,6 +80,7 @@ struct Runner::Pgas {
   // Fence bookkeeping by issuing rank, then target: puts since the last fence, and puts before it not yet visible.
   std::vector<std::map<int, std::vector<InFlightPtr>>> unfenced;
   std::vector<std::map<int, std::vector<InFlightPtr>>> fenced;
+  std::vector<int> incoming;  // by rank: puts towards it issued and not yet visible (they slow its own issuers)
   std::map<const void*, sg4::BarrierPtr> barriers;  // by Group identity
   std::uint64_t transfers = 0;                      // names helper actors and their mailboxes
 
@@ -114,8 +116,14 @@ void Runner::pgas(int rank, const PutOp& op) {
   const models::PgasRoute route = pgas_route(rank, op.to);
   const Bytes payload = times(op.bytes, static_cast<std::uint64_t>(op.count));  // per issuer
   const Bytes wire = model.wire_bytes(payload, op.scope);
+  // Puts coming into this PE slow its issuers (models/pgas.hpp, duplex_put_share). A put counts from its issue; the
+  // yield lets PEs issuing at this same instant count theirs first, so each sees the other whatever the actor order.
+  // (A put already moving keeps its rate when puts towards its PE start later.)
+  ++state.incoming[static_cast<std::size_t>(op.to)];
+  sg4::this_actor::yield();
+  const bool duplex = state.incoming[static_cast<std::size_t>(rank)] > 0;
   // Each issuer injects at most one put per issue time and at most its store bandwidth; headers go on the wire.
-  const double wire_rate = model.issuer_put_rate(op.scope, op.bytes).count() / scope.efficiency;
+  const double wire_rate = model.issuer_put_rate(op.scope, op.bytes, duplex).count() / scope.efficiency;
   // The issuers' flows are identical (same size, rate cap, path and start), so they move as one flow of all their
   // bytes at the sum of their caps: the same end time alone or against other traffic on one path, without a
   // max-min variable per thread (8,192 flows made SimGrid's completion bookkeeping quadratic). Against other traffic
@@ -138,6 +146,7 @@ void Runner::pgas(int rank, const PutOp& op) {
           state.changed[static_cast<std::size_t>(rank)]->wait(
               lock, [&] { return std::ranges::all_of(predecessors, [](const InFlightPtr& p) { return p->visible; }); });
           flight->visible = true;
+          --state.incoming[static_cast<std::size_t>(op.to)];
           state.changed[static_cast<std::size_t>(rank)]->notify_all();
         }
         sleep_for(route.latency_back);  // the ack

@@ -154,6 +154,37 @@ TEST_CASE("pgas: the put rate grows with the number of issuers until the link sa
   CHECK(relative_error(rates[7], 450e9 * block.efficiency) <= 1e-6);
 }
 
+TEST_CASE("pgas: two PEs putting to each other at once slow each other's issuers, not the line") {
+  // The probe's put_rate_bidir: both PEs put 64 MiB with 8 blocks (issuer-bound), then with 128 blocks (line-bound),
+  // each in its own phase; then PE 0 alone with 8 blocks.
+  std::string yaml = "topology: {type: hgx, gpus: 2}\nworkloads:\n";
+  for (int b : {8, 128})
+    yaml += fmt::format(
+        "  - {{type: program, ranks: all, ops: [{{put: {{to: next, bytes: {}KiB, scope: block, issuers: {}}}}}, "
+        "{{quiet: {{}}}}]}}\n",
+        65536 / b, b);
+  yaml += "  - {type: program, ranks: 0, ops: [{put: {to: 1, bytes: 8MiB, scope: block, issuers: 8}}, {quiet: {}}]}\n";
+  const auto s = load(yaml);
+  const Report r = s.run();
+  const auto& m = *s.models().pgas;
+  const auto& block = m.params(Scope::block);
+  const double fixed = 0.708e-6 + m.write_latency.count() + m.quiet.count();
+  auto rate = [&](int rank, int phase) {
+    return 64.0 * (1 << 20) /
+           ((record(r, rank, "quiet", 0, phase).end - record(r, rank, "put", 0, phase).start).count() - fixed);
+  };
+  // Issuer-bound: each direction at 8 blocks x put_bandwidth x duplex_put_share, whichever PE's actor ran first.
+  for (int pe : {0, 1}) {
+    CAPTURE(pe);
+    CHECK(relative_error(rate(pe, 0), 8 * block.put_bandwidth.count() * m.duplex_put_share) <= 1e-6);
+    // Line-bound: the split-duplex link gives each direction the one-way payload rate.
+    CHECK(relative_error(rate(pe, 1), 450e9 * block.efficiency) <= 1e-6);
+  }
+  // Alone, the same issuers reach their full rate.
+  CHECK(relative_error(rate(0, 2), 8 * block.put_bandwidth.count()) <= 1e-6);
+  CHECK(m.duplex_put_share < 1);
+}
+
 TEST_CASE("pgas: a fence keeps a later put to a PE from becoming visible before earlier ones") {
   // GPU 0 and GPU 2 each put 1 MiB (one thread: slow) and then 8 B with a signal to GPU 1; only GPU 0 fences in
   // between. GPU 2's signal comes as soon as its small put arrives; GPU 0's waits for its large put.

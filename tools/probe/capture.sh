@@ -5,7 +5,7 @@
 #   usage: tools/probe/capture.sh OUT_DIR STEP...
 #   steps: headers        NVSHMEM's include/ (to compile-check on a machine without NVSHMEM)  } both land in
 #          quick          a --quick dry run of every built family, one trace each            } OUT_DIR/extras.tar.gz
-#          copy | latency-jitter | launch-1gpu | collective | nvshmem | uvm | step
+#          copy | latency-jitter | launch-1gpu | collective | nvshmem | nvshmem-bidir | uvm | step
 #                         a full capture into OUT_DIR/<prefix>-<step>.jsonl (PREFIX, default h200x2;
 #                         launch-1gpu runs with CUDA_VISIBLE_DEVICES=0 and is named h200x1-launch.jsonl)
 #          collective-proto
@@ -78,6 +78,7 @@ for step in "$@"; do
       done
       tar -czf "$prefix-collective-proto.tar.gz" -C proto . && rm -rf proto ;;
     nvshmem) run nvshmem 180 -- --family nvshmem --out "$prefix-nvshmem.jsonl" ;;
+    nvshmem-bidir) run nvshmem-bidir 180 -- --family nvshmem-bidir --out "$prefix-nvshmem-bidir.jsonl" ;;
     uvm) run uvm 300 -- --family uvm --out "$prefix-uvm.jsonl" ;;
     step) run step 300 -- --family step --out "$prefix-step.jsonl" ;;
     *) echo "unknown step $step"; status=1 ;;

@@ -7,6 +7,8 @@
 //   put_signal        rt = 2 (L + write + max(issue, S / put_bw) + L + L + signal)  (2 x put_signal_time)
 //   get               t  = L + read + L + max(issue, S / get_bw)                   (get_time)
 //   put_rate kernel   T  = L + write + count x slice / min(put_bw, slice / issue, B x eff / N) + L + quiet
+//   both PEs putting  T  = the same with put_bw x duplex_put_share                 (put_rate_bidir*)
+//   averaging kernel  t  = (ranks + 1) x chunk / reduce_bandwidth                 (reduce_time; exchange records)
 //   barrier           t  = rounds x (L + barrier_round)                           (barrier_time)
 //   chase             t  = load latency (L2 or HBM) [+ 2 L from a peer]            (chase_time per load)
 // A parameter that enters linearly is a weighted least-squares solution on relative errors over the records of the
@@ -38,6 +40,9 @@ constexpr double LINE_BOUND_MARGIN = 1.5;
 // efficiency per scope does not describe (put_rate/thread shows 295 GB/s with 16-byte slices, 94 GB/s with 64-byte
 // ones and 163 GB/s from 128 bytes on).
 constexpr std::uint64_t EFFICIENCY_MIN_BYTES = 1ull << 20;
+// Two PEs putting at once: the issuers' slowdown is fitted on records whose issuers inject at least this share of
+// the line's payload rate (the memory then takes heavy traffic both ways, as in the step family's exchange).
+constexpr double DUPLEX_BUSY = 0.5;
 // A lone issuer's bandwidth is read from records whose total rate is at most this share of the line rate: far
 // from the line, each issuer's own rate binds.
 constexpr double LONE_ISSUER_SHARE = 1.0 / 8;
@@ -97,6 +102,8 @@ class PgasFit {
     // Before the fixed costs: a tiny put or get moves ceil(S / efficiency) bytes on the wire (flow_time), 4 % more
     // than S for 8 bytes at the thread's efficiency.
     for (Scope s : SCOPES) efficiency(s);
+    duplex();
+    reduce();
     quiet_and_signal();
     gets();
     fit_.note("pgas.write_latency: only its sums with quiet and with signal are measured; the default split is kept");
@@ -362,6 +369,80 @@ class PgasFit {
                                 "could inject {}x the measured rate (the line binds)",
                                 to_string(route_.line_rate), LINE_BOUND_MARGIN),
                     records);
+  }
+
+  /// The share of an issuer's put bandwidth left while the peer puts into its PE, from the two-PE block rate records
+  /// where the issuers bind (their slowed rates sum to at most the line's payload rate) and yet inject at least
+  /// DUPLEX_BUSY of it, with buffers beyond L2: T = fixed + count x slice / (put_bw x share). The slowdown grows with
+  /// the traffic (x0.97 with 1 block, x0.92 with 32 against PE0 alone): the share is fitted where exchanges run.
+  void duplex() {
+    const Scope s = Scope::block;
+    const auto& p = model_.params(s);
+    const double line = route_.line_rate.count() * p.efficiency;
+    const auto records = rate_records(
+        s, {"put_rate_bidir", "put_rate_bidir_blocks"}, [&](const TraceRecord& r, const twins::PutRateLayout& l) {
+          const double issuers = l.issuers * p.put_bandwidth.count();
+          return r.bytes > model_.l2_size && issuers * model_.duplex_put_share <= line && issuers >= DUPLEX_BUSY * line;
+        });
+    if (!fit_.enough(records, 1, "pgas.duplex_put_share")) return;
+    auto layout = [](const TraceRecord& r) { return *twins::put_rate_layout(r); };
+    const auto x = time_least_squares(
+        records,
+        [&](const TraceRecord& r) {
+          return std::vector<double>{static_cast<double>(layout(r).slice.count()) * layout(r).count /
+                                     p.put_bandwidth.count()};
+        },
+        [&](const TraceRecord& r) { return kernel_time(r, layout(r)); },
+        [&](const TraceRecord& r) { return kernel_time(r, layout(r)) - put_fixed(); });
+    if (!(x[0] > 0)) return;
+    model_.duplex_put_share = std::clamp(1 / x[0], 0.01, 1.0);
+    fit_.add_number("pgas.duplex_put_share", model_.duplex_put_share,
+                    fmt::format("least squares on relative errors of kernel time = put_quiet_time's fixed part + "
+                                "iterations x slice / (block put_bandwidth {} x share), both PEs putting, over "
+                                "block rate records beyond l2_size whose issuers inject {} to 1 x the line rate",
+                                to_string(p.put_bandwidth), DUPLEX_BUSY),
+                    records);
+    duplex_note(records);
+  }
+
+  /// The averaging kernel's rate from the exchange records' reduce phase (PE0's median from its scatter kernel's end
+  /// to its averaging kernel's end: the peer's chunk is in by then, both PEs having scattered together).
+  void reduce() {
+    const auto records = fit_.select(Family::nvshmem, {"exchange"}, std::nullopt, [](const TraceRecord& r) {
+      return r.ranks.size() >= 2 && extra_number(r, "reduce_phase", 0) > 0;
+    });
+    if (!fit_.enough(records, 1, "pgas.reduce_bandwidth")) return;
+    auto chunk = [](const TraceRecord& r) { return Bytes{r.bytes.count() / r.ranks.size()}; };
+    auto phase = [](const TraceRecord& r) { return extra_number(r, "reduce_phase", 0); };
+    const auto x = time_least_squares(
+        records,
+        [&](const TraceRecord& r) {
+          return std::vector<double>{static_cast<double>(chunk(r).count()) * static_cast<double>(r.ranks.size() + 1)};
+        },
+        phase, phase);
+    if (!(x[0] > 0)) return;
+    model_.reduce_bandwidth = BytesPerSecond{1 / x[0]};
+    fit_.add_yaml("pgas.reduce_bandwidth", bandwidth_yaml(model_.reduce_bandwidth),
+                  "least squares on relative errors of the exchange records' reduce_phase = (ranks + 1) x chunk / "
+                  "reduce_bandwidth",
+                  records);
+  }
+
+  /// The same records against the rate PE0 reached alone just before (extra `unidirectional`): the slowdown on one
+  /// machine, without the machine-to-machine spread that the share above also absorbs.
+  void duplex_note(const std::vector<TracedRecord>& records) {
+    double sum = 0;
+    int n = 0;
+    for (const auto& t : records)
+      if (const double alone = extra_number(*t.record, "unidirectional", 0); alone > 0) {
+        sum += t.record->median / alone;
+        ++n;
+      }
+    if (n > 0)
+      fit_.note(
+          fmt::format("pgas.duplex_put_share: the same records run at {:.3f} of PE0's rate alone on their own "
+                      "machine (mean of {} ratios); the fitted share also holds the spread between machines",
+                      sum / n, n));
   }
 
   static std::string scope_of(const TraceRecord& r) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <variant>
 
+#include "models/pgas.hpp"
 #include "validation/twins.hpp"
 
 namespace snsim::validation::twins {
@@ -25,5 +26,12 @@ std::variant<Twin, std::string> nvshmem(const TraceRecord& record, int gpus, con
 std::variant<Twin, std::string> latency(const TraceRecord& record, int gpus, const models::Models& models);
 std::variant<Twin, std::string> uvm(const TraceRecord& record, int gpus);
 std::variant<Twin, std::string> step(const TraceRecord& record, int gpus, const models::Models& models);
+
+/// The probe's PGAS gradient averaging (tools/probe/src/families/step.cu, and nvshmem.cu's `exchange`) as the ops of
+/// the record's `index`-th rank, appended to `ops`: per peer a put of its chunk of `bytes` by `blocks` blocks with a
+/// signal each, a wait for every peer's chunk, the averaging kernel (pgas.reduce_time), a put of the averaged chunk
+/// to every peer (signalled the same way), and a wait for every peer's chunk.
+void append_pgas_average(std::vector<workloads::Op>& ops, const TraceRecord& record, std::size_t index, Bytes bytes,
+                         int blocks, const models::PgasModel& pgas);
 
 }  // namespace snsim::validation::twins

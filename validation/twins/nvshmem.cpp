@@ -10,8 +10,10 @@
 // Rate tests time a whole kernel in which every issuer puts its slice `iters_per_sample` times, then quiets. Their
 // twin is that kernel: one put op of all issuers, `count` = iters_per_sample (the model moves the count x slice
 // bytes of an issuer as one flow, so the count costs nothing to simulate), then a quiet; the value is
-// bytes x iters / span, as the probe computes it. (A put of N issuers is N flows, and SimGrid 3.32 spends O(N^2) on
-// them, in CommImpl::finish: the 8192 threads of put_rate/thread take about 0.4 s a sample.)
+// bytes x iters / span, as the probe computes it. The two-PE rate tests (put_rate_bidir*) run that kernel on both PEs
+// towards each other, and the exchange test the step family's averaging (append_pgas_average) on both. (A put of N
+// issuers is N flows, and SimGrid 3.32 spends O(N^2) on them, in CommImpl::finish: the 8192 threads of put_rate/thread
+// take about 0.4 s a sample.)
 #include <algorithm>
 #include <memory>
 
@@ -33,6 +35,10 @@ using workloads::RepeatOp;
 using workloads::ShmemBarrierOp;
 using workloads::SignalWaitOp;
 using workloads::StreamsOp;
+
+// The probe's `done` signal of the two-PE tests (PE1 tells PE0 that its kernel has ended), apart from SIGNAL and the
+// averaging's signals (0 and 1, validation/twins/step.cpp).
+constexpr int DONE = 2;
 
 // Iterations of a latency loop simulated per sample (see above).
 constexpr int LATENCY_ITERATIONS = 4;
@@ -63,9 +69,10 @@ std::optional<PutRateLayout> put_rate_layout(const TraceRecord& r) {
 }
 
 std::variant<Twin, std::string> nvshmem(const TraceRecord& r, int gpus, const models::Models& models) {
-  (void)models;
   Twin twin;
   twin.sample.resize(static_cast<std::size_t>(gpus));
+  if (r.test == "put_rate_self")  // a reference for the fits' notes, not a route the PGAS model times
+    return std::string("put_rate_self: a PE putting to itself is a local copy, not a PGAS route");
   if (r.test != "barrier" && r.ranks.size() != 2)
     return fmt::format("nvshmem test '{}' needs two ranks, the record has {}", r.test, r.ranks.size());
   const int pe0 = rank_at(r, 0);
@@ -104,6 +111,30 @@ std::variant<Twin, std::string> nvshmem(const TraceRecord& r, int gpus, const mo
     at0 = {put, op(QuietOp{})};
     twin.repetitions = layout->count;
     twin.rate_bytes = r.bytes;
+  } else if ((r.test == "put_rate_bidir" || r.test == "put_rate_bidir_blocks") && r.variant == "block") {
+    // Both PEs run the put kernel towards each other at once; PE1 then signals PE0, which waits for it.
+    const auto layout = put_rate_layout(r);
+    if (!layout || layout->issuers < 1) return fmt::format("{}: the record lacks blocks, threads or iters", r.test);
+    for (const auto& [from, to] : {std::pair{pe0, pe1}, std::pair{pe1, pe0}}) {
+      auto& ops = twin.sample[static_cast<std::size_t>(from)];
+      Op put = op(PutOp{to, layout->slice, layout->scope, layout->issuers, layout->count, std::nullopt});
+      if (layout->remainder.count() > 0) {
+        const Op last = op(PutOp{to, layout->remainder, layout->scope, 1, layout->count, std::nullopt});
+        put = op(StreamsOp{{{put}, {last}}});
+      }
+      ops = {put, op(QuietOp{})};
+    }
+    at1.push_back(op(PutOp{pe0, Bytes{MIN_SLICE}, Scope::thread, 1, 1, DONE}));
+    at0.push_back(op(SignalWaitOp{DONE, 1, Compare::ge, true}));
+    twin.repetitions = layout->count;
+    twin.rate_bytes = r.bytes;
+  } else if (r.test == "exchange") {
+    // The step family's averaging alone; PE1 then signals PE0, which waits for it.
+    const int blocks = static_cast<int>(extra_number(r, "put_blocks", 32));
+    for (std::size_t i = 0; i < r.ranks.size(); ++i)
+      append_pgas_average(twin.sample[static_cast<std::size_t>(rank_at(r, i))], r, i, r.bytes, blocks, *models.pgas);
+    at1.push_back(op(PutOp{pe0, Bytes{MIN_SLICE}, Scope::thread, 1, 1, DONE}));
+    at0.push_back(op(SignalWaitOp{DONE, 1, Compare::ge, true}));
   } else if (r.test == "barrier" && models::scope(r.variant)) {
     if (r.ranks.size() < 2) return "barrier: the record needs the ranks of every PE";
     auto group = r.ranks;

@@ -12,8 +12,8 @@
 //             record's bytes), then the idle gap of duty_gap_* records; the value is the time per GEMM
 //   bsp       gemms_per_step GEMMs (the slow rank: slow_rank_gemms), then all_reduce of the gradient
 //   pgas      the same GEMMs, then per peer a put of its gradient chunk by put_blocks blocks with a signal each,
-//             a wait for every peer's chunk, the averaging kernel over (ranks + 1) chunks of HBM traffic, a put of
-//             the averaged chunk to every peer (signalled the same way), and a wait for every peer's chunk
+//             a wait for every peer's chunk, the averaging kernel (its 2-byte scalar loads bind it: pgas.reduce_time),
+//             a put of the averaged chunk to every peer (signalled the same way), and a wait for every peer's chunk
 #include <algorithm>
 #include <cmath>
 
@@ -48,12 +48,12 @@ ComputeOp gemm(double n) {
   return c;
 }
 
-std::variant<Twin, std::string> layout(const TraceRecord& r, int gpus);
+std::variant<Twin, std::string> layout(const TraceRecord& r, int gpus, const models::Models& models);
 
 }  // namespace
 
 std::variant<Twin, std::string> step(const TraceRecord& r, int gpus, const models::Models& models) {
-  auto made = layout(r, gpus);
+  auto made = layout(r, gpus, models);
   if (auto* twin = std::get_if<Twin>(&made)) {
     // Warm-up samples, as the probe ran warm-up iterations: enough for the power-capped clock to settle.
     const double sample = r.median * twin->repetitions;
@@ -66,7 +66,7 @@ std::variant<Twin, std::string> step(const TraceRecord& r, int gpus, const model
 
 namespace {
 
-std::variant<Twin, std::string> layout(const TraceRecord& r, int gpus) {
+std::variant<Twin, std::string> layout(const TraceRecord& r, int gpus, const models::Models& models) {
   Twin twin;
   twin.sample.resize(static_cast<std::size_t>(gpus));
   if (r.test == "gemm") {
@@ -99,7 +99,6 @@ std::variant<Twin, std::string> layout(const TraceRecord& r, int gpus) {
   if (ranks < 2 || gemms < 1 || n <= 0) return std::string("step record without ranks, gemms_per_step or gemm_n");
 
   auto group = std::make_shared<std::vector<int>>(r.ranks.begin(), r.ranks.end());
-  const std::uint64_t chunk = r.bytes.count() / static_cast<std::uint64_t>(ranks);
   const int blocks = static_cast<int>(extra_number(r, "put_blocks", 32));
   for (int i = 0; i < ranks; ++i) {
     const int rank = r.ranks[static_cast<std::size_t>(i)];
@@ -114,33 +113,39 @@ std::variant<Twin, std::string> layout(const TraceRecord& r, int gpus) {
       ops.push_back(op(all_reduce));
       continue;
     }
-    const auto exchange = [&](int signal) {
-      for (int k = 1; k < ranks; ++k) {
-        PutOp put;
-        put.to = r.ranks[static_cast<std::size_t>((i + k) % ranks)];
-        put.bytes = Bytes{chunk / static_cast<std::uint64_t>(blocks)};
-        put.scope = models::Scope::block;
-        put.issuers = blocks;
-        put.signal = signal;
-        ops.push_back(op(put));
-      }
-      SignalWaitOp wait;
-      wait.signal = signal;
-      wait.value = static_cast<std::uint64_t>(blocks) * static_cast<std::uint64_t>(ranks - 1);
-      wait.cmp = Compare::ge;
-      wait.consume = true;
-      ops.push_back(op(wait));
-    };
-    exchange(SCATTERED);
-    ComputeOp average;  // reads its chunk and every peer's copy of it, writes its chunk
-    average.bytes = Bytes{chunk * static_cast<std::uint64_t>(ranks + 1)};
-    average.pipelined = true;
-    ops.push_back(op(average));
-    exchange(GATHERED);
+    append_pgas_average(ops, r, static_cast<std::size_t>(i), r.bytes, blocks, *models.pgas);
   }
   return twin;
 }
 
 }  // namespace
+
+void append_pgas_average(std::vector<Op>& ops, const TraceRecord& r, std::size_t index, Bytes bytes, int blocks,
+                         const models::PgasModel& pgas) {
+  const std::size_t ranks = r.ranks.size();
+  const std::uint64_t chunk = bytes.count() / ranks;
+  const auto exchange = [&](int signal) {
+    for (std::size_t k = 1; k < ranks; ++k) {
+      PutOp put;
+      put.to = r.ranks[(index + k) % ranks];
+      put.bytes = Bytes{chunk / static_cast<std::uint64_t>(blocks)};
+      put.scope = models::Scope::block;
+      put.issuers = blocks;
+      put.signal = signal;
+      ops.push_back(op(put));
+    }
+    SignalWaitOp wait;
+    wait.signal = signal;
+    wait.value = static_cast<std::uint64_t>(blocks) * (ranks - 1);
+    wait.cmp = Compare::ge;
+    wait.consume = true;
+    ops.push_back(op(wait));
+  };
+  exchange(SCATTERED);
+  ComputeOp average;  // reads its chunk and every peer's copy of it, writes its chunk, at the kernel's own rate
+  average.duration = pgas.reduce_time(Bytes{chunk}, static_cast<int>(ranks) - 1);
+  ops.push_back(op(average));
+  exchange(GATHERED);
+}
 
 }  // namespace snsim::validation::twins

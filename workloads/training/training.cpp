@@ -138,11 +138,17 @@ class RankEmitter {
     out_->push_back(Op{std::move(what), phase_, t_.tag(info)});
   }
 
+  /// A kernel. A training loop's host runs ahead of its GPU between the synchronisations at step boundaries (the
+  /// loss read back, the optimizer's checks), so a kernel behind other work of its stream in this step is already
+  /// queued when that work ends: it pays the device's queue gap (`pipelined`), not the host's launch. A kernel
+  /// that opens its stream in a step (the main and gradient streams start afresh every step) was launched by a host
+  /// that had just synchronised: it pays the launch.
   void compute(Kernel k, double scale, const OpInfo& info) {
     if (k.flops.count() <= 0 && k.bytes.count() == 0) return;
-    add(ComputeOp{Flops{k.flops.count() * scale}, bytes_of(static_cast<double>(k.bytes.count()) * scale), std::nullopt,
-                  c_.model.dtype},
-        info);
+    ComputeOp c{Flops{k.flops.count() * scale}, bytes_of(static_cast<double>(k.bytes.count()) * scale), std::nullopt,
+                c_.model.dtype};
+    c.pipelined = !out_->empty();
+    add(c, info);
   }
 
   void collective(CollectiveKind kind, Bytes bytes, const Group& group, const OpInfo& info, int root = -1) {
@@ -610,7 +616,7 @@ class RankEmitter {
   bool pgas_;
   Group dp_, tp_, ep_, edp_, world_;
   int step_ = 0;
-  std::vector<Op>* out_ = nullptr;
+  std::vector<Op>* out_ = nullptr;  // the stream being emitted: this step's main or gradient stream, or the program
 };
 
 bool is_compute(const std::string& kind) {

@@ -63,7 +63,50 @@ std::pair<double, double> forward_span(const Report& r, const Training& t, int r
   return {first, last};
 }
 
+/// Compute ops of `ops` (into streams and repeats): those that open their op list, and the others, by `pipelined`.
+struct Kernels {
+  int opening_launched = 0, opening_queued = 0, later_launched = 0, later_queued = 0;
+};
+void count_kernels(const std::vector<Op>& ops, Kernels& k) {
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (const auto* c = std::get_if<ComputeOp>(&ops[i].what))
+      ++(i == 0 ? (c->pipelined ? k.opening_queued : k.opening_launched)
+                : (c->pipelined ? k.later_queued : k.later_launched));
+    if (const auto* s = std::get_if<StreamsOp>(&ops[i].what))
+      for (const auto& stream : s->streams) count_kernels(stream, k);
+    if (const auto* r = std::get_if<RepeatOp>(&ops[i].what)) count_kernels(r->body, k);
+  }
+}
+
 }  // namespace
+
+TEST_CASE("training: kernels queued behind work of their stream are pipelined, each step's first pays the launch") {
+  for (const char* schedule : {"bsp", "pgas"}) {
+    CAPTURE(schedule);
+    const std::string yaml = std::string("topology: {type: hgx, gpus: 2}\n") +
+                             "workloads:\n"
+                             "  - type: training\n"
+                             "    schedule: " +
+                             schedule +
+                             "\n"
+                             "    steps: 3\n"
+                             "    model: {layers: 2, hidden: 1024, heads: 8, sequence: 1024}\n"
+                             "    parallel: {dp: 2}\n";
+    const auto t = decoder(yaml);
+    std::vector<Program> programs(2);
+    t->emit(programs, 0);
+    for (const auto& program : programs) {
+      Kernels k;
+      count_kernels(program.ops, k);
+      // Each step's main stream opens with its first kernel (launched by a host that synchronised at the step's
+      // end); the gradient stream opens with an event wait; everything else waits in its stream's queue.
+      CHECK(k.opening_launched == 3);
+      CHECK(k.opening_queued == 0);
+      CHECK(k.later_launched == 0);
+      CHECK(k.later_queued > 3 * 2 * 4);  // at least a handful of kernels per layer, pass and step
+    }
+  }
+}
 
 TEST_CASE("training: a BSP step on 4 GPUs with one GPU slowed takes at least the slow GPU's compute") {
   const std::string yaml =

@@ -151,7 +151,8 @@ Command parse_command_line(int argc, char** argv) {
     for (const Family& family : all_families()) command.options.families.push_back(family.name);
   for (const std::string& name : command.options.families) {
     if (find_family(name)) continue;
-    if (name == "nvshmem") throw UsageError("the nvshmem family was not built (NVSHMEM not found at build time)");
+    if (name == "nvshmem" || name == "nvshmem-bidir")
+      throw UsageError("the " + name + " family was not built (NVSHMEM not found at build time)");
     if (name == "collective") throw UsageError("the collective family was not built (NCCL not found at build time)");
     throw UsageError("unknown family: " + name + " (see --list)");
   }

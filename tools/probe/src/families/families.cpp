@@ -52,8 +52,16 @@ const std::vector<Family>& all_families() {
        true,
        2,
        {"put_signal_pingpong/round_trip", "put_latency/thread", "get_latency/thread", "put_rate/{thread,warp,block}",
-        "put_rate_blocks/block", "barrier/{thread,block}"},
+        "put_rate_blocks/block", "barrier/{thread,block}", "put_rate_bidir/block", "put_rate_bidir_blocks/block",
+        "put_rate_self/block", "exchange/{alone,after_flush}"},
        run_nvshmem_family},
+      {"nvshmem-bidir",
+       "the nvshmem family's two-PE tests alone: both PEs putting to each other at once, PE 0 putting to itself, "
+       "the step family's PGAS exchange without GEMMs",
+       true,
+       2,
+       {"put_rate_bidir/block", "put_rate_bidir_blocks/block", "put_rate_self/block", "exchange/{alone,after_flush}"},
+       run_nvshmem_bidir_family},
 #endif
       {"uvm",
        "managed memory 2 MiB - 4 GiB: fault-driven migration, prefetch, remote reads",

@@ -32,6 +32,7 @@ void run_step_family(RankContext& context);
 #endif
 #ifdef PROBE_HAVE_NVSHMEM
 void run_nvshmem_family(RankContext& context);
+void run_nvshmem_bidir_family(RankContext& context);
 #endif
 void run_uvm_family(RankContext& context);
 

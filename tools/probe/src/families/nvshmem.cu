@@ -13,6 +13,20 @@
 //                                    thread, warp or block), `iters` times, then quiet; B/s = bytes*iters/time
 //   put_rate_blocks/block            the same at 64 MiB, block scope, 1..128 blocks
 //   barrier/{thread,block}           device-side barrier_all (one thread) or barrier_all_block, every PE
+//   put_rate_bidir/block             PE0 and PE1 each run put_rate's block kernel towards the other at once
+//                                    (32 blocks, 8 B - 256 MiB), released together by a device rendezvous; a
+//                                    sample = from PE0's release until both kernels are done (PE1 signals PE0);
+//                                    B/s per direction; extra `unidirectional` = PE0 alone, measured just before
+//   put_rate_bidir_blocks/block      the same at 64 MiB with 1..128 blocks per PE
+//   put_rate_self/block              PE0 puts to itself with put_rate's block kernel: the same issuers reading and
+//                                    writing local HBM, no link (B/s of payload copied)
+//   exchange/{alone,after_flush}     the step family's PGAS gradient averaging alone (no GEMMs): a bf16 gradient
+//                                    of 64 or 256 MiB per PE, scatter of the peer's half (32 blocks,
+//                                    putmem_signal_nbi_block), a kernel waiting for it and averaging, gather back,
+//                                    a wait; both PEs released together; sample = until both are done; extras:
+//                                    PE0's phase medians. after_flush: each PE writes 1 GiB of local memory before
+//                                    the rendezvous (caches and TLBs cold, as after the step's GEMMs)
+// The family `nvshmem-bidir` runs the last four alone.
 #include <nvshmem.h>
 #include <nvshmemx.h>
 
@@ -135,6 +149,54 @@ __global__ void put_rate_kernel(char* receive, const char* send, std::size_t byt
   nvshmem_quiet();
 }
 
+// Releases both PEs together: each sets the peer's `ready` signal and waits for its own. The later PE leaves
+// at once, the earlier one a one-way signal trip later (about a microsecond apart).
+__global__ void rendezvous_kernel(std::uint64_t* ready, std::uint64_t value, int peer) {
+  nvshmemx_signal_op(ready, value, NVSHMEM_SIGNAL_SET, peer);
+  nvshmem_signal_wait_until(ready, NVSHMEM_CMP_GE, value);
+}
+
+// Queued behind a put kernel (whose blocks quiet before it ends): tells `peer` that this PE's puts are complete.
+__global__ void signal_done_kernel(std::uint64_t* done, std::uint64_t value, int peer) {
+  nvshmemx_signal_op(done, value, NVSHMEM_SIGNAL_SET, peer);
+}
+
+__global__ void wait_signal_kernel(std::uint64_t* signal, std::uint64_t value) {
+  nvshmem_signal_wait_until(signal, NVSHMEM_CMP_GE, value);
+}
+
+// The step family's exchange (tools/probe/src/families/step.cu) without cuBLAS or NCCL: the reduce kernel averages
+// 16-bit integers, the same bytes as the step's bf16 gradient (the step family verifies the exchange's result).
+__global__ void exchange_put_kernel(std::uint16_t* destination, const std::uint16_t* source, std::size_t chunk,
+                                    std::uint64_t* signal, int me, int nranks, bool chunk_of_target) {
+  const int to = (me + 1 + static_cast<int>(blockIdx.y)) % nranks;
+  const std::size_t slice = chunk / gridDim.x;
+  const std::size_t source_offset = (chunk_of_target ? to : me) * chunk + blockIdx.x * slice;
+  const std::size_t destination_offset = me * chunk + blockIdx.x * slice;
+  nvshmemx_putmem_signal_nbi_block(destination + destination_offset, source + source_offset,
+                                   slice * sizeof(std::uint16_t), signal, 1, NVSHMEM_SIGNAL_ADD, to);
+}
+
+__global__ void exchange_reduce_kernel(std::uint16_t* gradient, const std::uint16_t* received, std::size_t chunk,
+                                       std::uint64_t* signal, std::uint64_t expected, int me, int nranks) {
+  if (threadIdx.x == 0) nvshmem_signal_wait_until(signal, NVSHMEM_CMP_GE, expected);
+  __syncthreads();
+  std::uint16_t* mine = gradient + me * chunk;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < chunk; i += stride) {
+    unsigned sum = mine[i];
+    for (int q = 0; q < nranks; ++q)
+      if (q != me) sum += received[q * chunk + i];
+    mine[i] = static_cast<std::uint16_t>(sum / nranks);
+  }
+}
+
+__global__ void flush_kernel(unsigned* data, std::size_t words, unsigned value) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < words; i += stride)
+    data[i] = value;
+}
+
 template <int kScope>
 __global__ void barrier_kernel(int warmup, int iters, unsigned long long* elapsed_ns) {
   std::uint64_t start = 0;
@@ -152,7 +214,8 @@ class NvshmemFamily {
  public:
   explicit NvshmemFamily(RankContext& context) : context_(context), options_(*context.options) {}
 
-  void run() {
+  // bidir_only: the tests of two PEs putting at once (and the local reference), nothing else.
+  void run(bool bidir_only) {
     me_ = context_.rank;
     nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
     if (context_.is_root()) CHECK_NVSHMEM(nvshmemx_get_uniqueid(&id));
@@ -167,14 +230,31 @@ class NvshmemFamily {
     if (options_.max_bytes) largest_ = std::min(largest_, std::max<std::uint64_t>(options_.max_bytes, 64 * KiB));
     send_ = static_cast<char*>(nvshmem_malloc(largest_));
     receive_ = static_cast<char*>(nvshmem_malloc(largest_));
-    signal_ = static_cast<std::uint64_t*>(nvshmem_calloc(1, sizeof(std::uint64_t)));
+    signal_ = static_cast<std::uint64_t*>(nvshmem_calloc(5, sizeof(std::uint64_t)));
     PROBE_REQUIRE(send_ && receive_ && signal_, "nvshmem_malloc failed (raise NVSHMEM_SYMMETRIC_SIZE)");
+    ready_ = signal_ + 1;
+    done_ = signal_ + 2;
     stream_ = std::make_unique<Stream>(me_);
     elapsed_ = DeviceBuffer(me_, sizeof(unsigned long long));
     fill_pattern(send_, largest_, seed_of(me_), *stream_);
     stream_->synchronize();
     nvshmem_barrier_all();
 
+    if (!bidir_only) single_issuer_tests();
+    both_directions_tests();
+
+    nvshmem_barrier_all();
+    nvshmem_free(signal_);
+    nvshmem_free(receive_);
+    nvshmem_free(send_);
+    nvshmem_finalize();
+  }
+
+ private:
+  static constexpr int kRateBlocks = 32;
+  static constexpr int kRateThreads = 256;
+
+  void single_issuer_tests() {
     const std::uint64_t latency_largest = std::min<std::uint64_t>(largest_, 64 * KiB);
     for (std::uint64_t bytes : size_sweep(8, latency_largest, options_)) pingpong(kThread, bytes);
     for (std::uint64_t bytes : size_sweep(8, std::min<std::uint64_t>(largest_, 4 * MiB), options_))
@@ -187,17 +267,18 @@ class NvshmemFamily {
     for (int blocks = 1; blocks <= 128; blocks *= options_.quick ? 8 : 2) put_rate(kBlock, blocks, blocks_bytes, true);
     barrier_test(kThread);
     barrier_test(kBlock);
-
-    nvshmem_barrier_all();
-    nvshmem_free(signal_);
-    nvshmem_free(receive_);
-    nvshmem_free(send_);
-    nvshmem_finalize();
   }
 
- private:
-  static constexpr int kRateBlocks = 32;
-  static constexpr int kRateThreads = 256;
+  void both_directions_tests() {
+    for (std::uint64_t bytes : size_sweep(8, largest_, options_)) put_rate_bidir(kRateBlocks, bytes, false);
+    const std::uint64_t blocks_bytes = std::min<std::uint64_t>(largest_, 64 * MiB);
+    for (int blocks = 1; blocks <= 128; blocks *= options_.quick ? 8 : 2) put_rate_bidir(blocks, blocks_bytes, true);
+    for (std::uint64_t bytes : size_sweep(8, largest_, options_)) put_rate_self(bytes);
+    // The gradient is the send buffer, the receive slots the receive buffer (each holds a whole gradient).
+    for (bool flush : {false, true})
+      for (std::uint64_t bytes : {64 * MiB, 256 * MiB})
+        if (bytes <= largest_) exchange(bytes, flush);
+  }
 
   static std::uint32_t seed_of(int pe) { return 1 + pe; }
   bool active() const { return me_ < 2; }  // point-to-point tests use PE 0 and PE 1 only
@@ -309,8 +390,7 @@ class NvshmemFamily {
   void put_rate(int scope, int blocks, std::uint64_t bytes, bool blocks_sweep) {
     if (me_ == 1) poison_receive(bytes);
     nvshmem_barrier_all();
-    // Enough repetitions that one kernel runs for about a millisecond or more at NVLink rates.
-    const int iters = static_cast<int>(std::clamp<std::uint64_t>(1 * GiB / bytes, 2, 1000));
+    const int iters = rate_iters(bytes);
     std::vector<double> samples;
     if (me_ == 0) {
       Event start(me_), stop(me_);
@@ -344,6 +424,157 @@ class NvshmemFamily {
     if (me_ == 0) context_.emit(record);
   }
 
+  static int rate_iters(std::uint64_t bytes) {
+    // Enough repetitions that one kernel runs for about a millisecond or more at NVLink rates.
+    return static_cast<int>(std::clamp<std::uint64_t>(1 * GiB / bytes, 2, 1000));
+  }
+
+  void launch_block_puts(int blocks, std::uint64_t bytes, int iters, int target) {
+    put_rate_kernel<kBlock><<<blocks, kRateThreads, 0, *stream_>>>(receive_, send_, bytes, iters, target);
+    CHECK_LAUNCH();
+  }
+
+  // PE0 and PE1 put to each other at once. The unidirectional reference (PE0 alone, same kernel) is measured
+  // first, on the same machine and buffers, for the extra `unidirectional`.
+  void put_rate_bidir(int blocks, std::uint64_t bytes, bool blocks_sweep) {
+    if (active()) poison_receive(bytes);
+    nvshmem_barrier_all();
+    const int iters = rate_iters(bytes);
+    std::vector<double> alone, samples;
+    Event start(me_), stop(me_);
+    if (me_ == 0) {
+      launch_block_puts(blocks, bytes, iters, 1);  // warm-up
+      stream_->synchronize();
+      for (int s = 0; s < sample_count(); ++s) {
+        start.record(*stream_);
+        launch_block_puts(blocks, bytes, iters, 1);
+        stop.record(*stream_);
+        alone.push_back(static_cast<double>(bytes) * iters / elapsed_seconds(start, stop));
+      }
+    }
+    nvshmem_barrier_all();
+    if (active()) {
+      for (int s = -1; s < sample_count(); ++s) {  // s = -1: warm-up
+        const std::uint64_t value = ++sync_value_;
+        rendezvous_kernel<<<1, 1, 0, *stream_>>>(ready_, value, peer());
+        CHECK_LAUNCH();
+        if (me_ == 0) start.record(*stream_);
+        launch_block_puts(blocks, bytes, iters, peer());
+        if (me_ == 1) {
+          signal_done_kernel<<<1, 1, 0, *stream_>>>(done_, value, 0);
+        } else {
+          wait_signal_kernel<<<1, 1, 0, *stream_>>>(done_, value);
+          stop.record(*stream_);
+        }
+        CHECK_LAUNCH();
+        stream_->synchronize();
+        if (me_ == 0 && s >= 0) samples.push_back(static_cast<double>(bytes) * iters / elapsed_seconds(start, stop));
+      }
+    }
+    nvshmem_barrier_all();
+    if (active()) verify_receive(bytes, peer(), "put_rate_bidir");
+    nvshmem_barrier_all();
+    Record record = make(blocks_sweep ? "put_rate_bidir_blocks" : "put_rate_bidir", scope_name(kBlock), bytes, "B/s",
+                         std::move(samples));
+    if (blocks_sweep) record.id_suffix = "b" + std::to_string(blocks);
+    record.extra("blocks", static_cast<std::int64_t>(blocks));
+    record.extra("threads", static_cast<std::int64_t>(kRateThreads));
+    record.extra("iters_per_sample", static_cast<std::int64_t>(iters));
+    record.extra("directions", static_cast<std::int64_t>(2));
+    if (me_ == 0) {
+      record.extra("unidirectional", summarize(alone).median);
+      context_.emit(record);
+    }
+  }
+
+  // PE0 puts to itself: put_rate's block kernel with local HBM as both source and target.
+  void put_rate_self(std::uint64_t bytes) {
+    nvshmem_barrier_all();
+    const int iters = rate_iters(bytes);
+    std::vector<double> samples;
+    if (me_ == 0) {
+      poison_receive(bytes);
+      Event start(me_), stop(me_);
+      launch_block_puts(kRateBlocks, bytes, iters, 0);  // warm-up
+      stream_->synchronize();
+      for (int s = 0; s < sample_count(); ++s) {
+        start.record(*stream_);
+        launch_block_puts(kRateBlocks, bytes, iters, 0);
+        stop.record(*stream_);
+        samples.push_back(static_cast<double>(bytes) * iters / elapsed_seconds(start, stop));
+      }
+      verify_receive(bytes, 0, "put_rate_self");
+    }
+    nvshmem_barrier_all();
+    Record record = make("put_rate_self", scope_name(kBlock), bytes, "B/s", std::move(samples));
+    record.ranks = {0};
+    record.extra("blocks", static_cast<std::int64_t>(kRateBlocks));
+    record.extra("threads", static_cast<std::int64_t>(kRateThreads));
+    record.extra("iters_per_sample", static_cast<std::int64_t>(iters));
+    if (me_ == 0) context_.emit(record);
+  }
+
+  // The step family's PGAS exchange alone, both PEs released together. PE0's events split it into phases.
+  void exchange(std::uint64_t bytes, bool flush) {
+    constexpr int kBlocks = 32, kThreads = 256;
+    const int n = context_.nranks;
+    if (n != 2) return;  // the rendezvous pairs PE0 with PE1
+    const std::size_t chunk = bytes / sizeof(std::uint16_t) / n;
+    auto* gradient = reinterpret_cast<std::uint16_t*>(send_);
+    auto* received = reinterpret_cast<std::uint16_t*>(receive_);
+    DeviceBuffer scratch(me_, flush ? 1 * GiB : 4);
+    std::vector<std::unique_ptr<Event>> marks;
+    for (int i = 0; i < 5; ++i) marks.push_back(std::make_unique<Event>(me_));
+    std::vector<double> samples, phases[4];
+    nvshmem_barrier_all();
+    for (int s = -2; s < sample_count(); ++s) {  // two warm-up exchanges
+      if (flush) {
+        flush_kernel<<<4 * sm_count(me_), 512, 0, *stream_>>>(scratch.as<unsigned>(), GiB / 4, s + 3);
+        CHECK_LAUNCH();
+      }
+      const std::uint64_t value = ++sync_value_;
+      rendezvous_kernel<<<1, 1, 0, *stream_>>>(ready_, value, peer());
+      CHECK_LAUNCH();
+      marks[0]->record(*stream_);
+      exchange_put_kernel<<<dim3(kBlocks, n - 1), kThreads, 0, *stream_>>>(received, gradient, chunk, &signal_[3], me_,
+                                                                           n, true);
+      CHECK_LAUNCH();
+      marks[1]->record(*stream_);
+      exchange_expected_[0] += static_cast<std::uint64_t>(kBlocks) * (n - 1);
+      exchange_reduce_kernel<<<2 * sm_count(me_), 512, 0, *stream_>>>(gradient, received, chunk, &signal_[3],
+                                                                      exchange_expected_[0], me_, n);
+      CHECK_LAUNCH();
+      marks[2]->record(*stream_);
+      exchange_put_kernel<<<dim3(kBlocks, n - 1), kThreads, 0, *stream_>>>(gradient, gradient, chunk, &signal_[4], me_,
+                                                                           n, false);
+      CHECK_LAUNCH();
+      marks[3]->record(*stream_);
+      exchange_expected_[1] += static_cast<std::uint64_t>(kBlocks) * (n - 1);
+      wait_signal_kernel<<<1, 1, 0, *stream_>>>(&signal_[4], exchange_expected_[1]);
+      CHECK_LAUNCH();
+      if (me_ == 1) {
+        signal_done_kernel<<<1, 1, 0, *stream_>>>(done_, value, 0);
+      } else {
+        wait_signal_kernel<<<1, 1, 0, *stream_>>>(done_, value);
+      }
+      CHECK_LAUNCH();
+      marks[4]->record(*stream_);
+      stream_->synchronize();
+      if (s < 0) continue;
+      samples.push_back(elapsed_seconds(*marks[0], *marks[4]));
+      for (int p = 0; p < 4; ++p) phases[p].push_back(elapsed_seconds(*marks[p], *marks[p + 1]));
+    }
+    nvshmem_barrier_all();
+    Record record = make("exchange", flush ? "after_flush" : "alone", bytes, "s", std::move(samples));
+    record.ranks.clear();
+    for (int r = 0; r < n; ++r) record.ranks.push_back(r);
+    record.extra("put_blocks", static_cast<std::int64_t>(kBlocks));
+    record.extra("put_threads", static_cast<std::int64_t>(kThreads));
+    const char* names[] = {"scatter_phase", "reduce_phase", "gather_phase", "wait_phase"};
+    for (int p = 0; p < 4; ++p) record.extra(names[p], summarize(phases[p]).median);
+    if (me_ == 0) context_.emit(record);
+  }
+
   void barrier_test(int scope) {
     nvshmem_barrier_all();
     const int warmup = options_.quick ? 10 : 100;
@@ -373,8 +604,13 @@ class NvshmemFamily {
   std::uint64_t largest_ = 0;
   char* send_ = nullptr;
   char* receive_ = nullptr;
+  // [0] ping-pong, [1] ready (rendezvous), [2] done (bidir), [3] and [4] the exchange's scattered and gathered
   std::uint64_t* signal_ = nullptr;
+  std::uint64_t* ready_ = nullptr;
+  std::uint64_t* done_ = nullptr;
   std::uint64_t signal_base_ = 0;
+  std::uint64_t sync_value_ = 0;  // rendezvous and done values: only grow
+  std::uint64_t exchange_expected_[2] = {0, 0};
   std::unique_ptr<Stream> stream_;
   DeviceBuffer elapsed_;
 };
@@ -382,7 +618,11 @@ class NvshmemFamily {
 }  // namespace
 
 void run_nvshmem_family(RankContext& context) {
-  NvshmemFamily(context).run();
+  NvshmemFamily(context).run(false);
+}
+
+void run_nvshmem_bidir_family(RankContext& context) {
+  NvshmemFamily(context).run(true);
 }
 
 }  // namespace probe
