@@ -44,6 +44,30 @@ RankWaits rank_waits_from_json(const nlohmann::json& json) {
   return w;
 }
 
+std::string UnendedOp::describe() const {
+  const std::string op = index ? fmt::format("op {}, {} '{}'", *index, kind, label) : label;
+  return fmt::format("rank {}: {}, {}", rank, op, waiting_for.empty() ? "did not end" : "waits " + waiting_for);
+}
+
+nlohmann::json Invariants::to_json() const {
+  nlohmann::json unended_json = nlohmann::json::array();
+  for (const auto& u : unended)
+    unended_json.push_back({{"rank", u.rank},
+                            {"op", u.index ? nlohmann::json(*u.index) : nlohmann::json(nullptr)},
+                            {"kind", u.kind},
+                            {"label", u.label},
+                            {"waiting_for", u.waiting_for}});
+  return {{"transfers", {{"finished", transfers_finished}, {"failed", transfers_failed}}},
+          {"bytes_sent", bytes_sent},
+          {"bytes_received", bytes_received},
+          {"link_samples", link_samples},
+          {"max_link_load", max_link_load},
+          {"ops", {{"started", ops_started}, {"ended", ops_ended}}},
+          {"unended", std::move(unended_json)},
+          {"violations", violations},
+          {"held", violations.empty()}};
+}
+
 nlohmann::json Report::to_json() const {
   nlohmann::json out;
   out["scenario"] = scenario;
@@ -82,6 +106,7 @@ nlohmann::json Report::to_json() const {
   }
   auto& waits_json = out["waits"] = nlohmann::json::array();
   for (const auto& w : waits) waits_json.push_back(snsim::to_json(w));
+  out["invariants"] = invariants.to_json();
   return out;
 }
 

@@ -50,6 +50,34 @@ nlohmann::json to_json(const RankWaits& waits);
 /// Reads back what to_json wrote (for commands that run simulations in child processes).
 RankWaits rank_waits_from_json(const nlohmann::json& json);
 
+/// An op that a rank started and never ended (the run deadlocked, or a GPU was lost), and what it waited for.
+struct UnendedOp {
+  int rank = 0;
+  std::optional<std::uint64_t> index;  // the rank's n-th op started, from 0 (as in its records); none for the free
+                                       // barrier between workloads
+  std::string kind;                    // "signal_wait", "collective", ...
+  std::string label;                   // as in the op records
+  std::string waiting_for;             // "signal 2 >= 4 (it is 3)"; empty when nothing is known
+  /// "rank 3: op 0, signal_wait 'signal_wait 2 >= 4', waits for signal 2 >= 4 (it is 3)"
+  std::string describe() const;
+};
+
+/// What a run checked about itself at its end (sim/invariants.hpp): bytes conserved per transfer and in total, no
+/// link above its capacity, simulated time never going back, every op that started ended (or why not).
+struct Invariants {
+  std::uint64_t transfers_finished = 0;  // SimGrid network actions that ended normally
+  std::uint64_t transfers_failed = 0;    // and those that failed (a lost GPU)
+  double bytes_sent = 0;                 // SimGrid bytes the transfers that ended were started with
+  double bytes_received = 0;             // SimGrid bytes the finished ones delivered
+  std::uint64_t link_samples = 0;        // (time step, link) pairs whose usage was compared with the bandwidth
+  double max_link_load = 0;              // highest usage / bandwidth sampled
+  std::uint64_t ops_started = 0;
+  std::uint64_t ops_ended = 0;
+  std::vector<UnendedOp> unended;       // why ops_started - ops_ended ops did not end
+  std::vector<std::string> violations;  // empty when every invariant held
+  nlohmann::json to_json() const;
+};
+
 struct Report {
   std::string scenario;  // scenario name
   std::uint64_t seed = 0;
@@ -60,6 +88,7 @@ struct Report {
   std::vector<LinkUsage> links;
   std::vector<Table> tables;
   std::vector<RankWaits> waits;  // by rank: who waited on whom
+  Invariants invariants;
 
   nlohmann::json to_json() const;
   /// One line per op: rank,phase,kind,label,bytes,start_s,end_s,duration_s.

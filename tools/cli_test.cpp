@@ -224,6 +224,46 @@ TEST_CASE("cli: a collective on ranks without rank 0 and a broadcast root outsid
                     "s.yaml:5:59: workloads[0].ops[0].collective.root: rank 0 is not one of the ranks 1, 2");
 }
 
+TEST_CASE("cli: absurd sizes and counts are refused with their limits") {
+  TempDir dir;
+  check_input_error(run_scenario(dir, scenario(HGX8, "[{copy: {to: next, bytes: 1e30B}}]")),
+                    "s.yaml:6:36: workloads[0].ops[0].copy.bytes: cannot parse '1e30B' as a size: more than 16 EiB");
+  check_input_error(run_scenario(dir, scenario(HGX8, "[{copy: {to: next, bytes: -1MiB}}]")),
+                    "s.yaml:6:36: workloads[0].ops[0].copy.bytes: cannot parse '-1MiB' as a size: a size cannot be "
+                    "negative");
+  check_input_error(run_scenario(dir, scenario("{type: hgx, gpus: 0}")),
+                    "s.yaml:3:29: topology.gpus: must be between 2 and 8, got 0");
+  check_input_error(run_scenario(dir, scenario("{type: superpod, nodes: 0}")),
+                    "s.yaml:3:35: topology.nodes: must be between 1 and 1024, got 0");
+  check_input_error(run_scenario(dir, scenario(HGX8, "[{repeat: 1e30, ops: [{compute: {time: 1us}}]}]")),
+                    "s.yaml:6:20: workloads[0].ops[0].repeat: expected an integer, found '1e30'");
+}
+
+// ---- memory: a scenario estimated above the limit is refused up front (workloads/limits.hpp) -----------------------
+
+TEST_CASE("cli: a 10,000-GPU superpod is refused under a 1 GiB limit, with the estimate and the limit") {
+  TempDir dir;
+  check_input_error(run_scenario(dir, scenario("{type: superpod, node: nvl72, nodes: 139}", "[{compute: {time: 1us}}]"),
+                                 {"--max-memory", "1GiB"}),
+                    "s.yaml: memory: the run needs about 1.34207 GiB (10,008 endpoints and 423,360 channels 1.29021 "
+                    "GiB, 10,008 ops 17.1035 MiB), more than the limit of 1 GiB (--max-memory)");
+}
+
+TEST_CASE("cli: a million ops on each of 72 GPUs are refused, under --max-memory and SNSIM_MAX_MEMORY alike") {
+  TempDir dir;
+  const std::string yaml =
+      "topology: {type: nvl72}\nworkloads: [{type: program, ops: [{repeat: 1000000, ops: [{compute: {time: "
+      "1us}}]}]}]\n";
+  const std::string message =
+      "s.yaml: memory: the run needs about 120.208 GiB (73 endpoints and 2,736 channels 8.86328 MiB, 5,256 routes "
+      "1.2832 MiB, 72,000,000 ops 120.163 GiB), more than the limit of 16 GiB";
+  check_input_error(run_scenario(dir, yaml, {"--max-memory", "16GiB"}), message + " (--max-memory)");
+  setenv("SNSIM_MAX_MEMORY", "16GiB", 1);  // inherited by the snsim process
+  check_input_error(run_scenario(dir, yaml), message + " (SNSIM_MAX_MEMORY)");
+  check_input_error(run_scenario(dir, yaml, {"--max-memory", "16"}),
+                    "--max-memory 16: cannot parse '16' as a size: missing unit (try '16B' or '16MiB')");
+}
+
 TEST_CASE("cli: nested repeats beyond 2^64 ops are refused, not wrapped") {
   TempDir dir;
   const std::string yaml =
@@ -388,6 +428,130 @@ TEST_CASE("cli: every example scenario runs") {
       CHECK(report["simulated_time_s"].get<double>() > 0);
     }
   }
+}
+
+// ---- deadlocks: exit code 2, one line naming, per stuck rank, the op and what it waits for ------------------------
+
+namespace {
+/// A program on `gpus` GPUs of an HGX, from its op list.
+std::string program(int gpus, const std::string& ops) {
+  return "topology: {type: hgx, gpus: " + std::to_string(gpus) + "}\nworkloads:\n  - type: program\n    ops:\n" + ops;
+}
+
+/// A deadlock: exit code 2, `message` alone on stderr, and the same outcome in report.json.
+void check_deadlock(const TempDir& dir, const std::string& yaml, const std::string& message) {
+  const Result r = run_scenario(dir, yaml, {"--quiet", "--out", "out"});
+  CHECK(r.code == 2);
+  CHECK(r.err == message + "\n");
+  CHECK(r.out.empty());
+  const auto report = nlohmann::json::parse(read_file(dir.path() / "out/report.json"));
+  CHECK(report["outcome"] == message);
+  CHECK(report["invariants"]["held"] == true);  // a deadlock breaks no invariant: its unended ops are explained
+  CHECK_FALSE(report["invariants"]["unended"].empty());
+}
+
+// Rank 1 waits for a signal nobody sends: what the other rank is stuck in shows who is missing.
+const std::string RANK1_STUCK = "      - {ranks: 1, ops: [{signal_wait: {signal: 1, value: 1}}]}\n";
+const std::string RANK1_WAITS =
+    "rank 1: op 0, signal_wait 'signal_wait 1 >= 1', waits for signal 1 to be >= 1 (it is 0)";
+}  // namespace
+
+TEST_CASE("cli: a deadlock on a signal_wait names the signal, its target and its value") {
+  TempDir dir;
+  check_deadlock(dir,
+                 program(4,
+                         "      - {ranks: 0-2, ops: [{put: {to: 3, bytes: 1KiB, signal: 2}}]}\n"
+                         "      - {ranks: 3, ops: [{signal_wait: {signal: 2, value: 4}}]}\n"),
+                 "deadlock: rank 3: op 0, signal_wait 'signal_wait 2 >= 4', waits for signal 2 to be >= 4 (it is 3)");
+}
+
+TEST_CASE("cli: a deadlock in a collective names who arrived and who is missing") {
+  TempDir dir;
+  check_deadlock(dir, program(2, RANK1_STUCK + "      - {collective: {op: all_reduce, bytes: 1MiB}}\n"),
+                 "deadlock: rank 0: op 0, collective 'all_reduce 1 MiB', waits for rank 1 to arrive at collective no. "
+                 "1 of ranks 0-1 (arrived: 0); " +
+                     RANK1_WAITS);
+}
+
+TEST_CASE("cli: a deadlock at a barrier names the missing rank") {
+  TempDir dir;
+  check_deadlock(dir, program(2, RANK1_STUCK + "      - {barrier: {}}\n"),
+                 "deadlock: rank 0: op 0, barrier 'barrier', waits for rank 1 to arrive at barrier no. 1 of ranks 0-1 "
+                 "(arrived: 0); " +
+                     RANK1_WAITS);
+}
+
+TEST_CASE("cli: a deadlock at a shmem_barrier names the missing rank") {
+  TempDir dir;
+  check_deadlock(dir, program(2, RANK1_STUCK + "      - {shmem_barrier: {}}\n"),
+                 "deadlock: rank 0: op 0, shmem_barrier 'shmem_barrier thread', waits for rank 1 to arrive at "
+                 "shmem_barrier no. 1 of ranks 0-1 (arrived: 0); " +
+                     RANK1_WAITS);
+}
+
+TEST_CASE("cli: a deadlock at the free barrier between workloads names the missing rank") {
+  TempDir dir;
+  check_deadlock(dir,
+                 "topology: {type: hgx, gpus: 2}\nworkloads:\n"
+                 "  - {type: program, ranks: 1, ops: [{signal_wait: {signal: 1, value: 1}}]}\n"
+                 "  - {type: program, ops: [{compute: {time: 1us}}]}\n",
+                 "deadlock: rank 0: the free barrier before workload 1, waits for rank 1 to arrive at the barrier of "
+                 "ranks 0-1 (arrived: 0); " +
+                     RANK1_WAITS);
+}
+
+TEST_CASE("cli: a deadlock of many ranks names the first 8 stuck ops and counts the rest") {
+  TempDir dir;
+  const Result r = run_scenario(
+      dir, "topology: {type: nvl72}\nworkloads: [{type: program, ops: [{signal_wait: {signal: 1, value: 1}}]}]\n",
+      {"--quiet"});
+  CHECK(r.code == 2);
+  std::string expected = "deadlock: ";
+  for (int rank = 0; rank < 8; ++rank)
+    expected += "rank " + std::to_string(rank) +
+                ": op 0, signal_wait 'signal_wait 1 >= 1', waits for signal 1 to be >= 1 (it is 0); ";
+  CHECK(r.err == expected + "and 64 more (report.json: invariants.unended)\n");
+  // A lost GPU is not a deadlock: the job failed (exit code 3).
+  const Result lost = run_scenario(dir, scenario() + "failures: [{at: 1us, gpu_lost: 2}]\n", {"--quiet"});
+  CHECK(lost.code == 3);
+  CHECK(lost.err.empty());
+}
+
+// ---- determinism: the same seed gives the same report.json, byte for byte, also from processes run at once -------
+
+TEST_CASE("cli: a jittered scenario gives byte-identical reports from 4 processes at once, another seed differs") {
+  TempDir dir;
+  dir.write("s.yaml",
+            "seed: 11\ntopology: {type: hgx, gpus: 8}\n"
+            "models:\n"
+            "  jitter: {latency: {dist: lognormal, sigma: 0.1}, bandwidth: {dist: lognormal, sigma: 0.05},\n"
+            "           compute: {dist: normal, sigma: 0.01}}\n"
+            "  variation: {clock: {dist: normal, sigma: 0.005}, hbm: {dist: normal, sigma: 0.01}}\n"
+            "workloads:\n  - type: program\n    ops:\n      - repeat: 3\n        ops:\n"
+            "          - compute: {flops: 1TFLOP, bytes: 1GiB}\n"
+            "          - copy: {to: next, bytes: 16MiB}\n"
+            "          - collective: {op: all_reduce, bytes: 8MiB}\n"
+            "          - put: {to: next, bytes: 1MiB, signal: 1}\n"
+            "          - signal_wait: {signal: 1, value: 1, consume: true}\n");
+  // Four processes at once (forked by the shell), then one more alone and one with another seed.
+  std::string command = "cd " + quote(dir.path().string()) + " && (";
+  for (int i = 0; i < 4; ++i)
+    command += quote(SNSIM_BINARY) + " run s.yaml --quiet --out p" + std::to_string(i) + " & ";
+  command += "wait) && " + quote(SNSIM_BINARY) + " run s.yaml --quiet --out alone && " + quote(SNSIM_BINARY) +
+             " run s.yaml --quiet --out other --seed 12";
+  REQUIRE(std::system(command.c_str()) == 0);
+  const std::string alone = read_file(dir.path() / "alone/report.json");
+  REQUIRE(alone.size() > 1000);
+  for (const char* out : {"p0", "p1", "p2", "p3"}) {
+    CAPTURE(out);
+    CHECK(read_file(dir.path() / out / "report.json") == alone);
+  }
+  const auto a = nlohmann::json::parse(alone);
+  const auto b = nlohmann::json::parse(read_file(dir.path() / "other/report.json"));
+  CHECK(a["invariants"]["held"] == true);
+  CHECK(a["simulated_time_s"] != b["simulated_time_s"]);
+  CHECK(a["ops"] != b["ops"]);
+  CHECK(a["config"]["models"] == b["config"]["models"]);  // only the seed changed
 }
 
 TEST_CASE("cli: validate and calibrate refuse bad input with one line and exit code 2") {

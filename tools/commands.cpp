@@ -14,6 +14,7 @@
 
 #include "models/models.hpp"
 #include "topologies/register.hpp"
+#include "workloads/limits.hpp"
 #include "workloads/scenario.hpp"
 #include "workloads/waits.hpp"
 
@@ -43,6 +44,10 @@ int run_command(const RunOptions& options) {
   auto doc = load_document(options.scenario);
   apply_overrides(*doc, options.sets, options.seed, options.params);
   const auto scenario = workloads::Scenario::load(doc);
+  // Refused up front rather than killed part way: the estimate against --max-memory (workloads/limits.hpp).
+  const auto estimate = workloads::estimate_memory(scenario.fabric(), scenario.programs());
+  workloads::check_memory(estimate, workloads::memory_limit(options.max_memory),
+                          options.scenario.empty() ? DEFAULT_SCENARIO_NAME : options.scenario);
   std::filesystem::path out;
   if (!options.out.empty()) out = make_output_dir(options.out);
   const auto& fabric = scenario.fabric();
@@ -70,8 +75,19 @@ int run_command(const RunOptions& options) {
   const RunRecord run = RunRecord::measure(wall);
   if (!out.empty()) write_file(out / "run.json", run.to_json().dump(1) + "\n");
   if (!options.quiet)
-    fmt::print("# wall time: {:.3f} s   peak memory: {:.1f} MiB{}\n", run.wall_time_s, run.peak_memory_mib,
-               out.empty() ? "" : fmt::format("   wrote {}", out.string()));
+    fmt::print("# wall time: {:.3f} s   peak memory: {:.1f} MiB (estimated {}){}\n", run.wall_time_s,
+               run.peak_memory_mib, estimate.total, out.empty() ? "" : fmt::format("   wrote {}", out.string()));
+  // A broken invariant is our bug (exit 3); a deadlock is the scenario's (its programs wait for something that
+  // never comes: exit 2, like other bad input, the message naming what each stuck rank waits for); a lost GPU is
+  // the what-if's end (exit 3, as a failed job).
+  for (const auto& violation : report.invariants.violations)
+    fmt::print(stderr, "internal error: invariant violated: {}\n", violation);
+  if (!report.invariants.violations.empty()) return 3;
+  if (report.outcome.starts_with("deadlock:")) {
+    std::cout.flush();
+    fmt::print(stderr, "{}\n", report.outcome);
+    return 2;
+  }
   return report.outcome == "completed" ? 0 : 3;
 }
 

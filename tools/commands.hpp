@@ -18,6 +18,7 @@ struct RunOptions {
   std::optional<std::string> params;  // a parameter set (preset name or file) instead of the scenario's models.params
   std::vector<std::string> sets;      // --set key.path=value
   std::vector<std::string> engine;    // --log=... / --cfg=... passed to SimGrid
+  std::optional<std::string> max_memory;  // refuse runs estimated above this size (workloads/limits.hpp)
   bool quiet = false;
 };
 

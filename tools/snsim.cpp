@@ -27,6 +27,9 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--set", run.sets, "override one value: key.path=value (YAML scalar), repeatable");
   run_cmd->add_option("--engine", run.engine,
                       "pass an option to SimGrid, e.g. --engine=--log=snsim_runner.thres:debug");
+  run_cmd->add_option("--max-memory", run.max_memory,
+                      "refuse a scenario whose estimated memory is above this size, e.g. 8GiB (default: "
+                      "SNSIM_MAX_MEMORY, else 3/4 of the machine's memory)");
   run_cmd->add_flag("--quiet", run.quiet, "print nothing; write only the --out files");
 
   auto* info_cmd = app.add_subcommand("info", "list every topology, model and workload with parameters and defaults");

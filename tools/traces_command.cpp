@@ -96,6 +96,10 @@ int show(const std::vector<std::string>& files) {
       if (!first) std::cout << '\n';
       first = false;
       std::cout << trace_summary(trace);
+      // A family that failed part way is a warning: its records up to the failure are valid and shown above.
+      for (const auto& f : trace.failures)
+        std::cerr << fmt::format("warning: {}:{}: family {} failed during the capture: {}\n", trace.source, f.line,
+                                 f.family, f.error);
     } catch (const InputError& e) {
       std::cerr << e.what() << '\n';
       exit_code = 2;
@@ -158,8 +162,12 @@ int guarded(Command command) {
 
 std::string trace_summary(const Trace& trace) {
   const auto& h = trace.header;
-  std::string out = fmt::format("{}: {}, {} records\n", trace.source,
-                                trace.complete ? "complete" : "INCOMPLETE (capture cut short?)", trace.records.size());
+  std::vector<std::string> failed;
+  for (const auto& f : trace.failures) failed.push_back(f.family);
+  const std::string state = trace.complete           ? "complete"
+                            : trace.failures.empty() ? "INCOMPLETE (capture cut short?)"
+                                                     : fmt::format("INCOMPLETE ({} failed)", fmt::join(failed, ", "));
+  std::string out = fmt::format("{}: {}, {} records\n", trace.source, state, trace.records.size());
   const std::string source = extra_string(h.extra, "source");
   const std::string source_version = extra_string(h.extra, "source_version");
   const std::string made_by = source.empty() ? fmt::format("snsim-probe {}", or_unknown(h.probe))

@@ -145,3 +145,30 @@ TEST_CASE("traces plot: images, or a clear message when matplotlib is missing") 
   CHECK(fs::exists(dir / "plots" / "perftest_pt_to_pt.jsonl"));
   CHECK(fs::exists(dir / "plots" / "perftest_pt_to_pt_nvshmem_bandwidth.png"));
 }
+
+TEST_CASE("traces show and validate: a family that failed during the capture is reported, its records kept") {
+  ScratchDir dir("failed-family");
+  // The committed launch trace, cut after its second record and ended the way the probe ends a failed family.
+  std::istringstream committed(slurp(std::string(SNSIM_SOURCE_DIR) + "/validation/traces/h200/h200x1-launch.jsonl"));
+  std::string text, line;
+  for (int i = 0; i < 3 && std::getline(committed, line); ++i) text += line + "\n";
+  const std::string error =
+      "rank 0: launch.cu:42: cudaLaunchKernel(...) failed: cudaErrorLaunchFailure: unspecified launch failure";
+  text += R"({"incomplete":true,"family":"launch","error":")" + error + R"(","records":2})" + "\n";
+  fs::create_directories(dir.path);
+  const fs::path trace = dir / "failed.jsonl";
+  std::ofstream(trace) << text;
+
+  const CommandResult show = run_snsim("traces show '" + trace.string() + "'", dir / "show");
+  CHECK(show.exit_code == 0);
+  CHECK(show.out.starts_with(trace.string() + ": INCOMPLETE (launch failed), 2 records\n"));
+  CHECK(show.err == "warning: " + trace.string() + ":4: family launch failed during the capture: " + error + "\n");
+
+  const CommandResult validate = run_snsim("validate '" + trace.string() + "'", dir / "validate");
+  CHECK((validate.exit_code == 0 || validate.exit_code == 1));  // a verdict, not an input error
+  CHECK(validate.err == "warning: " + trace.string() +
+                            ":4: family launch failed during the capture, its records are "
+                            "incomplete: " +
+                            error + "\n");
+  CHECK(validate.out.find("INCOMPLETE: the capture failed (" + trace.string() + ":4)") != std::string::npos);
+}

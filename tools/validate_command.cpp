@@ -58,7 +58,17 @@ int run_validate(const ValidateOptions& o) {
   validation::TwinOptions options;
   if (!o.params.empty()) options.params = o.params;
   options.max_samples = o.samples;
-  const auto result = validation::validate(traces, bounds, options);
+  auto result = validation::validate(traces, bounds, options);
+  // A family whose capture failed part way is validated on the records it has, and marked incomplete.
+  for (const auto& trace : traces)
+    for (const auto& failure : trace.failures) {
+      std::cerr << fmt::format("warning: {}:{}: family {} failed during the capture, its records are incomplete: {}\n",
+                               trace.source, failure.line, failure.family, failure.error);
+      for (auto& f : result.families)
+        if (f.family == failure.family)
+          f.note += fmt::format("{}INCOMPLETE: the capture failed ({}:{})", f.note.empty() ? "" : "; ", trace.source,
+                                failure.line);
+    }
 
   if (o.verbose) {
     std::cout << fmt::format("{:<34} {:<12} {:<9} {:>10} {:>14} {:>14} {:>8}\n", "record", "use", "statistic", "size",

@@ -360,12 +360,31 @@ Trace parse_trace(std::string_view text, std::string_view source_name) {
       if (count != trace.records.size())
         in.fail("records",
                 fmt::format("the completion line says {} records, the file has {}", count, trace.records.size()));
+      if (!trace.failures.empty())
+        in.fail("complete",
+                fmt::format("a trace with a failure line (line {}) cannot be complete", trace.failures.front().line));
       trace.complete = true;
       completion_line = i;
       continue;
     }
+    if (object.contains("incomplete")) {
+      LineReader in{object, at(i), R"(a failure line is {"incomplete": true, "family": F, "error": E, "records": N})"};
+      const Json& incomplete = in.field("incomplete");
+      if (incomplete != true) in.fail("incomplete", fmt::format("expected true, found {}", shown(incomplete)));
+      TraceFailure failure{in.string("family"), in.string("error"), static_cast<int>(i + 1)};
+      const std::uint64_t count = in.count("records", "a whole number of records");
+      if (count != trace.records.size())
+        in.fail("records", fmt::format("the failure line says {} records before it, the file has {}", count,
+                                       trace.records.size()));
+      trace.notes.push_back(fmt::format("{}: incomplete: family {} failed: {}; {} records before it", at(i).to_string(),
+                                        failure.family, failure.error, count));
+      trace.failures.push_back(std::move(failure));
+      continue;
+    }
     if (!object.contains("id"))
-      throw_input_error(at(i), "", "expected a record (with \"id\") or the completion line (with \"complete\")");
+      throw_input_error(at(i), "",
+                        "expected a record (with \"id\"), the completion line (with \"complete\") or a failure line "
+                        "(with \"incomplete\")");
     TraceRecord record = read_record(object, at(i));
     auto [it, inserted] = first_line_of_id.emplace(record.id, record.line);
     if (!inserted)
@@ -373,7 +392,7 @@ Trace parse_trace(std::string_view text, std::string_view source_name) {
     trace.records.push_back(std::move(record));
   }
   if (!have_header) throw_input_error({trace.source, 0, 0}, "", fmt::format("empty trace; {}", header_hint));
-  if (!trace.complete)
+  if (!trace.complete && trace.failures.empty())
     trace.notes.push_back(fmt::format(
         "{}: incomplete: no completion line {{\"complete\": true, \"records\": N}} (capture cut short?); read {} "
         "records",
@@ -423,7 +442,12 @@ std::string write_trace(const Trace& trace) {
     out += line.dump();
     out += '\n';
   }
-  if (trace.complete) out += Json{{"complete", true}, {"records", trace.records.size()}}.dump() + '\n';
+  for (const TraceFailure& f : trace.failures)
+    out +=
+        Json{{"incomplete", true}, {"family", f.family}, {"error", f.error}, {"records", trace.records.size()}}.dump() +
+        '\n';
+  if (trace.complete && trace.failures.empty())
+    out += Json{{"complete", true}, {"records", trace.records.size()}}.dump() + '\n';
   return out;
 }
 

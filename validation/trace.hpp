@@ -2,7 +2,9 @@
 //
 // A trace is one JSON Lines file: a header line, one line per measurement record, and a completion line
 // `{"complete": true, "records": N}`. A capture cut short lacks the completion line; it is still readable and is
-// marked incomplete. Everything else that is wrong is an InputError naming "file:line: field: message".
+// marked incomplete. A capture whose family failed (a CUDA, NCCL or NVSHMEM error) says so on a line
+// `{"incomplete": true, "family": F, "error": E, "records": N}` instead of the completion line (TraceFailure).
+// Everything else that is wrong is an InputError naming "file:line: field: message".
 #pragma once
 
 #include <cstdint>
@@ -104,13 +106,24 @@ std::optional<BytesPerSecond> record_rate(const TraceRecord& record);
 /// A numeric extra field of the record, or `fallback`.
 double extra_number(const TraceRecord& record, const char* key, double fallback = 0);
 
+/// A family whose capture failed part way: the probe's line `{"incomplete": true, "family": F, "error": E,
+/// "records": N}`, written when a CUDA, NCCL or NVSHMEM call failed (N: records of the whole file so far). Records
+/// before it are valid; with the probe's --keep-going, other families' records may follow it.
+struct TraceFailure {
+  std::string family;  ///< as the probe names it (its families are the trace families)
+  std::string error;   ///< "copy.cu:120: cudaMemcpyAsync(...) failed: cudaErrorIllegalAddress: ..."
+  int line = 0;        ///< line in the file it was read from; 0 when built in memory
+  friend bool operator==(const TraceFailure&, const TraceFailure&) = default;
+};
+
 /// A whole trace file, read or about to be written.
 struct Trace {
   std::string source;  ///< file name used in messages
   TraceHeader header;
   std::vector<TraceRecord> records;
-  bool complete = false;           ///< the completion line was present (or, for imports, the log ended normally)
-  std::vector<std::string> notes;  ///< remarks that are not errors ("incomplete: ..."), one line each
+  bool complete = false;               ///< the completion line was present (or, for imports, the log ended normally)
+  std::vector<TraceFailure> failures;  ///< families whose capture failed; a trace with any is incomplete
+  std::vector<std::string> notes;      ///< remarks that are not errors ("incomplete: ..."), one line each
 };
 
 /// Reads and validates a trace file. Throws InputError ("file:line: field: message") on anything malformed; an
@@ -120,7 +133,8 @@ Trace read_trace(const std::filesystem::path& file);
 /// Same as read_trace, from text already in memory; `source_name` is what messages call the file.
 Trace parse_trace(std::string_view text, std::string_view source_name);
 
-/// The JSON Lines text of `trace`: header, records, and the completion line if `trace.complete`.
+/// The JSON Lines text of `trace`: header, records, then the failure lines, or the completion line if
+/// `trace.complete`.
 std::string write_trace(const Trace& trace);
 
 /// Writes write_trace(trace) to `file`. Throws InputError if the file cannot be written.

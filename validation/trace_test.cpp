@@ -112,6 +112,46 @@ TEST_CASE("trace: round trip keeps every field, extras included") {
   CHECK(back.records[0].extra.begin().key() == "busbw");
 }
 
+TEST_CASE("trace: a family that failed in the middle of a capture marks the trace incomplete") {
+  const std::string failure =
+      R"({"incomplete": true, "family": "collective", "error": "collective.cu:88: ncclAllReduce(...) failed: )"
+      R"(unhandled cuda error", "records": 1})";
+  SUBCASE("read, with the records before it") {
+    Trace trace = parse_trace(trace_text({record_line("a"), failure}, /*complete=*/false), "t.jsonl");
+    CHECK_FALSE(trace.complete);
+    CHECK(trace.records.size() == 1);
+    REQUIRE(trace.failures.size() == 1);
+    CHECK(trace.failures[0] ==
+          TraceFailure{"collective", "collective.cu:88: ncclAllReduce(...) failed: unhandled cuda error", 3});
+    REQUIRE(trace.notes.size() == 1);
+    CHECK(trace.notes[0] ==
+          "t.jsonl:3: incomplete: family collective failed: collective.cu:88: ncclAllReduce(...) failed: unhandled "
+          "cuda error; 1 records before it");
+    // Written back the same way.
+    const Trace back = parse_trace(write_trace(trace), "t.jsonl");
+    CHECK(back.failures == trace.failures);
+    CHECK(back.records == trace.records);
+    CHECK_FALSE(back.complete);
+  }
+  SUBCASE("other families' records may follow it (--keep-going)") {
+    Trace trace = parse_trace(trace_text({record_line("a"), failure, record_line("b")}, false), "t.jsonl");
+    CHECK(trace.records.size() == 2);
+    CHECK(trace.failures.size() == 1);
+  }
+  SUBCASE("a failure line with a completion line is an error") {
+    CHECK(error_of(trace_text({record_line("a"), failure}, /*complete=*/false) + R"({"complete": true, "records": 1})" +
+                   "\n") == "t.jsonl:4: complete: a trace with a failure line (line 3) cannot be complete");
+  }
+  SUBCASE("a failure line that miscounts or lacks its error") {
+    CHECK(error_of(trace_text(
+              {record_line("a"), R"({"incomplete": true, "family": "copy", "error": "x", "records": 2})"}, false)) ==
+          "t.jsonl:3: records: the failure line says 2 records before it, the file has 1");
+    CHECK(
+        error_of(trace_text({R"({"incomplete": true, "family": "copy", "records": 0})"}, false)) ==
+        R"(t.jsonl:2: error: missing; a failure line is {"incomplete": true, "family": F, "error": E, "records": N})");
+  }
+}
+
 TEST_CASE("trace: a capture cut short is incomplete, not an error") {
   SUBCASE("no completion line") {
     Trace trace = parse_trace(trace_text({record_line("a")}, /*complete=*/false), "t.jsonl");
@@ -153,8 +193,9 @@ TEST_CASE("trace: malformed lines give one exact error") {
     CHECK(error_of(header_line + "\n[1, 2]\n") == "t.jsonl:2: expected a JSON object, found [1,2]");
   }
   SUBCASE("neither record nor completion") {
-    CHECK(error_of(header_line + "\n{\"x\": 1}\n") ==
-          R"(t.jsonl:2: expected a record (with "id") or the completion line (with "complete"))");
+    CHECK(
+        error_of(header_line + "\n{\"x\": 1}\n") ==
+        R"(t.jsonl:2: expected a record (with "id"), the completion line (with "complete") or a failure line (with "incomplete"))");
   }
   SUBCASE("duplicate id") {
     CHECK(error_of(trace_text({record_line("a"), record_line("b"), record_line("a")})) ==

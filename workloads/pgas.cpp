@@ -270,6 +270,22 @@ void Runner::pgas(int rank, const EventWaitOp& op) {
   state.changed[static_cast<std::size_t>(rank)]->wait(lock, [&] { return records >= op.count; });
 }
 
+std::string Runner::pgas_waiting_for(int rank, const Op& op) const {
+  if (!pgas_) return "";
+  if (const auto* wait = std::get_if<SignalWaitOp>(&op.what)) {
+    const auto it = pgas_->signals.find({rank, wait->signal});
+    return fmt::format("for signal {} to be {} {} (it is {})", wait->signal,
+                       CMP_SYMBOLS[static_cast<std::size_t>(wait->cmp)], wait->value,
+                       it == pgas_->signals.end() ? 0 : it->second);
+  }
+  if (const auto* wait = std::get_if<EventWaitOp>(&op.what)) {
+    const auto it = pgas_->events.find({rank, wait->event});
+    return fmt::format("for event {} to be recorded {} times (recorded {})", wait->event, wait->count,
+                       it == pgas_->events.end() ? 0 : it->second);
+  }
+  return "";
+}
+
 OpDescription describe(const EventRecordOp& op) {
   return {"event_record", fmt::format("event_record {}", op.event), Bytes{0}};
 }

@@ -220,7 +220,8 @@ TEST_CASE("pgas: a signal_wait nobody satisfies ends the run as a deadlock namin
       "      - {ranks: 0-2, ops: [{put: {to: 3, bytes: 1KiB, signal: 2}}]}\n"
       "      - {ranks: 3, ops: [{signal_wait: {signal: 2, value: 4}}]}\n");
   const Report r = s.run();
-  CHECK(r.outcome == "deadlock: ranks 3 did not finish their programs");
+  CHECK(r.outcome ==
+        "deadlock: rank 3: op 0, signal_wait 'signal_wait 2 >= 4', waits for signal 2 to be >= 4 (it is 3)");
   CHECK(r.ops.size() == 3);  // the three puts; the wait never ended
 }
 

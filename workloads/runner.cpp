@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <xbt/log.h>
 #include <simgrid/s4u.hpp>
 
@@ -27,6 +28,33 @@ std::string_view kind_name(const Op& op) {
         return "repeat";
       },
       op.what);
+}
+
+/// The kind and group of an op that waits for every member of a group; nullopt for others.
+std::optional<std::pair<Sync, const void*>> sync_of(const Op& op) {
+  if (const auto* b = std::get_if<BarrierOp>(&op.what)) return std::pair{Sync::barrier, b->group.get()};
+  if (const auto* c = std::get_if<CollectiveOp>(&op.what)) return std::pair{Sync::collective, c->group.get()};
+  if (const auto* s = std::get_if<ShmemBarrierOp>(&op.what)) return std::pair{Sync::shmem_barrier, s->group.get()};
+  return std::nullopt;
+}
+
+const std::vector<int>& group_of(const Op& op) {
+  if (const auto* b = std::get_if<BarrierOp>(&op.what)) return *b->group;
+  if (const auto* c = std::get_if<CollectiveOp>(&op.what)) return *c->group;
+  return *std::get<ShmemBarrierOp>(op.what).group;
+}
+
+/// "0-3, 5, 7-8": ranks in order, runs shortened.
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string out;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += j == i ? fmt::format("{}", ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
+    i = j + 1;
+  }
+  return out;
 }
 
 Bytes op_bytes(const Op& op) {
@@ -77,7 +105,10 @@ Runner::Runner(Simulation& simulation, const models::Models& models, std::vector
       variability_{*models.jitter, *models.variation, *models.slow, simulation.fabric(), seed},
       programs_{std::move(programs)},
       records_(programs_.size()),
-      finished_(programs_.size(), false) {
+      finished_(programs_.size(), false),
+      pending_(programs_.size()),
+      started_(programs_.size(), 0),
+      indexed_(programs_.size(), 0) {
   // Installed only when something is drawn, so that the nominal path stays a plain sleep and send.
   TransferJitter jitter;
   if (!models.jitter->latency.is_none())
@@ -142,6 +173,15 @@ void Runner::execute(int rank, const Op& op, const Op& top) {
     return;
   }
   const Seconds start = Simulation::now();
+  // Collectives and barriers wait for their last member (shmem barriers record their own arrival: workloads/pgas.cpp).
+  const auto* b = std::get_if<BarrierOp>(&op.what);
+  const auto* c = std::get_if<CollectiveOp>(&op.what);
+  const auto r = static_cast<std::size_t>(rank);
+  const std::uint64_t sequence = started_[r]++;
+  Started& started = pending_[r][sequence];
+  started.op = &op;
+  if (!(b && b->sync)) started.index = indexed_[r]++;
+  if (const auto sync = sync_of(op)) started.instance = syncs_started_[{rank, sync->first, sync->second}]++;
   std::visit(
       [&](const auto& o) {
         using T = std::decay_t<decltype(o)>;
@@ -153,9 +193,8 @@ void Runner::execute(int rank, const Op& op, const Op& top) {
         if constexpr (requires { uvm(rank, o, top); }) uvm(rank, o, top);
       },
       op.what);
-  // Collectives and barriers wait for their last member (shmem barriers record their own arrival: workloads/pgas.cpp).
-  const auto* b = std::get_if<BarrierOp>(&op.what);
-  const auto* c = std::get_if<CollectiveOp>(&op.what);
+  pending_[r].erase(sequence);
+  ++ops_ended_;
   if (b || c)
     waits_.arrive(rank, b ? Sync::barrier : Sync::collective, b ? b->group.get() : c->group.get(),
                   b ? b->group->size() : c->group->size(), start, Simulation::now());
@@ -231,6 +270,51 @@ void Runner::barrier(const BarrierOp& op) {
   if (inserted) it->second = sg4::Barrier::create(static_cast<unsigned>(op.group->size()));
   it->second->wait();  // 3.32's return value is wrong (reference/simgrid-3.32.md §5): never used
   if (!op.sync) sleep_for(models_.collective->barrier_latency);
+}
+
+void Runner::check(Invariants& invariants) const {
+  for (std::size_t r = 0; r < records_.size(); ++r) {
+    invariants.ops_started += started_[r];
+    // Records are written as ops end, so their ends never go back; and an op never ends before it starts.
+    Seconds last{0};
+    for (const auto& record : records_[r]) {
+      if (record.end < record.start || record.end < last)
+        invariants.violations.push_back(
+            fmt::format("rank {}: op '{}' runs from {} s to {} s, after an op ending at {} s", r, record.label,
+                        record.start.count(), record.end.count(), last.count()));
+      last = std::max(last, record.end);
+    }
+    for (const auto& [sequence, started] : pending_[r]) {
+      const Op& op = *started.op;
+      UnendedOp unended{static_cast<int>(r), started.index, std::string(kind_name(op)), label(op), ""};
+      if (!started.index) unended.label = fmt::format("the free barrier before workload {}", op.phase);
+      if (const auto sync = sync_of(op)) {
+        const auto& group = group_of(op);
+        std::vector<int> arrived;
+        std::vector<std::string> missing;
+        for (int member : group) {
+          const auto it = syncs_started_.find({member, sync->first, sync->second});
+          if (it != syncs_started_.end() && it->second > started.instance)
+            arrived.push_back(member);
+          else
+            missing.push_back(finished_[static_cast<std::size_t>(member)]
+                                  ? fmt::format("{} (finished its program)", member)
+                                  : fmt::format("{}", member));
+        }
+        const std::string what =
+            started.index ? fmt::format("{} no. {} of ranks {}", unended.kind, started.instance + 1, rank_list(group))
+                          : fmt::format("the barrier of ranks {}", rank_list(group));
+        if (!missing.empty())
+          unended.waiting_for =
+              fmt::format("for {} {} to arrive at {} (arrived: {})", missing.size() == 1 ? "rank" : "ranks",
+                          fmt::join(missing, ", "), what, rank_list(arrived));
+      } else {
+        unended.waiting_for = pgas_waiting_for(static_cast<int>(r), op);
+      }
+      invariants.unended.push_back(std::move(unended));
+    }
+  }
+  invariants.ops_ended += ops_ended_;
 }
 
 std::vector<OpRecord> Runner::records() const {

@@ -37,6 +37,10 @@ class Runner {
   std::optional<Table> fabric_path_table() const;
   /// Ranks whose program did not run to its end (the engine stopped on a deadlock). Empty after a normal run.
   std::vector<int> unfinished() const;
+  /// Into `invariants`: ops started and ended, every op a rank started and never ended with what it waited for (a
+  /// signal's value, the members missing from a collective or barrier, an event's records), and any rank whose
+  /// records go back in time (workloads/runner.cpp). Valid after Simulation::run().
+  void check(Invariants& invariants) const;
   /// Who waited on whom, and when (workloads/waits.hpp). Valid after Simulation::run().
   std::vector<Wait> waits() const { return waits_.waits(); }
   /// Kernels that start on `rank` from now on run `compute` / `hbm` times longer (a slowed failure).
@@ -72,6 +76,8 @@ class Runner {
   void pgas(int rank, const EventRecordOp& op);  // on the same state as signals (workloads/pgas.cpp)
   void pgas(int rank, const EventWaitOp& op);
   void wait_puts_complete(int rank);
+  /// What an unended signal_wait or event_wait of `rank` waits for, with the value it saw last; empty for others.
+  std::string pgas_waiting_for(int rank, const Op& op) const;
   models::PgasRoute pgas_route(int from, int to) const;
 
   // Unified memory (workloads/uvm.cpp). Faults and migrations are recorded as their own ops ("fault", "migrate")
@@ -130,6 +136,17 @@ class Runner {
   std::shared_ptr<Pgas> pgas_;                          // created by the first PGAS op
   std::shared_ptr<Uvm> uvm_;                            // created by the first UVM op
   WaitLog waits_;                                       // blocking ops, for the report's waits table
+  // Op tracking, for deadlock diagnosis and the invariants (check()).
+  struct Started {
+    std::optional<std::uint64_t> index;  // the rank's n-th recorded op; none for a free barrier
+    const Op* op = nullptr;
+    std::uint64_t instance = 0;  // collectives and barriers: the n-th of its kind the rank started on its group
+  };
+  std::vector<std::map<std::uint64_t, Started>> pending_;  // by rank: started, not ended, by start sequence
+  std::vector<std::uint64_t> started_;                     // by rank: ops started (free barriers included)
+  std::vector<std::uint64_t> indexed_;                     // by rank: ops started that are recorded
+  std::map<std::tuple<int, Sync, const void*>, std::uint64_t> syncs_started_;  // (rank, kind, group) -> count
+  std::uint64_t ops_ended_ = 0;
 };
 
 std::string label(const Op& op);

@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <limits>
 
+#include <xbt/log.h>
+
 #include "models/params.hpp"
+#include "sim/invariants.hpp"
 #include "topologies/register.hpp"
 #include "workloads/runner.hpp"
 
@@ -17,6 +20,26 @@ bool forces_nvls(const std::vector<Op>& ops) {
     const auto* c = std::get_if<CollectiveOp>(&op.what);
     return c && c->algorithm == models::Algorithm::nvls;
   });
+}
+
+/// "deadlock: " and, per stuck rank, each op it left unended and what that op waits for; at most MAX_NAMED of them,
+/// the rest counted (report.json's invariants.unended lists them all).
+std::string deadlock_outcome(const std::vector<int>& stuck, const std::vector<UnendedOp>& unended) {
+  constexpr std::size_t MAX_NAMED = 8;
+  std::vector<std::string> all;
+  for (int rank : stuck) {
+    const auto before = all.size();
+    for (const auto& u : unended)
+      if (u.rank == rank) all.push_back(u.describe());
+    // A stuck rank always has an op in progress; said anyway, should that ever change.
+    if (all.size() == before) all.push_back(fmt::format("rank {}: did not finish its program", rank));
+  }
+  if (all.size() > MAX_NAMED) {
+    const std::size_t more = all.size() - MAX_NAMED;
+    all.resize(MAX_NAMED);
+    all.push_back(fmt::format("and {} more (report.json: invariants.unended)", more));
+  }
+  return fmt::format("deadlock: {}", fmt::join(all, "; "));
 }
 }  // namespace
 
@@ -77,7 +100,11 @@ std::vector<Program> Scenario::programs() const {
 }
 
 Report Scenario::run(const std::vector<std::string>& engine_args) const {
+  // The report names what each stuck rank waits for; SimGrid's own deadlock listing (its actors' addresses) would
+  // only add noise on stderr. Set before the engine reads --log options, so that a user's --log=ker_engine... wins.
+  xbt_log_control_set("ker_engine.app:file:/dev/null");
   Simulation simulation(fabric_, engine_args, models_.compute->comm_sm_share);
+  InvariantMonitor monitor;
   Runner runner(simulation, models_, programs(), seed_);
   FailureLog failures;
   // First: failures at 0 s apply before any op starts. A slowed GPU changes the rates the runner's kernels read.
@@ -97,10 +124,13 @@ Report Scenario::run(const std::vector<std::string>& engine_args) const {
   report.ops = runner.records();
   report.waits = wait_table(report.ops, runner.waits(), fabric_.gpus().size());
   report.links = simulation.links();
+  const auto stuck = runner.unfinished();
+  report.invariants = monitor.finish(!failures.outcome && stuck.empty());
+  runner.check(report.invariants);
   if (failures.outcome)
     report.outcome = *failures.outcome;  // a lost GPU stopped every rank: not a deadlock
-  else if (const auto stuck = runner.unfinished(); !stuck.empty())
-    report.outcome = fmt::format("deadlock: ranks {} did not finish their programs", fmt::join(stuck, ", "));
+  else if (!stuck.empty())
+    report.outcome = deadlock_outcome(stuck, report.invariants.unended);
   for (std::size_t phase = 0; phase < workloads_.size(); ++phase)
     for (auto& t : workloads_[phase]->summarize(report.ops, static_cast<int>(phase)))
       report.tables.push_back(std::move(t));

@@ -429,6 +429,7 @@ int capture(const Command& command) {
                  static_cast<unsigned long long>(family_records), host_seconds() - started);
     if (!ok) {
       std::fprintf(stderr, "snsim-probe: family %s failed: %s\n", name.c_str(), failure.c_str());
+      write_line(failure_line(name, failure, records));  // the records so far stay valid; readers mark it incomplete
       all_ok = false;
       if (!options.keep_going) break;
     }
@@ -438,7 +439,7 @@ int capture(const Command& command) {
     complete.begin_object().field("complete", true).field("records", records).end_object();
     write_line(complete.str());
   } else {
-    std::fprintf(stderr, "snsim-probe: %s is incomplete (no closing line): %llu records kept\n",
+    std::fprintf(stderr, "snsim-probe: %s is incomplete (a failure line, no completion line): %llu records kept\n",
                  options.out_path.c_str(), static_cast<unsigned long long>(records));
   }
   std::fclose(trace);

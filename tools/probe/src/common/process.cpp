@@ -1,11 +1,13 @@
 #include "process.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <string>
 #include <vector>
 
 #include <poll.h>
@@ -48,7 +50,7 @@ void RankContext::share_blob(void* data, std::size_t size) const {
 namespace {
 
 [[noreturn]] void run_child(int rank, int nranks, const Options& options, const RankBody& body, int record_fd,
-                            int blob_read_fd, int blob_write_fd, pid_t parent) {
+                            int blob_read_fd, int blob_write_fd, int error_fd, pid_t parent) {
   // Die with the parent (e.g. when `timeout` kills it), so no rank keeps a GPU busy.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(3);
@@ -68,6 +70,13 @@ namespace {
     body(context);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "snsim-probe: rank %d: %s\n", rank, error.what());
+    // One line to the parent, for the trace's failure line; a single write of < PIPE_BUF bytes is atomic.
+    std::string line = "rank " + std::to_string(rank) + ": " + error.what();
+    line = line.substr(0, 4000);
+    std::replace(line.begin(), line.end(), '\n', ' ');
+    line += '\n';
+    // If even this write fails there is nothing left to do: the exit status still says the rank failed.
+    [[maybe_unused]] const ssize_t written = ::write(error_fd, line.data(), line.size());
     status = 1;
   }
   std::fflush(stdout);
@@ -91,7 +100,8 @@ bool run_ranks(int nranks, const Options& options, const RankBody& body, const L
                std::string* failure) {
   int record_pipe[2];
   int blob_pipe[2];
-  if (::pipe(record_pipe) != 0 || ::pipe(blob_pipe) != 0)
+  int error_pipe[2];  // each failing rank's error message, one line
+  if (::pipe(record_pipe) != 0 || ::pipe(blob_pipe) != 0 || ::pipe(error_pipe) != 0)
     throw ProbeError(std::string("pipe() failed: ") + std::strerror(errno));
 
   std::fflush(stdout);
@@ -103,6 +113,7 @@ bool run_ranks(int nranks, const Options& options, const RankBody& body, const L
     if (pid < 0) throw ProbeError(std::string("fork() failed: ") + std::strerror(errno));
     if (pid == 0) {
       ::close(record_pipe[0]);
+      ::close(error_pipe[0]);
       int record_fd = record_pipe[1];
       if (rank != 0) {
         ::close(record_fd);
@@ -117,11 +128,12 @@ bool run_ranks(int nranks, const Options& options, const RankBody& body, const L
         ::close(blob_write);
         blob_write = -1;
       }
-      run_child(rank, nranks, options, body, record_fd, blob_read, blob_write, parent);
+      run_child(rank, nranks, options, body, record_fd, blob_read, blob_write, error_pipe[1], parent);
     }
     children[rank] = pid;
   }
   ::close(record_pipe[1]);
+  ::close(error_pipe[1]);
   ::close(blob_pipe[0]);
   ::close(blob_pipe[1]);
 
@@ -166,6 +178,15 @@ bool run_ranks(int nranks, const Options& options, const RankBody& body, const L
     }
   }
   ::close(record_pipe[0]);
+  // Every rank has exited, so the error pipe holds all it will: the first line names the call that failed.
+  std::string errors;
+  for (ssize_t got; (got = ::read(error_pipe[0], buffer.data(), buffer.size())) != 0;) {
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) break;
+    errors.append(buffer.data(), static_cast<std::size_t>(got));
+  }
+  ::close(error_pipe[0]);
+  if (!ok && failure && !errors.empty()) *failure = errors.substr(0, errors.find('\n'));
   return ok;
 }
 

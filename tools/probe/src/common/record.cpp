@@ -47,6 +47,13 @@ std::string Record::id() const {
   return text;
 }
 
+std::string failure_line(const std::string& family, const std::string& error, std::uint64_t records) {
+  JsonWriter json;
+  json.begin_object().field("incomplete", true).field("family", family).field("error", error);
+  json.field("records", records).end_object();
+  return json.str();
+}
+
 void write_all(int fd, const std::string& data) {
   std::size_t done = 0;
   while (done < data.size()) {

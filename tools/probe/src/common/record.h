@@ -62,6 +62,10 @@ class RecordSink {
   std::set<std::string> ids_;
 };
 
+// The line that ends a capture whose family failed, in place of the completion line (validation/trace.hpp):
+// {"incomplete": true, "family": F, "error": E, "records": N}, N the records written to the file before it.
+std::string failure_line(const std::string& family, const std::string& error, std::uint64_t records);
+
 // Writes all of `data` to `fd`, retrying on short writes and EINTR. Throws ProbeError on failure.
 void write_all(int fd, const std::string& data);
 
