@@ -19,6 +19,7 @@ struct RunOptions {
   std::vector<std::string> sets;      // --set key.path=value
   std::vector<std::string> engine;    // --log=... / --cfg=... passed to SimGrid
   bool quiet = false;
+  bool timeline = false;  // --timeline: write timeline.json whatever the scenario's output.timeline says
 };
 
 int run_command(const RunOptions& options);
