@@ -19,18 +19,6 @@ std::string script(const std::string& name) {
   return std::string(SNSIM_SOURCE_DIR) + "/tools/plot/" + name;
 }
 
-/// The interpreter that draws, or nullopt where none has matplotlib: the test then skips, saying so. CI sets
-/// SNSIM_REQUIRE_PLOTS, so that a missing matplotlib fails there instead of passing unseen.
-std::optional<std::string> python_with_matplotlib() {
-  std::vector<std::string> tried;
-  auto python = snsim::tools::find_python(tried);
-  if (!python) {
-    if (std::getenv("SNSIM_REQUIRE_PLOTS")) FAIL("SNSIM_REQUIRE_PLOTS is set but no python3 has matplotlib");
-    MESSAGE("skipped: no python3 with matplotlib (apt install python3-matplotlib)");
-  }
-  return python;
-}
-
 /// Any python3: bad input is found before matplotlib is imported.
 std::optional<std::string> any_python() {
   std::vector<std::string> tried;

@@ -11,36 +11,20 @@ compute), idle; the four add up to the run's length.
 missing.
 """
 
-import argparse
 import json
-import math
-import sys
+
+from plot_common import draw_with_pyplot, fail, is_number, load_json, parse_args, save
 
 SCHEDULES = ("bsp", "pgas")
 PARTS = (("compute_ms", "compute", "tab:blue"), ("communication_ms", "communication", "tab:orange"),
          ("waiting_ms", "waiting on other GPUs", "tab:red"), ("idle_ms", "idle", "lightgrey"))
 
 
-def fail(message, code=2):
-    print(message, file=sys.stderr)
-    sys.exit(code)
-
-
-def is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def read_compare(path):
     """compare.json checked for everything the drawing reads: {schedule: (summary metrics, per-GPU rows)}."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        fail(f"{path}: cannot open the file: {e.strerror}")
-    try:
-        result = json.loads(text)
-    except json.JSONDecodeError as e:
-        fail(f"{path}:{e.lineno}:{e.colno}: malformed JSON: {e.msg}")
+    result = load_json(path)
     if not isinstance(result, dict) or any(not isinstance(result.get(s), dict) for s in SCHEDULES):
         fail(f"{path}: not a compare.json of `snsim compare --out` (no \"bsp\" and \"pgas\" objects at the top)")
     sides = {}
@@ -107,29 +91,13 @@ def draw(plt, scenario, sides, path):
     split.legend(fontsize=7, loc="upper center", ncols=4)
 
     fig.suptitle(f"BSP vs PGAS: {scenario}, {gpus} GPUs")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(plt, fig, path)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("compare", help="compare.json written by `snsim compare --out DIR`")
-    parser.add_argument("--out", default="compare.png", help="the image to write (png or svg, by its extension)")
-    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
-    args = parser.parse_args()
+    args = parse_args(__doc__, "compare", "compare.json written by `snsim compare --out DIR`", "compare.png")
     scenario, sides = read_compare(args.compare)  # bad input is reported even where matplotlib is missing
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        fail("plot_compare.py needs matplotlib (Debian: apt install python3-matplotlib)", code=3)
-    draw(plt, scenario, sides, args.out)
-    if not args.quiet:
-        print(f"wrote {args.out}")
-
+    draw_with_pyplot("plot_compare.py", lambda plt: draw(plt, scenario, sides, args.out), args.out, args.quiet)
 
 if __name__ == "__main__":
     main()

@@ -13,21 +13,13 @@ waited on most.
 missing.
 """
 
-import argparse
 import json
-import math
-import sys
+
+from plot_common import draw_with_pyplot, fail, is_number, load_json, parse_args, save
 
 NUMBER, STRING = "a number", "a string"
 
 
-def fail(message, code=2):
-    print(message, file=sys.stderr)
-    sys.exit(code)
-
-
-def is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def need(path, where, obj, key, kind, nullable=False):
@@ -45,15 +37,7 @@ def need(path, where, obj, key, kind, nullable=False):
 
 def read_study(path):
     """The study, checked for everything the drawing reads; one line naming the file and the field otherwise."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        fail(f"{path}: cannot open the file: {e.strerror}")
-    try:
-        study = json.loads(text)
-    except json.JSONDecodeError as e:
-        fail(f"{path}:{e.lineno}:{e.colno}: malformed JSON: {e.msg}")
+    study = load_json(path)
     if not isinstance(study, dict) or study.get("study") != "slow-node":
         fail(f"{path}: not a study.json of `snsim study slow-node --out` (no \"study\": \"slow-node\" at the top)")
     need(path, "study", study, "scenario", STRING)
@@ -157,29 +141,13 @@ def draw(plt, study, path):
 
     trials = study.get("trials", "?")
     fig.suptitle(f"slow-node study of {study['scenario']}: {len(points)} points x {trials} trials")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(plt, fig, path)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("study", help="study.json written by `snsim study slow-node --out DIR`")
-    parser.add_argument("--out", default="study.png", help="the image to write (png or svg, by its extension)")
-    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
-    args = parser.parse_args()
+    args = parse_args(__doc__, "study", "study.json written by `snsim study slow-node --out DIR`", "study.png")
     study = read_study(args.study)  # bad input is reported even where matplotlib is missing
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        fail("plot_study.py needs matplotlib (Debian: apt install python3-matplotlib)", code=3)
-    draw(plt, study, args.out)
-    if not args.quiet:
-        print(f"wrote {args.out}")
-
+    draw_with_pyplot("plot_study.py", lambda plt: draw(plt, study, args.out), args.out, args.quiet)
 
 if __name__ == "__main__":
     main()

@@ -9,32 +9,20 @@ the details (every op's args, flows from puts to the signal waits they satisfied
 ui.perfetto.dev. Exit codes: 0 ok, 2 bad input, 3 matplotlib missing.
 """
 
-import argparse
 import json
 import math
-import sys
+
+from plot_common import draw_with_pyplot, fail, load_json, parse_args, save
 
 # The timeline's thread kinds (sim/report.cpp), the band each takes in a GPU's row, and its colour.
 KINDS = (("compute", "tab:blue"), ("copies", "tab:green"), ("collectives", "tab:orange"), ("pgas", "tab:purple"),
          ("uvm", "tab:brown"), ("waiting", "tab:red"))
 
 
-def fail(message, code=2):
-    print(message, file=sys.stderr)
-    sys.exit(code)
-
 
 def read_timeline(path):
     """{gpu: {kind: [(start_us, dur_us)]}} and the scenario name, from the trace's process and thread names."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        fail(f"{path}: cannot open the file: {e.strerror}")
-    try:
-        trace = json.loads(text)
-    except json.JSONDecodeError as e:
-        fail(f"{path}:{e.lineno}:{e.colno}: malformed JSON: {e.msg}")
+    trace = load_json(path)
     if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
         fail(f"{path}: not a Chrome trace (no \"traceEvents\" list at the top)")
     gpus, threads, slices = {}, {}, []
@@ -81,32 +69,17 @@ def draw(plt, rows, scenario, shown, path):
     more = f" (first {len(gpus)} of {len(rows)} GPUs)" if len(rows) > len(gpus) else ""
     ax.set_title(f"timeline of {scenario}{more}", pad=22)
     ax.grid(True, axis="x", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(plt, fig, path)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("timeline", help="timeline.json written by `snsim run --timeline --out DIR`")
-    parser.add_argument("--out", default="timeline.png", help="the image to write (png or svg, by its extension)")
-    parser.add_argument("--gpus", type=int, default=16, help="draw the first N GPUs")
-    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
-    args = parser.parse_args()
+    args = parse_args(__doc__, "timeline", "timeline.json written by `snsim run --timeline --out DIR`", "timeline.png",
+                      lambda p: p.add_argument("--gpus", type=int, default=16, help="draw the first N GPUs"))
     rows, scenario = read_timeline(args.timeline)  # bad input is reported even where matplotlib is missing
     if not rows:
         fail(f"{args.timeline}: no GPU has a slice to draw")
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        fail("plot_timeline.py needs matplotlib (Debian: apt install python3-matplotlib)", code=3)
-    draw(plt, rows, scenario, max(1, args.gpus), args.out)
-    if not args.quiet:
-        print(f"wrote {args.out}")
-
+    draw_with_pyplot("plot_timeline.py", lambda plt: draw(plt, rows, scenario, max(1, args.gpus), args.out), args.out,
+                     args.quiet)
 
 if __name__ == "__main__":
     main()
