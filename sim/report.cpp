@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <simgrid/version.h>
@@ -127,23 +130,240 @@ std::string Report::ops_csv() const {
   return out;
 }
 
-nlohmann::json Report::timeline() const {
-  nlohmann::json events = nlohmann::json::array();
-  int ranks = 0;
+namespace {
+
+/// Microseconds, rounded to the nanosecond: Perfetto keeps integer nanoseconds, and short numbers keep the file
+/// small. Rounding is monotonic, so slices that did not overlap still do not.
+double micros(Seconds t) {
+  return std::round(t.count() * 1e9) / 1e3;
+}
+
+/// The threads of a GPU's process, in display order.
+enum class Track { compute, copies, collectives, pgas, stream_events, uvm, faults, migrations, waiting, other };
+constexpr std::array<std::string_view, 10> TRACK_NAMES{"compute",       "copies", "collectives", "pgas",
+                                                       "stream events", "uvm",    "uvm faults",  "uvm migrations",
+                                                       "waiting",       "other"};
+// tid = track x TRACK_TIDS + lane + 1: tids from 1 (Perfetto merged tid 0 with 1 until 2025, google/perfetto#2278).
+constexpr int TRACK_TIDS = 1000;
+
+Track track_of(std::string_view kind) {
+  if (kind == "compute") return Track::compute;
+  if (kind == "copy") return Track::copies;
+  if (kind == "collective" || kind == "barrier") return Track::collectives;
+  for (std::string_view k : {"put", "get", "signal_wait", "quiet", "fence", "shmem_barrier", "load"})
+    if (kind == k) return Track::pgas;
+  if (kind == "event_record" || kind == "event_wait") return Track::stream_events;
+  for (std::string_view k : {"managed", "touch", "prefetch", "advise", "read"})
+    if (kind == k) return Track::uvm;
+  if (kind == "fault") return Track::faults;
+  if (kind == "migrate") return Track::migrations;
+  return Track::other;
+}
+
+/// Kinds whose bytes cross links or HBM as the op runs: their rate is bytes / duration. A put's record is only its
+/// issue (the data moves after), a compute's bytes are HBM traffic of a kernel, not a transfer.
+bool transfers(std::string_view kind) {
+  for (std::string_view k : {"copy", "collective", "get", "load", "migrate", "prefetch"})
+    if (kind == k) return true;
+  return false;
+}
+
+/// Kinds in which a rank waits on others (workloads/waits.hpp): a wait span lies inside one of them, or between
+/// workloads (the phase barrier, which has no record).
+bool blocking(std::string_view kind) {
+  for (std::string_view k : {"collective", "barrier", "shmem_barrier", "signal_wait", "get"})
+    if (kind == k) return true;
+  return false;
+}
+
+/// Packs intervals into lanes so that intervals on one lane never overlap (touching is fine): the lowest lane free
+/// at each start, in start order. Returns the lane of every interval, in the order given.
+std::vector<int> lanes(const std::vector<std::pair<double, double>>& spans) {
+  std::vector<std::size_t> order(spans.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::ranges::stable_sort(order, [&](std::size_t a, std::size_t b) { return spans[a].first < spans[b].first; });
+  std::vector<double> free_at;  // by lane: the end of its last interval
+  std::vector<int> lane(spans.size(), 0);
+  for (std::size_t i : order) {
+    std::size_t l = 0;
+    while (l < free_at.size() && free_at[l] > spans[i].first) ++l;
+    if (l == free_at.size()) free_at.push_back(0);
+    free_at[l] = spans[i].second;
+    lane[i] = static_cast<int>(l);
+  }
+  return lane;
+}
+
+std::string gpu_name(int rank) {
+  return fmt::format("gpu{}", rank);
+}
+
+}  // namespace
+
+nlohmann::json Report::timeline(const std::vector<int>& gpus) const {
+  using nlohmann::json;
+  int ranks = static_cast<int>(waits.size());
   for (const auto& o : ops) ranks = std::max(ranks, o.rank + 1);
-  for (int r = 0; r < ranks; ++r)
-    events.push_back(
-        {{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", r}, {"args", {{"name", fmt::format("gpu{}", r)}}}});
-  for (const auto& o : ops)
-    events.push_back({{"name", o.label},
-                      {"cat", o.kind},
-                      {"ph", "X"},
-                      {"pid", 0},
-                      {"tid", o.rank},
-                      {"ts", o.start.count() * 1e6},
-                      {"dur", (o.end - o.start).count() * 1e6},
-                      {"args", {{"bytes", o.bytes.count()}, {"phase", o.phase}}}});
-  return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}};
+  for (const auto& w : wait_spans) ranks = std::max(ranks, w.rank + 1);
+  const auto n = static_cast<std::size_t>(ranks);
+  std::vector<bool> shown(n, gpus.empty());
+  for (int g : gpus)
+    if (g >= 0 && g < ranks) shown[static_cast<std::size_t>(g)] = true;
+  auto is_shown = [&](int rank) { return rank >= 0 && rank < ranks && shown[static_cast<std::size_t>(rank)]; };
+  auto pid = [](int rank) { return rank + 1; };  // pid 0 is the kernel's swapper to Perfetto (google/perfetto#394)
+
+  // Every slice: an op (index into ops) or a wait span (index into wait_spans), its rank, track and times.
+  struct Slice {
+    int rank;
+    Track track;
+    double ts, end;
+    std::size_t op;  // ops index, or ops.size() + wait index
+    int tid = 0;
+  };
+  std::vector<Slice> slices;
+  slices.reserve(ops.size() + wait_spans.size());
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    slices.push_back({ops[i].rank, track_of(ops[i].kind), micros(ops[i].start), micros(ops[i].end), i});
+  for (std::size_t i = 0; i < wait_spans.size(); ++i) {
+    const auto& w = wait_spans[i];
+    slices.push_back({w.rank, Track::waiting, micros(w.start), micros(w.start + w.duration), ops.size() + i});
+  }
+  // Threads: per rank and track, as many lanes as overlapping slices need.
+  std::map<std::pair<int, Track>, std::vector<std::size_t>> by_thread;
+  for (std::size_t i = 0; i < slices.size(); ++i)
+    if (is_shown(slices[i].rank)) by_thread[{slices[i].rank, slices[i].track}].push_back(i);
+  json events = json::array();
+  for (int r = 0; r < ranks; ++r) {
+    if (!is_shown(r)) continue;
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid(r)}, {"args", {{"name", gpu_name(r)}}}});
+    events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid(r)}, {"args", {{"sort_index", r}}}});
+  }
+  for (const auto& [key, members] : by_thread) {
+    std::vector<std::pair<double, double>> spans;
+    for (std::size_t i : members) spans.emplace_back(slices[i].ts, slices[i].end);
+    const auto lane = lanes(spans);
+    const int used = *std::ranges::max_element(lane) + 1;
+    const int base = static_cast<int>(key.second) * TRACK_TIDS + 1;
+    for (std::size_t k = 0; k < members.size(); ++k) slices[members[k]].tid = base + lane[k];
+    for (int l = 0; l < used; ++l) {
+      const std::string_view track = TRACK_NAMES[static_cast<std::size_t>(key.second)];
+      events.push_back({{"name", "thread_name"},
+                        {"ph", "M"},
+                        {"pid", pid(key.first)},
+                        {"tid", base + l},
+                        {"args", {{"name", l == 0 ? std::string(track) : fmt::format("{} {}", track, l + 1)}}}});
+      events.push_back({{"name", "thread_sort_index"},
+                        {"ph", "M"},
+                        {"pid", pid(key.first)},
+                        {"tid", base + l},
+                        {"args", {{"sort_index", base + l}}}});
+    }
+  }
+
+  // The op each wait lies in: the latest blocking op of its rank that started before and ended after it.
+  std::vector<std::vector<std::size_t>> blockers(n);  // by rank: blocking ops, by start
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (blocking(ops[i].kind) && ops[i].rank >= 0) blockers[static_cast<std::size_t>(ops[i].rank)].push_back(i);
+  for (auto& b : blockers)
+    std::ranges::stable_sort(b, [&](std::size_t x, std::size_t y) { return ops[x].start < ops[y].start; });
+  auto waited_in = [&](const Wait& w) -> std::string {
+    const auto& b = blockers[static_cast<std::size_t>(w.rank)];
+    auto it = std::ranges::upper_bound(b, w.start, {}, [&](std::size_t i) { return ops[i].start; });
+    for (int scanned = 0; it != b.begin() && scanned < 64; ++scanned) {  // concurrent streams: a few candidates
+      --it;
+      if (ops[*it].end >= w.start + w.duration) return ops[*it].label;
+    }
+    return "the barrier between workloads";
+  };
+
+  for (const auto& s : slices) {
+    if (!is_shown(s.rank)) continue;
+    // Both ends are whole nanoseconds: so is the duration, once the subtraction's residue is rounded away.
+    const double dur = std::round((s.end - s.ts) * 1e3) / 1e3;
+    json e = {{"ph", "X"}, {"pid", pid(s.rank)}, {"tid", s.tid}, {"ts", s.ts}, {"dur", dur}};
+    if (s.op < ops.size()) {
+      const auto& o = ops[s.op];
+      json args = {{"bytes", o.bytes.count()}};
+      if (o.phase > 0) args["phase"] = o.phase;  // the workload, where the scenario has several
+      if (o.peer >= 0) args["peer"] = gpu_name(o.peer);
+      if (!o.detail.empty()) args["algorithm"] = o.detail;
+      const Seconds took = o.end - o.start;
+      if (transfers(o.kind) && o.bytes.count() > 0 && took > Seconds{0})
+        args["GBps"] = std::round(static_cast<double>(o.bytes.count()) / took.count() / 1e7) / 100;
+      e["name"] = o.label;
+      e["cat"] = o.kind;
+      e["args"] = std::move(args);
+    } else {
+      const auto& w = wait_spans[s.op - ops.size()];
+      e["name"] = fmt::format("wait on {}", gpu_name(w.on));
+      e["cat"] = "wait";
+      e["args"] = {{"on", gpu_name(w.on)}, {"in", waited_in(w)}};
+    }
+    events.push_back(std::move(e));
+  }
+
+  // Flows: from each put to the signal_wait it satisfied, for the waits that waited. The start sits in the middle of
+  // the put, the end ("bp": "e": bound to its enclosing slice) 1 ns before the signal_wait ends, when the signal
+  // arrived: after the put (a wait usually starts before the put it waits for, and Perfetto drops a flow that ends
+  // before it starts) and still inside the slice. Flow ids pair by (cat, name, id).
+  std::map<std::pair<int, double>, std::vector<std::size_t>> puts;  // (rank, start us) -> put slices
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].kind == "put") puts[{ops[i].rank, slices[i].ts}].push_back(i);
+  std::uint64_t flow = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const auto& o = ops[i];
+    if (o.kind != "signal_wait" || !o.cause || !is_shown(o.peer) || !is_shown(o.rank) ||
+        slices[i].end - slices[i].ts < 0.002)
+      continue;
+    const auto found = puts.find({o.peer, micros(*o.cause)});
+    if (found == puts.end()) continue;
+    const auto put = std::ranges::find_if(found->second, [&](std::size_t p) { return ops[p].peer == o.rank; });
+    if (put == found->second.end()) continue;
+    const json common = {{"name", "signal"}, {"cat", "signal"}, {"id", ++flow}};
+    json start = common, finish = common;
+    const double put_dur = std::round((slices[*put].end - slices[*put].ts) * 1e3);              // whole nanoseconds
+    const double issued = (std::round(slices[*put].ts * 1e3) + std::floor(put_dur / 2)) / 1e3;  // inside the put
+    start.update({{"ph", "s"}, {"pid", pid(o.peer)}, {"tid", slices[*put].tid}, {"ts", issued}});
+    const double arrived = std::max(issued, std::round((slices[i].end - 0.001) * 1e3) / 1e3);
+    finish.update({{"ph", "f"}, {"bp", "e"}, {"pid", pid(o.rank)}, {"tid", slices[i].tid}, {"ts", arrived}});
+    events.push_back(std::move(start));
+    events.push_back(std::move(finish));
+  }
+
+  // Counters: per GPU, the rate of its transfers in flight (each op's bytes spread evenly over its duration).
+  std::vector<std::map<double, double>> steps(n);  // by rank: time -> change of rate (GB/s)
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const auto& o = ops[i];
+    if (!transfers(o.kind) || o.bytes.count() == 0 || slices[i].end <= slices[i].ts) continue;
+    const double rate = static_cast<double>(o.bytes.count()) / (o.end - o.start).count() / 1e9;
+    steps[static_cast<std::size_t>(o.rank)][slices[i].ts] += rate;
+    steps[static_cast<std::size_t>(o.rank)][slices[i].end] -= rate;
+  }
+  for (std::size_t r = 0; r < n; ++r) {
+    if (!shown[r]) continue;
+    double level = 0, written = -1;
+    for (const auto& [ts, change] : steps[r]) {
+      level += change;
+      const double rate = std::max(0.0, std::round(level * 100) / 100);  // no -0.00 from rounding residue
+      if (rate == written) continue;                                     // back-to-back transfers at one rate: one step
+      written = rate;
+      events.push_back({{"name", "transfers"},
+                        {"ph", "C"},
+                        {"pid", pid(static_cast<int>(r))},
+                        {"ts", ts},
+                        {"args", {{"GBps", rate}}}});
+    }
+  }
+  return {{"traceEvents", std::move(events)},
+          {"displayTimeUnit", "ns"},
+          {"otherData",
+           {{"generator", "snsim"},
+            {"scenario", scenario},
+            {"seed", seed},
+            {"simulated_time_s", simulated_time.count()},
+            {"outcome", outcome},
+            {"gpus", ranks},
+            {"gpus_written", gpus.empty() ? json("all") : json(gpus)}}}};
 }
 
 nlohmann::json RunRecord::to_json() const {
@@ -188,6 +408,26 @@ std::string format_table(const Table& table) {
     out += " ";
     for (std::size_t i = 0; i < width.size() && i < row.size(); ++i)
       out += fmt::format(" {:>{}}", cell(row[i]), width[i]);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string format_markdown(const Table& table) {
+  auto cell = [](const nlohmann::json& v) -> std::string {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_number_float()) return fmt::format("{:.2f}", v.get<double>());
+    if (v.is_null()) return "-";
+    return v.dump();
+  };
+  std::string out = "|";
+  for (const auto& c : table.columns) out += fmt::format(" {} |", c);
+  out += "\n|";
+  for (std::size_t i = 0; i < table.columns.size(); ++i) out += i == 0 ? "---|" : "---:|";
+  out += "\n";
+  for (const auto& row : table.rows) {
+    out += "|";
+    for (const auto& v : row) out += fmt::format(" {} |", cell(v));
     out += "\n";
   }
   return out;

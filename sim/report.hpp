@@ -22,10 +22,25 @@ struct OpRecord {
   int phase = 0;      // index of the workload in the scenario
   int tag = -1;       // the generator's sweep point, -1 when none
   std::string kind;   // "copy", "collective", "compute", "barrier"
-  std::string label;  // "all_reduce 1 GiB ring/Simple"
+  std::string label;  // "all_reduce 1 GiB"
   Bytes bytes;        // payload the op moves (or reads, for compute)
   Seconds start;
   Seconds end;
+  /// The other GPU: a copy's, put's, get's or load's peer; for a signal_wait, the PE whose put made the signal hold.
+  /// -1 when none (a collective, the host, the rank itself).
+  int peer = -1;
+  std::string detail{};  // what the run chose: a collective's "ring/LL128"; empty when nothing
+  /// signal_wait: when the put (issued by `peer`) that made the signal hold started, for the timeline's arrows.
+  std::optional<Seconds> cause{};
+};
+
+/// One stretch of time a rank spent blocked on another rank (workloads/waits.hpp says how waits are attributed).
+struct Wait {
+  int rank = 0;  // who waited
+  int on = 0;    // the rank it waited on
+  Seconds start;
+  Seconds duration;
+  friend bool operator==(const Wait&, const Wait&) = default;
 };
 
 /// A result table, printed like the tool it imitates (nccl-tests, p2pBandwidthLatencyTest) and stored in JSON.
@@ -89,12 +104,24 @@ struct Report {
   std::vector<Table> tables;
   std::vector<RankWaits> waits;  // by rank: who waited on whom
   Invariants invariants;
+  /// Every stretch a rank waited, by rank then start (the intervals behind `waits`). Not in report.json, which
+  /// stays small; the timeline draws them.
+  std::vector<Wait> wait_spans;
 
   nlohmann::json to_json() const;
   /// One line per op: rank,phase,kind,label,bytes,start_s,end_s,duration_s.
   std::string ops_csv() const;
-  /// The ops as a Chrome / Perfetto trace (open in ui.perfetto.dev): one track per rank, times in microseconds.
-  nlohmann::json timeline() const;
+  /// The run as a Chrome trace (Trace Event Format, JSON object form) for ui.perfetto.dev or chrome://tracing.
+  /// Times in microseconds, rounded to the nanosecond. Per GPU one process (pid = GPU + 1: Perfetto treats pid 0
+  /// as the kernel's swapper), named "gpu N", with one thread per kind of work -- compute, copies, collectives,
+  /// pgas (puts, gets, signal waits, quiet, barriers), uvm (managed-memory ops), uvm faults, uvm migrations -- and
+  /// "waiting" (the wait spans: blocked on another rank, named after it). Ops of one kind that overlap (concurrent
+  /// streams) go on extra threads of that kind ("collectives 2"), so that slices on a thread nest. Each op is a
+  /// complete event ("X") with args: bytes, peer, algorithm, achieved GB/s. A flow ("s" -> "f") runs from each put
+  /// to the signal_wait it satisfied; a counter ("C") per GPU gives its transfers' rate (each op's bytes spread
+  /// evenly over its duration). `otherData` holds scenario, seed, simulated time and outcome. `gpus`: the GPUs to
+  /// write (empty: all), for runs too large to open whole (Perfetto loads a few hundred MB of JSON at most).
+  nlohmann::json timeline(const std::vector<int>& gpus = {}) const;
 };
 
 /// What the simulator itself cost: not deterministic, kept apart from the Report.
@@ -111,5 +138,7 @@ struct RunRecord {
 
 /// Writes `table` as aligned text, one header line starting with '#'.
 std::string format_table(const Table& table);
+/// Writes `table` as a GitHub Markdown table (numbers right-aligned, floats with 2 decimals, null as "-").
+std::string format_markdown(const Table& table);
 
 }  // namespace snsim

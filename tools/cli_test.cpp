@@ -330,7 +330,8 @@ TEST_CASE("cli: output.timeline writes timeline.json") {
   const Result r = run_scenario(dir, scenario() + "output: {timeline: true}\n", {"--out", "out", "--quiet"});
   REQUIRE(r.code == 0);
   const auto timeline = nlohmann::json::parse(read_file(dir.path() / "out/timeline.json"));
-  CHECK(timeline["traceEvents"].size() == 8 + 8);  // a thread name and one copy per GPU
+  // Per GPU: process name and order, thread name and order, one copy, its rate counter rising and falling.
+  CHECK(timeline["traceEvents"].size() == 8 * (4 + 1 + 2));
 }
 
 TEST_CASE("cli: the same scenario and seed give a byte-identical report.json, --seed changes the seed") {

@@ -68,7 +68,8 @@ int run_command(const RunOptions& options) {
   if (!out.empty()) {
     write_file(out / "report.json", report.to_json().dump(1) + "\n");
     write_file(out / "report.csv", report.ops_csv());
-    if (scenario.timeline()) write_file(out / "timeline.json", report.timeline().dump() + "\n");
+    if (scenario.timeline() || options.timeline)
+      write_file(out / "timeline.json", report.timeline(scenario.timeline_gpus()).dump() + "\n");
   }
   // Measured last, so that the run record includes the cost of writing the report.
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

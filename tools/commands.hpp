@@ -20,6 +20,7 @@ struct RunOptions {
   std::vector<std::string> engine;    // --log=... / --cfg=... passed to SimGrid
   std::optional<std::string> max_memory;  // refuse runs estimated above this size (workloads/limits.hpp)
   bool quiet = false;
+  bool timeline = false;  // --timeline: write timeline.json whatever the scenario's output.timeline says
 };
 
 int run_command(const RunOptions& options);

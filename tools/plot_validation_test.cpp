@@ -14,10 +14,12 @@
 #include <fmt/format.h>
 
 #include "tools/python.hpp"
+#include "tools/test_support.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
+using snsim::testing::python_with_matplotlib;
 
 const std::string SCRIPT = std::string(SNSIM_SOURCE_DIR) + "/tools/plot/plot_validation.py";
 
@@ -102,18 +104,6 @@ constexpr const char* VALIDATION_JSON = R"({
  ],
  "skipped": ["t.jsonl:uvm/a: not modelled", "t.jsonl:uvm/b: not modelled"]
 })";
-
-/// The interpreter that draws, or nullopt where none has matplotlib: the test then skips, saying so. CI sets
-/// SNSIM_REQUIRE_PLOTS, so that a missing matplotlib fails there instead of passing unseen.
-std::optional<std::string> python_with_matplotlib() {
-  std::vector<std::string> tried;
-  auto python = snsim::tools::find_python(tried);
-  if (!python) {
-    if (std::getenv("SNSIM_REQUIRE_PLOTS")) FAIL("SNSIM_REQUIRE_PLOTS is set but no python3 has matplotlib");
-    MESSAGE("skipped: no python3 with matplotlib (apt install python3-matplotlib)");
-  }
-  return python;
-}
 
 std::set<std::string> files_in(const fs::path& dir) {
   std::set<std::string> names;

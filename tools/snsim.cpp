@@ -20,7 +20,8 @@ int main(int argc, char** argv) {
   RunOptions run;
   auto* run_cmd = app.add_subcommand("run", "simulate a scenario (the embedded 8xH200 default when none is given)");
   run_cmd->add_option("scenario", run.scenario, "scenario YAML file");
-  run_cmd->add_option("--out", run.out, "write report.json, report.csv, run.json (and timeline.json) here");
+  auto* run_out =
+      run_cmd->add_option("--out", run.out, "write report.json, report.csv, run.json (and timeline.json) here");
   run_cmd->add_option("--seed", run.seed, "override the scenario's seed");
   run_cmd->add_option("--params", run.params,
                       "calibrated parameters: a file from `snsim calibrate`, or a preset (h200, h100, gb200)");
@@ -31,6 +32,10 @@ int main(int argc, char** argv) {
                       "refuse a scenario whose estimated memory is above this size, e.g. 8GiB (default: "
                       "SNSIM_MAX_MEMORY, else 3/4 of the machine's memory)");
   run_cmd->add_flag("--quiet", run.quiet, "print nothing; write only the --out files");
+  run_cmd
+      ->add_flag("--timeline", run.timeline,
+                 "also write timeline.json (Perfetto / Chrome trace) into --out, as `output: {timeline: true}` does")
+      ->needs(run_out);
 
   auto* info_cmd = app.add_subcommand("info", "list every topology, model and workload with parameters and defaults");
 

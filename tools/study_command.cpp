@@ -22,6 +22,7 @@
 #include "sim/report.hpp"
 #include "sim/statistics.hpp"
 #include "tools/command_io.hpp"
+#include "tools/python.hpp"
 #include "workloads/scenario.hpp"
 
 namespace snsim::tools {
@@ -223,25 +224,6 @@ std::string gpu(int rank) {
   return fmt::format("gpu{}", rank);
 }
 
-/// A table as GitHub Markdown.
-std::string markdown(const Table& t) {
-  auto cell = [](const json& v) -> std::string {
-    if (v.is_string()) return v.get<std::string>();
-    if (v.is_number_float()) return fmt::format("{:.2f}", v.get<double>());
-    if (v.is_null()) return "-";
-    return v.dump();
-  };
-  std::string out = fmt::format("| {} |\n|", fmt::join(t.columns, " | "));
-  for (std::size_t i = 0; i < t.columns.size(); ++i) out += i == 0 ? "---|" : "---:|";
-  out += "\n";
-  for (const auto& row : t.rows) {
-    std::vector<std::string> cells;
-    for (const auto& v : row) cells.push_back(cell(v));
-    out += fmt::format("| {} |\n", fmt::join(cells, " | "));
-  }
-  return out;
-}
-
 json opt(const std::optional<double>& v) {
   return v ? json(*v) : json(nullptr);
 }
@@ -288,6 +270,64 @@ Table waits_by_point(const Plan& plan, const std::vector<PointResult>& results) 
     t.rows.push_back(std::move(row));
   }
   return t;
+}
+
+/// study.md: how the study ran (and how to run it again), the picture, the tables and how to read them.
+std::string study_markdown(const StudyOptions& o, const Plan& plan, const std::vector<PointResult>& results,
+                           const Table& steps, const Table& waits, bool plotted) {
+  const std::size_t n = o.trials;
+  std::string md = fmt::format("# Slow-node study: {}\n\n", plan.name);
+  md += fmt::format(
+      "{} GPUs; {} points x {} trials, seeds {}-{} (trial i has the same seed at every point). Step time: {}.\n\n",
+      plan.gpus, plan.points.size(), n, plan.seed, plan.seed + n - 1, plan.steps.why);
+  std::string command = fmt::format("snsim study slow-node {} --trials {} --seed {}", o.scenario, n, plan.seed);
+  for (const auto& s : o.slow) command += " --slow " + s;
+  if (o.steps) command += fmt::format(" --steps {}", *o.steps);
+  for (const auto& s : o.sets) command += " --set " + s;
+  md += fmt::format("Run again (the same study.json, byte for byte, with any --jobs): `{} --out DIR`\n\n", command);
+  if (plotted)
+    md +=
+        "![efficiency lost and step time p50 / p99 against the slow GPU's slowdown](study.png)\n\n"
+        "Left: the job's efficiency lost against the throughput the slow GPU loses (paired over the common seeds, "
+        "with its 95 % interval; on the dashed line the job loses exactly what the GPU loses). Middle: the step "
+        "time's p50 and p99 per point (the band: the 95 % interval of the mean). Right: each GPU's mean waiting "
+        "time per step at the healthy and the most slowed point, over the GPU it waited on most.\n\n";
+  md += "What varies in every trial:\n\n";
+  for (const auto& v : plan.variables) md += fmt::format("- `{}`: {} ({})\n", v.key, v.what, v.source);
+  md += "\n## Step time and efficiency lost\n\n";
+  md += format_markdown(steps);
+  md += fmt::format(
+      "\nThe GPU slowdown is the throughput the slow GPU loses (1 - 1/factor); efficiency lost is the job's "
+      "(1 - healthy p50 / p50); an amplification of 1 means the job loses what the slow GPU loses, below 1 the "
+      "rest of the step (communication) dilutes it, above 1 waits compound it. The 95 % interval is the mean's "
+      "(Student t over {} trials).\n",
+      n);
+  Table paired{"efficiency lost per trial against the healthy trial of the same seed",
+               {"point", "mean_pct", "ci95_low_pct", "ci95_high_pct", "min_pct", "max_pct"},
+               {}};
+  auto pct = [](const std::optional<double>& v) { return v ? json(100 * *v) : json(nullptr); };
+  for (std::size_t p = 1; p < results.size(); ++p)
+    if (const auto& l = results[p].paired_lost)
+      paired.rows.push_back(
+          {plan.points[p].label(), 100 * l->mean, pct(l->ci95_low), pct(l->ci95_high), 100 * l->min, 100 * l->max});
+  if (!paired.rows.empty()) {
+    md += "\n## Efficiency lost, paired over the common seeds\n\n";
+    md += format_markdown(paired);
+    md +=
+        "\nTrial i of every point has the same seed, so 1 - healthy_i / slowed_i removes the noise the points share: "
+        "a tighter estimate than the difference of p50s.\n";
+  }
+  md += "\n## Who waited on whom\n\n";
+  md += format_markdown(waits);
+  md +=
+      "\nA rank waits in a collective or barrier from its arrival until the last member arrives (blamed on that "
+      "member), in a signal_wait until the put that made the signal hold (blamed on its issuer), and in a get for "
+      "the whole get (blamed on the PE read from).\n";
+  md +=
+      "\nFiles: `study.json` (everything, also per rank the waiting time on every other rank), `study.csv` (one line "
+      "per trial)";
+  md += plotted ? ", `study.png`.\n" : ".\n";
+  return md;
 }
 
 }  // namespace
@@ -483,6 +523,7 @@ int run_slow_node_study(const StudyOptions& o) {
   const Table steps = steps_table(plan, results);
   const Table waits = waits_by_point(plan, results);
   std::cout << format_table(steps) << '\n' << format_table(waits);
+  bool plotted = false;
 
   if (!out.empty()) {
     json points = json::array();
@@ -545,31 +586,20 @@ int run_slow_node_study(const StudyOptions& o) {
       }
     write_file(out / "study.csv", csv);
 
-    std::string md = fmt::format("# Slow-node study: {}\n\n", plan.name);
-    md += fmt::format(
-        "{} GPUs; {} points x {} trials, seeds {}-{} (trial i has the same seed at every point). Step time: {}.\n\n",
-        plan.gpus, plan.points.size(), n, plan.seed, plan.seed + n - 1, plan.steps.why);
-    md += "What varies in every trial:\n\n";
-    for (const auto& v : plan.variables) md += fmt::format("- `{}`: {} ({})\n", v.key, v.what, v.source);
-    md += "\n## Step time and efficiency lost\n\n";
-    md += markdown(steps);
-    md += fmt::format(
-        "\nThe GPU slowdown is the throughput the slow GPU loses (1 - 1/factor); efficiency lost is the job's "
-        "(1 - healthy p50 / p50); an amplification of 1 means the job loses what the slow GPU loses, below 1 the "
-        "rest of the step (communication) dilutes it, above 1 waits compound it. The 95 % interval is the mean's "
-        "(Student t over {} trials).\n",
-        n);
-    md += "\n## Who waited on whom\n\n";
-    md += markdown(waits);
-    md +=
-        "\nA rank waits in a collective or barrier from its arrival until the last member arrives (blamed on that "
-        "member), in a signal_wait until the put that made the signal hold (blamed on its issuer), and in a get for "
-        "the whole get (blamed on the PE read from).\n";
-    write_file(out / "study.md", md);
+    // The picture is for looking: without matplotlib, one line says why there is none, and study.md has no link.
+    const auto drawn = run_python_script(
+        SNSIM_STUDY_PLOT_SCRIPT, {(out / "study.json").string(), "--out", (out / "study.png").string(), "--quiet"});
+    plotted = drawn.status == 0;
+    if (!plotted)
+      std::cout << fmt::format(
+          "# no plot: {}\n", drawn.status ? fmt::format("plot_study.py exited with {}", *drawn.status) : drawn.problem);
+    write_file(out / "study.md", study_markdown(o, plan, results, steps, waits, plotted));
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  std::cout << fmt::format("# {} trials in {:.2f} s wall{}\n", count, wall,
-                           out.empty() ? "" : fmt::format("; wrote {}/study.json, study.csv, study.md", o.out));
+  std::cout << fmt::format(
+      "# {} trials in {:.2f} s wall{}\n", count, wall,
+      out.empty() ? ""
+                  : fmt::format("; wrote {}/study.json, study.csv, study.md{}", o.out, plotted ? ", study.png" : ""));
   return 0;
 }
 

@@ -15,6 +15,10 @@
 
 #include <doctest/doctest.h>
 
+#include <optional>
+
+#include "tools/python.hpp"
+
 namespace snsim::testing {
 
 namespace fs = std::filesystem;
@@ -85,6 +89,18 @@ inline Result run_snsim(const TempDir& dir, const std::vector<std::string>& args
   fs::remove(dir.path() / ".stdout");
   fs::remove(dir.path() / ".stderr");
   return r;
+}
+
+/// The interpreter that draws, or nullopt where none has matplotlib: the calling test then skips, saying so. CI sets
+/// SNSIM_REQUIRE_PLOTS, so that a missing matplotlib fails there instead of passing unseen.
+inline std::optional<std::string> python_with_matplotlib() {
+  std::vector<std::string> tried;
+  auto python = snsim::tools::find_python(tried);
+  if (!python) {
+    if (std::getenv("SNSIM_REQUIRE_PLOTS")) FAIL("SNSIM_REQUIRE_PLOTS is set but no python3 has matplotlib");
+    MESSAGE("skipped: no python3 with matplotlib (apt install python3-matplotlib)");
+  }
+  return python;
 }
 
 }  // namespace snsim::testing

@@ -38,7 +38,7 @@ models::CollectivePlatform Runner::collective_platform(const std::vector<int>& g
           models::switch_links(fabric, device(group[0])), reduction->second};
 }
 
-void Runner::collective(int rank, const CollectiveOp& op) {
+std::string Runner::collective(int rank, const CollectiveOp& op) {
   const auto& group = *op.group;
   const std::size_t n = group.size();
   const std::size_t position = static_cast<std::size_t>(std::ranges::find(group, rank) - group.begin());
@@ -90,6 +90,7 @@ void Runner::collective(int rank, const CollectiveOp& op) {
   // member's data is in: every member ends with the last to arrive.
   if (plan.algorithm == models::Algorithm::nvls) barrier(BarrierOp{op.group, true});
   release_sms(rank);
+  return fmt::format("{}/{}", models::to_string(plan.algorithm), models::to_string(plan.protocol));
 }
 
 sg4::Mailbox* Runner::mailbox(int from, int to, const void* group) {

@@ -73,10 +73,10 @@ struct Runner::Pgas {
   // condition variable is notified when its signals change or one of its puts becomes visible or complete.
   sg4::MutexPtr mutex;
   std::vector<sg4::ConditionVariablePtr> changed;
-  std::map<std::pair<int, int>, std::uint64_t> signals;  // (PE, signal id) -> value
-  std::map<std::pair<int, int>, int> signalled_by;       // (PE, signal id) -> the PE whose put changed it last
-  std::map<std::pair<int, int>, std::uint64_t> events;   // (rank, event id) -> records so far (EventRecordOp)
-  std::vector<std::vector<InFlightPtr>> issued;          // by rank: its puts not yet known complete
+  std::map<std::pair<int, int>, std::uint64_t> signals;   // (PE, signal id) -> value
+  std::map<std::pair<int, int>, Signaller> signalled_by;  // (PE, signal id) -> the put that changed it last
+  std::map<std::pair<int, int>, std::uint64_t> events;    // (rank, event id) -> records so far (EventRecordOp)
+  std::vector<std::vector<InFlightPtr>> issued;           // by rank: its puts not yet known complete
   // Fence bookkeeping by issuing rank, then target: puts since the last fence, and puts before it not yet visible.
   std::vector<std::map<int, std::vector<InFlightPtr>>> unfenced;
   std::vector<std::map<int, std::vector<InFlightPtr>>> fenced;
@@ -102,6 +102,7 @@ models::PgasRoute Runner::pgas_route(int from, int to) const {
 }
 
 void Runner::pgas(int rank, const PutOp& op) {
+  const Seconds issued = Simulation::now();  // the put's record starts here (Runner::execute)
   const auto& model = *models_.pgas;
   const auto& scope = model.params(op.scope);
   Pgas& state = pgas_state();
@@ -136,7 +137,7 @@ void Runner::pgas(int rank, const PutOp& op) {
   flows->put_init(&token, times(wire, issuers).count())->set_rate(wire_rate * static_cast<double>(issuers))->detach();
   simulation_.spawn(
       fmt::format("rank{}.put{}", rank, state.transfers), device(op.to),
-      [this, rank, op, route, payload, wire, flows, flight, predecessors, &model, &state] {
+      [this, rank, op, route, payload, wire, flows, flight, predecessors, issued, &model, &state] {
         sleep_for(route.latency + model.write_latency);
         simulation_.account(device(rank), device(op.to), times(wire, static_cast<std::uint64_t>(op.issuers)),
                             times(payload, static_cast<std::uint64_t>(op.issuers)));
@@ -160,7 +161,7 @@ void Runner::pgas(int rank, const PutOp& op) {
         sleep_for(route.latency + model.signal);
         std::unique_lock lock(*state.mutex);
         state.signals[{op.to, *op.signal}] += static_cast<std::uint64_t>(op.issuers) * op.count;
-        state.signalled_by[{op.to, *op.signal}] = rank;
+        state.signalled_by[{op.to, *op.signal}] = {rank, issued};
         state.changed[static_cast<std::size_t>(op.to)]->notify_all();
       });
   // The issuers work in parallel; each spends its issue cost per put before the PE goes on.
@@ -185,15 +186,19 @@ void Runner::pgas(int rank, const GetOp& op) {
   waits_.add({rank, op.from, start, Simulation::now() - start});  // stalled on the peer's memory throughout
 }
 
-void Runner::pgas(int rank, const SignalWaitOp& op) {
+std::optional<Runner::Signaller> Runner::pgas(int rank, const SignalWaitOp& op) {
   Pgas& state = pgas_state();
   const Seconds start = Simulation::now();
   std::unique_lock lock(*state.mutex);
   auto& value = state.signals[{rank, op.signal}];
   state.changed[static_cast<std::size_t>(rank)]->wait(lock, [&] { return holds(value, op.cmp, op.value); });
-  if (const auto by = state.signalled_by.find({rank, op.signal}); by != state.signalled_by.end())
-    waits_.add({rank, by->second, start, Simulation::now() - start});  // on the put that made the signal hold
+  std::optional<Signaller> cause;
+  if (const auto by = state.signalled_by.find({rank, op.signal}); by != state.signalled_by.end()) {
+    waits_.add({rank, by->second.rank, start, Simulation::now() - start});  // on the put that made the signal hold
+    cause = by->second;
+  }
   if (op.consume) value -= op.value;
+  return cause;
 }
 
 void Runner::wait_puts_complete(int rank) {

@@ -55,6 +55,14 @@ std::string rank_list(const std::vector<int>& ranks) {
     i = j + 1;
   }
   return out;
+/// The other GPU an op reads or writes, -1 when none (the host, NVMe, the rank itself, a group).
+int op_peer(int rank, const Op& op) {
+  int peer = -1;
+  if (const auto* c = std::get_if<CopyOp>(&op.what)) peer = c->peer;
+  if (const auto* p = std::get_if<PutOp>(&op.what)) peer = p->to;
+  if (const auto* g = std::get_if<GetOp>(&op.what)) peer = g->from;
+  if (const auto* l = std::get_if<LoadOp>(&op.what)) peer = l->from;
+  return peer == rank || peer < 0 ? -1 : peer;
 }
 
 Bytes op_bytes(const Op& op) {
@@ -182,14 +190,18 @@ void Runner::execute(int rank, const Op& op, const Op& top) {
   started.op = &op;
   if (!(b && b->sync)) started.index = indexed_[r]++;
   if (const auto sync = sync_of(op)) started.instance = syncs_started_[{rank, sync->first, sync->second}]++;
+  // What only the run knows, for the record: the algorithm a collective chose, the put that satisfied a signal_wait.
+  std::string detail;
+  std::optional<Signaller> cause;
   std::visit(
       [&](const auto& o) {
         using T = std::decay_t<decltype(o)>;
         if constexpr (std::is_same_v<T, ComputeOp>) compute(rank, o);
         if constexpr (std::is_same_v<T, CopyOp>) copy(rank, o);
-        if constexpr (std::is_same_v<T, CollectiveOp>) collective(rank, o);
+        if constexpr (std::is_same_v<T, CollectiveOp>) detail = collective(rank, o);
         if constexpr (std::is_same_v<T, BarrierOp>) barrier(o);
-        if constexpr (requires { pgas(rank, o); }) pgas(rank, o);
+        if constexpr (std::is_same_v<T, SignalWaitOp>) cause = pgas(rank, o);
+        if constexpr (!std::is_same_v<T, SignalWaitOp> && requires { pgas(rank, o); }) pgas(rank, o);
         if constexpr (requires { uvm(rank, o, top); }) uvm(rank, o, top);
       },
       op.what);
@@ -201,9 +213,10 @@ void Runner::execute(int rank, const Op& op, const Op& top) {
   if (b && b->sync) return;  // bookkeeping, not an op
   // An op nested in a repeat or in streams carries its own tag when its generator gave it one (training steps tag
   // every op with its step, micro-batch and layer), else the tag of the top-level op it belongs to.
-  records_[static_cast<std::size_t>(rank)].push_back({rank, top.phase, op.tag >= 0 ? op.tag : top.tag,
-                                                      std::string(kind_name(op)), label(op), op_bytes(op), start,
-                                                      Simulation::now()});
+  records_[static_cast<std::size_t>(rank)].push_back(
+      {rank, top.phase, op.tag >= 0 ? op.tag : top.tag, std::string(kind_name(op)), label(op), op_bytes(op), start,
+       Simulation::now(), cause ? cause->rank : op_peer(rank, op), std::move(detail),
+       cause ? std::optional{cause->issued} : std::nullopt});
 }
 
 void Runner::compute(int rank, const ComputeOp& op) {

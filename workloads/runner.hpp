@@ -65,10 +65,16 @@ class Runner {
 
   // PGAS ops with NVSHMEM semantics (workloads/pgas.cpp).
   struct Pgas;  // the symmetric heap's signals and every PE's puts in flight
+  /// The put that changed a signal last: its issuer and when it was issued (its record's start).
+  struct Signaller {
+    int rank = 0;
+    Seconds issued;
+  };
   Pgas& pgas_state();
   void pgas(int rank, const PutOp& op);
   void pgas(int rank, const GetOp& op);
-  void pgas(int rank, const SignalWaitOp& op);
+  /// Returns the put that made the signal hold, if one did (nullopt when it held from the start).
+  std::optional<Signaller> pgas(int rank, const SignalWaitOp& op);
   void pgas(int rank, const QuietOp& op);
   void pgas(int rank, const FenceOp& op);
   void pgas(int rank, const ShmemBarrierOp& op);
@@ -96,7 +102,8 @@ class Runner {
 
   // Collectives, one transfer per algorithm step (workloads/collectives.cpp).
   struct Step;  // a plan with what its transfers need
-  void collective(int rank, const CollectiveOp& op);
+  /// Returns the algorithm and protocol it ran: "ring/LL128".
+  std::string collective(int rank, const CollectiveOp& op);
   models::CollectivePlatform collective_platform(const std::vector<int>& group);
   void ring_steps(int rank, int next, int prev, const Step& step);
   /// Whether a ring plan on `group` takes the ring fast path (models/fabric.hpp).

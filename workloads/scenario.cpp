@@ -72,6 +72,8 @@ Scenario Scenario::load(std::shared_ptr<ConfigDocument> document) {
 
   s.failures_ = parse_failures(root.maybe_child("failures"), s.fabric_);
   s.timeline_ = root.section("output").optional<bool>("timeline", false);
+  if (const auto gpus = root.section("output").maybe_child("timeline_gpus"))
+    s.timeline_gpus_ = parse_ranks(*gpus, static_cast<int>(s.fabric_.gpus().size()));
   document->reject_unknown_keys();
 
   const auto programs = s.programs();
@@ -122,7 +124,8 @@ Report Scenario::run(const std::vector<std::string>& engine_args) const {
   report.config = document_->effective();
   report.simulated_time = simulation.run();
   report.ops = runner.records();
-  report.waits = wait_table(report.ops, runner.waits(), fabric_.gpus().size());
+  report.wait_spans = runner.waits();
+  report.waits = wait_table(report.ops, report.wait_spans, fabric_.gpus().size());
   report.links = simulation.links();
   const auto stuck = runner.unfinished();
   report.invariants = monitor.finish(!failures.outcome && stuck.empty());

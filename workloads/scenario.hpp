@@ -7,7 +7,7 @@
 //   workloads:                                 # run one after another, as phases
 //     - {type: collective_sweep, ops: all_reduce, sizes: {from: 8B, to: 1GiB}}
 //   failures: [{at: 1ms, link: {gpu: 3, lanes: 1}}]  # optional what-ifs (sim/failures.hpp)
-//   output: {timeline: true}
+//   output: {timeline: true, timeline_gpus: "0-7"}  # timeline.json (Perfetto) of GPUs 0-7 (default all)
 //
 // Every input check happens in Scenario::load, because an exception escaping a SimGrid actor aborts the process.
 #pragma once
@@ -34,6 +34,8 @@ class Scenario {
   const Fabric& fabric() const { return fabric_; }
   const models::Models& models() const { return models_; }
   bool timeline() const { return timeline_; }
+  /// output.timeline_gpus: the GPUs the timeline writes (empty: all).
+  const std::vector<int>& timeline_gpus() const { return timeline_gpus_; }
 
   /// Every rank's program: each workload in turn, separated by a free barrier across all ranks.
   std::vector<Program> programs() const;
@@ -49,6 +51,7 @@ class Scenario {
   models::Models models_;
   std::vector<std::unique_ptr<Workload>> workloads_;
   bool timeline_ = false;
+  std::vector<int> timeline_gpus_;
   std::vector<Failure> failures_;  // what-ifs applied at their times (sim/failures.hpp)
 };
 

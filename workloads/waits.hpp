@@ -28,14 +28,8 @@
 
 namespace snsim::workloads {
 
-/// One stretch of time a rank spent blocked on another rank.
-struct Wait {
-  int rank = 0;  // who waited
-  int on = 0;    // the rank it waited on
-  Seconds start;
-  Seconds duration;
-  friend bool operator==(const Wait&, const Wait&) = default;
-};
+/// One stretch of time a rank spent blocked on another rank (declared with the Report, which keeps them).
+using snsim::Wait;
 
 /// The kinds of group syncs, counted apart: a program list's collectives and barriers share one Group, and may run
 /// on different streams in different orders.
