@@ -227,11 +227,8 @@ void Runner::copy(int rank, const CopyOp& op) {
 }
 
 void Runner::barrier(const BarrierOp& op) {
-  auto it = barriers_.find(op.group.get());
-  if (it == barriers_.end()) {  // Barrier::create is a simcall: publish it only once it exists (as Runner::mailbox)
-    auto created = sg4::Barrier::create(static_cast<unsigned>(op.group->size()));
-    it = barriers_.try_emplace(op.group.get(), std::move(created)).first;
-  }
+  auto [it, inserted] = barriers_.try_emplace(op.group.get(), nullptr);
+  if (inserted) it->second = sg4::Barrier::create(static_cast<unsigned>(op.group->size()));
   it->second->wait();  // 3.32's return value is wrong (reference/simgrid-3.32.md §5): never used
   if (!op.sync) sleep_for(models_.collective->barrier_latency);
 }
