@@ -5,6 +5,7 @@
 //   models:
 //     params: h200                       # a preset, or a path relative to the scenario file
 //     copy: {ce: {efficiency: 0.9}}      # still wins over the preset
+//     jitter: {latency: {dist: constant, value: 1}}   # a distribution replaces the preset's whole
 #pragma once
 
 #include <string>

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -400,8 +401,10 @@ void ConfigDocument::overlay(const ConfigDocument& other, std::string_view secti
       YAML::Node target = into[key];
       if (entry.second.IsMap()) {
         if (!target.IsDefined() || target.IsNull()) target = YAML::Node(YAML::NodeType::Map);
-        if (target.IsMap()) self(self, target, entry.second, child_path);
-        continue;  // the document set a scalar here: it wins, and its own checks will speak
+        // A distribution the document gives (a map with `dist:`) replaces the overlay's as a whole: merging them
+        // would mix two distributions' keys (a constant's `value` with an empirical's `samples`).
+        if (target.IsMap() && !std::as_const(target)["dist"].IsDefined()) self(self, target, entry.second, child_path);
+        continue;  // the document set a scalar or a distribution here: it wins, and its own checks will speak
       }
       if (target.IsDefined() && !target.IsNull()) continue;
       target = YAML::Clone(entry.second);

@@ -110,3 +110,28 @@ TEST_CASE("config: an overlay fills what the document leaves out, and its errors
   CHECK_THROWS_WITH(copy.child("sm").required<Seconds>("setup"),
                     "p.yaml:4:17: models.copy.sm.setup: cannot parse '2' as a time: missing unit (try '2us' or '2s')");
 }
+
+TEST_CASE("config: a distribution the document gives replaces the overlay's whole, other maps still merge") {
+  auto d =
+      doc("models:\n"
+          "  jitter:\n"
+          "    latency: {dist: constant, value: 1}\n"
+          "    bandwidth: {sigma: 0.01}\n");
+  auto params = ConfigDocument::load_string(
+      "models:\n"
+      "  jitter:\n"
+      "    latency: {dist: empirical, samples: [0.9, 1.1]}\n"
+      "    bandwidth: {dist: lognormal, sigma: 0.004}\n"
+      "    compute: {dist: normal, sigma: 0.002}\n",
+      "p.yaml");
+  d->overlay(*params, "models");
+  auto jitter = d->root().child("models").child("jitter");
+  auto latency = jitter.child("latency");
+  CHECK(latency.required<std::string>("dist") == "constant");
+  CHECK(latency.required<double>("value") == 1);
+  CHECK_FALSE(latency.has("samples"));  // used to be copied in: "unknown key; known keys: dist, value"
+  // A map without `dist:` is a partial setting: the overlay's distribution fills in around it.
+  CHECK(jitter.child("bandwidth").required<std::string>("dist") == "lognormal");
+  CHECK(jitter.child("bandwidth").required<double>("sigma") == 0.01);
+  CHECK(jitter.child("compute").required<std::string>("dist") == "normal");  // absent: the overlay's, as before
+}

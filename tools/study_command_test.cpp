@@ -235,6 +235,24 @@ TEST_CASE("study: the same seeds give a byte-identical study.json whatever --job
   CHECK(trials[0]["step_time_s"] != trials[1]["step_time_s"]);
 }
 
+TEST_CASE("study: under models.params h200 a distribution set to constant 1 keeps it still") {
+  // README: "Set a distribution to {dist: constant, value: 1} to keep it still". The h200 set's latency jitter is
+  // empirical; it used to be merged into the constant and refused (models.jitter.latency.samples: unknown key).
+  TempDir dir;
+  std::string yaml = BSP;
+  yaml.replace(yaml.find("models:\n"), 8, "models:\n  params: h200\n");
+  dir.write("s.yaml", yaml);
+  const Result r = run_snsim(dir, {"study", "slow-node", "s.yaml", "--trials", "2", "--slow", "3:1.1", "--out", "o"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto study = nlohmann::json::parse(read_file(dir.path() / "o/study.json"));
+  for (const auto& v : study["variability"]) {
+    CAPTURE(v.dump());
+    CHECK(v["source"] == "scenario");
+  }
+  for (const auto& p : study["points"]) CHECK(p["step_time_s"]["ci95_low"] == p["step_time_s"]["ci95_high"]);
+}
+
 TEST_CASE("study: runs on the example scenarios") {
   TempDir dir;
   for (const std::string name : {"bsp_step_slow_gpu.yaml", "hgx_step.yaml", "pgas_vs_nccl_allreduce.yaml"}) {

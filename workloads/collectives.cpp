@@ -94,9 +94,14 @@ std::string Runner::collective(int rank, const CollectiveOp& op) {
 }
 
 sg4::Mailbox* Runner::mailbox(int from, int to, const void* group) {
-  auto [it, inserted] = mailboxes_.try_emplace({from, to, group}, nullptr);
-  if (inserted) it->second = sg4::Mailbox::by_name(fmt::format("{}>{}#{}", from, to, mailboxes_.size()));
-  return it->second;
+  const std::tuple key{from, to, group};
+  if (auto it = mailboxes_.find(key); it != mailboxes_.end()) return it->second;
+  // Mailbox::by_name is a simcall (Engine::mailbox_by_name_or_create, unlike Barrier::create): other actors run before
+  // it returns, and the pair's other end may ask for the same mailbox meanwhile. Publish it only once it exists (an
+  // empty entry would hand that end a null mailbox); should the other end create one too, the first published wins,
+  // each under its own name.
+  sg4::Mailbox* created = sg4::Mailbox::by_name(fmt::format("{}>{}#{}", from, to, ++mailboxes_created_));
+  return mailboxes_.try_emplace(key, created).first->second;
 }
 
 sg4::CommPtr Runner::put(int from, int to, const Step& step, int transfers) {

@@ -130,6 +130,7 @@ class Runner {
   std::vector<std::vector<OpRecord>> records_;  // by rank
   std::vector<bool> finished_;                  // by rank
   std::map<std::tuple<int, int, const void*>, simgrid::s4u::Mailbox*> mailboxes_;
+  std::uint64_t mailboxes_created_ = 0;  // names them: two ends may create the same pair's at once (mailbox())
   std::map<const void*, simgrid::s4u::BarrierPtr> barriers_;  // by Group identity
   std::map<const void*, double> switch_reduction_;            // by Group identity, computed on first use
   std::map<const void*, Seconds> ring_latency_;               // by Group identity, computed on first use
