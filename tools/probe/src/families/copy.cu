@@ -71,7 +71,9 @@ class CopyFamily {
   void run() {
     gpus_ = visible_device_count();
     sizes_ = size_sweep(kMinBytes, kMaxBytes, options_);
-    const std::uint64_t largest = sizes_.back();
+    // The concurrent tests' sweep starts at 4 KiB, so in a coarse sweep (--quick, --size-step 8) it can end above
+    // the pairwise tests' sweep: the buffers hold the larger of the two.
+    const std::uint64_t largest = std::max(sizes_.back(), concurrent_largest());
     for (int gpu = 0; gpu < gpus_; ++gpu) {
       streams_.emplace_back(std::make_unique<Stream>(gpu));
       second_streams_.emplace_back(std::make_unique<Stream>(gpu));
