@@ -11,6 +11,14 @@
 #          collective-proto
 #                         the collective family three more times with NCCL_PROTO forced to LL, LL128 and
 #                         Simple, tarred into OUT_DIR/<prefix>-collective-proto.tar.gz (one file comes back)
+#          x8             the 8-GPU capture (PREFIX default h200x8), made to fit one 10-minute device call:
+#                         eleven probe runs in priority order, each under its own timeout and all within BUDGET
+#                         seconds (default 540) from the script's start (a run that would not fit is cut short or
+#                         skipped, and the log says so); their traces, `nvidia-smi topo -m` and
+#                         `nvidia-smi nvlink --status` go into OUT_DIR/<prefix>-traces.tar.gz, rewritten after
+#                         every run, so whatever finished comes back even if the call is cut. QUICK=1 adds
+#                         --quick to every run (a dry run of the profile on any number of GPUs). README.md lists
+#                         the runs and their expected times.
 # Trace files are named relative to OUT_DIR, so their headers carry no directory of the capturing machine.
 set -uo pipefail
 
@@ -19,6 +27,8 @@ shift
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 prefix=${PREFIX:-h200x2}
+budget=${BUDGET:-540}
+script_started=$(date +%s)
 
 # NVLink multicast stays off in every process (the probe forces this too).
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -40,9 +50,17 @@ nvidia-smi topo -m || true
 
 status=0
 # run NAME SECONDS [VAR=VALUE...] -- PROBE-ARGS...
+# SECONDS is cut to what is left of BUDGET (less 15 s for archiving); with under 20 s left the run is skipped.
 run() {
   local name=$1 seconds=$2
   shift 2
+  local left=$(( budget - ($(date +%s) - script_started) - 15 ))
+  if (( left < 20 )); then
+    echo "=== step $name: skipped, ${left}s of the ${budget}s budget left"
+    status=1
+    return
+  fi
+  (( seconds > left )) && seconds=$left
   local vars=()
   while [[ $1 != -- ]]; do vars+=("$1"); shift; done
   shift
@@ -81,6 +99,36 @@ for step in "$@"; do
     nvshmem-bidir) run nvshmem-bidir 180 -- --family nvshmem-bidir --out "$prefix-nvshmem-bidir.jsonl" ;;
     uvm) run uvm 300 -- --family uvm --out "$prefix-uvm.jsonl" ;;
     step) run step 300 -- --family step --out "$prefix-step.jsonl" ;;
+    x8)
+      # The 8-GPU profile (README.md, "8-GPU capture"): most wanted first, so a cut call keeps the new data.
+      [[ -z ${PREFIX:-} ]] && prefix=h200x8
+      quick=()
+      [[ ${QUICK:-0} == 1 ]] && quick=(--quick)
+      traces=$(mktemp -d)
+      nvidia-smi topo -m > "$traces/$prefix-topo.txt" 2>&1 || true
+      nvidia-smi nvlink --status > "$traces/$prefix-nvlink.txt" 2>&1 || true
+      pairwise=ce_peer,ce_peer_bidir,ce_local,sm_push,sm_pull,sm_local,ce_sm_shared
+      x8_run() {  # NAME SECONDS PROBE-ARGS... (the trace goes to the archive folder)
+        local name=$1 seconds=$2
+        shift 2
+        cd "$traces" || exit 1
+        run "$name" "$seconds" -- "${quick[@]}" "$@"
+        cd "$out" || exit 1
+        tar -C "$traces" -czf "$out/$prefix-traces.tar.gz" .
+      }
+      x8_run copy-concurrent 90 --family copy --tests ce_concurrent,sm_concurrent --out "$prefix-copy-concurrent.jsonl"
+      x8_run collective-r8 90 --family collective --ranks 8 --out "$prefix-collective-r8.jsonl"
+      x8_run nvshmem 150 --family nvshmem --out "$prefix-nvshmem.jsonl"
+      x8_run uvm 90 --family uvm --uvm-max-bytes 1G --out "$prefix-uvm.jsonl"
+      x8_run collective-r4 60 --family collective --ranks 4 --out "$prefix-collective-r4.jsonl"
+      x8_run collective-r2 60 --family collective --ranks 2 --out "$prefix-collective-r2.jsonl"
+      x8_run copy-star 200 --family copy --pairs star --tests "$pairwise" --out "$prefix-copy.jsonl"
+      x8_run latency-jitter 100 --family latency,jitter --pairs from0 --out "$prefix-latency-jitter.jsonl"
+      x8_run copy-allpairs 90 --family copy --tests ce_peer,ce_peer_bidir,sm_push,sm_pull --size-step 4 \
+        --max-bytes 256M --out "$prefix-copy-allpairs.jsonl"
+      x8_run launch 30 --family launch --out "$prefix-launch.jsonl"
+      x8_run step 90 --family step --out "$prefix-step.jsonl"
+      rm -rf "$traces" ;;
     *) echo "unknown step $step"; status=1 ;;
   esac
 done

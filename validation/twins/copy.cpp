@@ -1,5 +1,6 @@
 // Twins of the probe's `copy` family (tools/probe/src/families/copy.cu) and of its `jitter` family, which times
-// single copies many times.
+// single copies many times. Any GPUs of the platform: an 8-GPU capture's pairs and concurrent copies too.
+#include <map>
 #include <memory>
 
 #include <fmt/format.h>
@@ -21,6 +22,43 @@ using Engine = models::CopyEngine;
 std::vector<Op> copies(int peer, Bytes bytes, Engine engine, int depth, bool pipelined, bool pull = false) {
   if (!pipelined) return {op(CopyOp{peer, bytes, engine, false, pull})};
   return {op(RepeatOp{depth, {op(CopyOp{peer, bytes, engine, true, pull})}})};
+}
+
+/// ce_concurrent / sm_concurrent: copies at once, each on its own stream of its source GPU, `depth` queued each.
+/// ranks are the copies' (source, destination) pairs flattened, or every GPU for a2a (each copies to every other).
+/// As in the probe (time_all_streams in tools/probe/src/common/timing.cu), the other sources start on an event
+/// from the first and the first ends waiting for theirs.
+std::variant<Twin, std::string> concurrent(const TraceRecord& r, Twin twin, int depth, const models::Models& models) {
+  std::vector<std::pair<int, int>> transfers;
+  if (r.variant == "a2a") {
+    for (int src : r.ranks)
+      for (int dst : r.ranks)
+        if (src != dst) transfers.emplace_back(src, dst);
+  } else {
+    if (r.ranks.size() % 2 != 0) return fmt::format("{}: ranks are not (source, destination) pairs", r.test);
+    for (std::size_t i = 0; i < r.ranks.size(); i += 2) transfers.emplace_back(r.ranks[i], r.ranks[i + 1]);
+  }
+  if (transfers.empty()) return fmt::format("{}: no copy in the record", r.test);
+  const Engine engine = r.test == "sm_concurrent" ? Engine::sm : Engine::ce;
+  std::map<int, std::vector<std::vector<Op>>> streams;  // per source GPU
+  for (const auto& [src, dst] : transfers) streams[src].push_back(copies(dst, r.bytes, engine, depth, true));
+  twin.repetitions = depth;
+  std::vector<int> sources;
+  for (const auto& [src, list] : streams) sources.push_back(src);
+  const auto group = std::make_shared<const std::vector<int>>(sources);
+  const Op event_wait = op(ComputeOp{Flops{0}, Bytes{0}, models.stream->event_wait});
+  const int first = transfers.front().first;
+  for (auto& [src, list] : streams) {
+    auto& at = twin.sample[static_cast<std::size_t>(src)];
+    if (src != first) at.push_back(event_wait);
+    if (list.size() == 1)
+      for (auto& o : list.front()) at.push_back(std::move(o));
+    else
+      at.push_back(op(StreamsOp{std::move(list)}));
+    if (sources.size() > 1) at.push_back(op(BarrierOp{group, true}));
+    if (src == first && sources.size() > 1) at.push_back(event_wait);
+  }
+  return twin;
 }
 
 }  // namespace
@@ -60,6 +98,8 @@ std::variant<Twin, std::string> copy(const TraceRecord& r, int gpus, const model
         op(StreamsOp{{copies(dst, r.bytes, Engine::ce, depth, true), copies(dst, r.bytes, Engine::sm, depth, true)}})};
     if (r.variant == "ce") twin.measured_label = " ce";
     if (r.variant == "sm") twin.measured_label = " sm";
+  } else if (r.test == "ce_concurrent" || r.test == "sm_concurrent") {
+    return concurrent(r, std::move(twin), depth, models);
   } else {
     return fmt::format("no twin for copy test '{}'", r.test);
   }

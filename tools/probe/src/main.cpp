@@ -56,6 +56,10 @@ void print_usage(std::FILE* out) {
                "  --max-bytes N      cap every size sweep at N bytes (suffixes K, M, G: binary)\n"
                "  --uvm-max-bytes N  cap managed regions (default 4G; also capped at 1/8 of free GPU memory)\n"
                "  --ranks N          processes for the NCCL/NVSHMEM families (default: every visible GPU)\n"
+               "  --pairs SPEC       GPU pairs of the pairwise copy/latency tests: all (default), star (GPU 0 with\n"
+               "                     every GPU, both ways), from0 (GPU 0 to every GPU) or a list 0-1,2-5\n"
+               "  --size-step N      factor between sweep sizes, a power of two (default 2; 16 with --quick)\n"
+               "  --tests LIST       copy family: run only these tests (comma-separated, see --list)\n"
                "  --samples-cap N    samples kept per record in the file (default 2000)\n"
                "  --keep-going       run the remaining families after one fails (the trace stays incomplete)\n"
                "  --quiet            no per-record summary on stderr\n"
@@ -132,6 +136,22 @@ Command parse_command_line(int argc, char** argv) {
     } else if (arg == "--ranks") {
       command.options.ranks = std::atoi(value_of(i).c_str());
       if (command.options.ranks < 1) throw UsageError("--ranks needs a positive number");
+    } else if (arg == "--pairs") {
+      command.options.pairs = value_of(i);
+      if (!valid_pairs_spec(command.options.pairs))
+        throw UsageError("--pairs needs all, star, from0 or a list like 0-1,2-5 (source-destination, different GPUs)");
+    } else if (arg == "--size-step") {
+      const long long step = std::atoll(value_of(i).c_str());
+      if (step < 2 || (step & (step - 1)) != 0) throw UsageError("--size-step needs a power of two >= 2");
+      command.options.size_step = static_cast<std::uint64_t>(step);
+    } else if (arg == "--tests") {
+      command.options.tests = split_commas(value_of(i));
+      if (command.options.tests.empty()) throw UsageError("--tests needs at least one test name");
+      for (const std::string& test : command.options.tests) {
+        const auto& known = find_family("copy")->tests;
+        if (std::none_of(known.begin(), known.end(), [&](const std::string& t) { return t.rfind(test + "/", 0) == 0; }))
+          throw UsageError("--tests: the copy family has no test " + test + " (see --list)");
+      }
     } else if (arg == "--samples-cap") {
       command.options.samples_cap = static_cast<std::size_t>(std::atoll(value_of(i).c_str()));
       if (command.options.samples_cap < 1) throw UsageError("--samples-cap needs a positive number");
@@ -375,7 +395,12 @@ std::string header_line(const Command& command, const Inventory& inventory) {
       .field("uvm_max_bytes", command.options.uvm_max_bytes)
       .field("samples_cap", static_cast<std::uint64_t>(command.options.samples_cap))
       .field("ranks", command.options.ranks)
-      .end_object();
+      .field("pairs", command.options.pairs)
+      .field("size_step", command.options.size_step)
+      .key("tests")
+      .begin_array();
+  for (const std::string& test : command.options.tests) json.value(test);
+  json.end_array().end_object();
   json.key("uvm_params");
   write_uvm_parameters(json);
   json.end_object();

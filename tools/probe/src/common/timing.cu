@@ -1,6 +1,7 @@
 #include "timing.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "options.h"
 
@@ -64,6 +65,33 @@ ConcurrentTimes time_concurrent(Gate& gate, const Stream& first_stream, const St
     }
   }
   return times;
+}
+
+std::vector<double> time_all_streams(Gate& gate, const std::vector<const Stream*>& streams, int batches, int depth,
+                                     const std::vector<EnqueueOp>& ops) {
+  const Stream& first = *streams.front();
+  Event start(first.device()), all_done(first.device());
+  std::vector<std::unique_ptr<Event>> done;
+  for (const Stream* stream : streams) done.push_back(std::make_unique<Event>(stream->device()));
+  std::vector<double> samples;
+  samples.reserve(batches);
+  for (int batch = 0; batch < batches; ++batch) {
+    gate.hold(first, first.device());
+    start.record(first);
+    for (std::size_t i = 0; i < streams.size(); ++i) {
+      const Stream& stream = *streams[i];
+      CHECK_CUDA(cudaSetDevice(stream.device()));
+      if (i > 0) CHECK_CUDA(cudaStreamWaitEvent(stream, start, 0));
+      for (int k = 0; k < depth; ++k) ops[i]();
+      done[i]->record(stream);
+    }
+    CHECK_CUDA(cudaSetDevice(first.device()));
+    for (std::size_t i = 1; i < streams.size(); ++i) CHECK_CUDA(cudaStreamWaitEvent(first, *done[i], 0));
+    all_done.record(first);
+    gate.release();
+    samples.push_back(elapsed_seconds(start, all_done) / depth);
+  }
+  return samples;
 }
 
 int pipeline_depth(std::size_t bytes) {

@@ -27,6 +27,12 @@ struct ConcurrentTimes {
 ConcurrentTimes time_concurrent(Gate& gate, const Stream& first_stream, const Stream& second_stream, int batches,
                                 int depth, const EnqueueOp& first, const EnqueueOp& second);
 
+// Any number of streams, on any GPUs, released together by the gate on `streams[0]`: `ops[i]` enqueues one
+// operation on `streams[i]`, `depth` times per sample. A sample is the time from the gate's opening until the
+// last stream is done, per operation (the others start through a cross-GPU event wait on the first's start).
+std::vector<double> time_all_streams(Gate& gate, const std::vector<const Stream*>& streams, int batches, int depth,
+                                     const std::vector<EnqueueOp>& ops);
+
 // How many operations of `bytes` one pipelined sample enqueues: enough that the batch lasts far longer than
 // the event resolution (~0.5 us), few enough that enqueueing never fills the stream's queue behind the gate.
 int pipeline_depth(std::size_t bytes);

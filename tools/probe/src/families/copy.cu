@@ -3,7 +3,16 @@
 // Every size from 4 B to 1 GiB is timed single-shot (one copy alone behind the gate: includes the engine's
 // start-up) and pipelined (back-to-back copies on one stream: per-copy cost). Every destination is poisoned
 // before and verified after each (test, pair, size).
+//
+// ce_concurrent / sm_concurrent: several copies at once through the switch, each on its own stream of its source
+// GPU, all released together (pipelined, `depth` each; a sample is the time until the last is done, per copy):
+//   pairs1, pairs2, pairs4   1, 2 or 4 disjoint pairs 0->1, 2->3, 4->5, 6->7 (where 2 x pairs <= GPUs)
+//   pairs<N> (N = GPUs)      every GPU sends to the next one, i -> i+1 mod N (each GPU sends once, receives once)
+//   a2a                      every GPU copies to every other GPU at once (N (N-1) copies; at 2 GPUs = pairs2)
+// ranks lists the copies' (source, destination) pairs flattened, or every GPU for a2a; bytes is per copy.
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,11 +26,36 @@ namespace {
 
 constexpr std::uint64_t kMinBytes = 4;
 constexpr std::uint64_t kMaxBytes = 1 * GiB;
+constexpr std::uint64_t kConcurrentMinBytes = 4 * KiB;  // below this, concurrent copies measure the event hand-offs
 
 // Per-GPU buffers: one source/destination pair for the CE copy and a second one for the concurrent SM copy.
 struct GpuBuffers {
   DeviceBuffer source, destination, second_source, second_destination;
+  DeviceBuffer slots;  // concurrent tests: one `largest` slot per source GPU, so concurrent copies never overlap
 };
+
+struct Transfer {
+  int src, dst;
+};
+
+// The concurrency patterns of `gpus` GPUs (see the file comment), by variant name.
+std::vector<std::pair<std::string, std::vector<Transfer>>> concurrency_patterns(int gpus) {
+  std::vector<std::pair<std::string, std::vector<Transfer>>> patterns;
+  for (int pairs : {1, 2, 4, 8}) {
+    std::vector<Transfer> transfers;
+    if (2 * pairs <= gpus)
+      for (int i = 0; i < pairs; ++i) transfers.push_back({2 * i, 2 * i + 1});
+    else if (pairs == gpus)
+      for (int i = 0; i < gpus; ++i) transfers.push_back({i, (i + 1) % gpus});
+    if (!transfers.empty()) patterns.emplace_back("pairs" + std::to_string(pairs), std::move(transfers));
+  }
+  std::vector<Transfer> all;
+  for (int src = 0; src < gpus; ++src)
+    for (int dst = 0; dst < gpus; ++dst)
+      if (src != dst) all.push_back({src, dst});
+  patterns.emplace_back("a2a", std::move(all));
+  return patterns;
+}
 
 std::uint32_t source_seed(int gpu) {
   return 1 + gpu;
@@ -37,7 +71,9 @@ class CopyFamily {
   void run() {
     gpus_ = visible_device_count();
     sizes_ = size_sweep(kMinBytes, kMaxBytes, options_);
-    const std::uint64_t largest = sizes_.back();
+    // The concurrent tests' sweep starts at 4 KiB, so in a coarse sweep (--quick, --size-step 8) it can end above
+    // the pairwise tests' sweep: the buffers hold the larger of the two.
+    const std::uint64_t largest = std::max(sizes_.back(), concurrent_largest());
     for (int gpu = 0; gpu < gpus_; ++gpu) {
       streams_.emplace_back(std::make_unique<Stream>(gpu));
       second_streams_.emplace_back(std::make_unique<Stream>(gpu));
@@ -49,30 +85,44 @@ class CopyFamily {
         buffers.second_source = DeviceBuffer(gpu, largest);
         buffers.second_destination = DeviceBuffer(gpu, largest);
         fill_pattern(buffers.second_source.get(), largest, second_source_seed(gpu), *streams_[gpu]);
+        if (wants_test(options_, "ce_concurrent") || wants_test(options_, "sm_concurrent"))
+          buffers.slots = DeviceBuffer(gpu, static_cast<std::size_t>(gpus_) * concurrent_largest());
       }
       streams_[gpu]->synchronize();
       buffers_.push_back(std::move(buffers));
     }
+    concurrent_streams_.resize(gpus_);
     for (int a = 0; a < gpus_; ++a)
       for (int b = 0; b < gpus_; ++b)
         if (a != b) enable_peer_access(a, b);
 
+    // --pairs selects the ordered pairs of the pairwise tests (all 56 of 8 GPUs take minutes); --tests the tests.
+    auto pair_tests = [&](const char* test, auto&& body) {
+      if (!wants_test(options_, test)) return;
+      for (int src = 0; src < gpus_; ++src)
+        for (int dst = 0; dst < gpus_; ++dst)
+          if (wants_pair(options_, src, dst)) body(src, dst);
+    };
+    auto local_tests = [&](const char* test, auto&& body) {
+      if (!wants_test(options_, test)) return;
+      for (int gpu = 0; gpu < gpus_; ++gpu) body(gpu);
+    };
+    pair_tests("ce_peer", [&](int src, int dst) { ce_peer(src, dst); });
+    pair_tests("ce_peer_bidir", [&](int a, int b) {  // each unordered pair once, if either direction is selected
+      if (a < b || !wants_pair(options_, b, a)) ce_peer_bidirectional(std::min(a, b), std::max(a, b));
+    });
+    local_tests("ce_local", [&](int gpu) { ce_local(gpu); });
     for (int src = 0; src < gpus_; ++src)
       for (int dst = 0; dst < gpus_; ++dst)
-        if (src != dst) ce_peer(src, dst);
-    for (int a = 0; a < gpus_; ++a)
-      for (int b = a + 1; b < gpus_; ++b) ce_peer_bidirectional(a, b);
-    for (int gpu = 0; gpu < gpus_; ++gpu) ce_local(gpu);
-    for (int src = 0; src < gpus_; ++src)
-      for (int dst = 0; dst < gpus_; ++dst)
-        if (src != dst) {
-          sm_peer(src, dst, /*push=*/true);
-          sm_peer(src, dst, /*push=*/false);
+        if (wants_pair(options_, src, dst)) {
+          if (wants_test(options_, "sm_push")) sm_peer(src, dst, /*push=*/true);
+          if (wants_test(options_, "sm_pull")) sm_peer(src, dst, /*push=*/false);
         }
-    for (int gpu = 0; gpu < gpus_; ++gpu) sm_local(gpu);
-    for (int src = 0; src < gpus_; ++src)
-      for (int dst = 0; dst < gpus_; ++dst)
-        if (src != dst) ce_and_sm_sharing(src, dst);
+    local_tests("sm_local", [&](int gpu) { sm_local(gpu); });
+    pair_tests("ce_sm_shared", [&](int src, int dst) { ce_and_sm_sharing(src, dst); });
+    for (const bool sm : {false, true})
+      if (gpus_ > 1 && wants_test(options_, sm ? "sm_concurrent" : "ce_concurrent"))
+        for (const auto& [variant, transfers] : concurrency_patterns(gpus_)) concurrent(sm, variant, transfers);
     if (gpus_ < 2) std::fprintf(stderr, "copy: one GPU visible: peer tests skipped\n");
   }
 
@@ -243,11 +293,82 @@ class CopyFamily {
     }
   }
 
+  std::uint64_t concurrent_largest() const { return size_sweep(kConcurrentMinBytes, kMaxBytes, options_).back(); }
+
+  // Where the copy from `src` lands on `dst` in the concurrent tests.
+  void* slot(int dst, int src) const {
+    return static_cast<char*>(buffers_[dst].slots.get()) + static_cast<std::size_t>(src) * concurrent_largest();
+  }
+
+  // Every transfer of a pattern at once, each on its own stream of its source GPU (CE copies, or SM push kernels
+  // sharing the source's SMs: blocks split between the kernels a GPU runs).
+  void concurrent(bool sm, const std::string& variant, const std::vector<Transfer>& transfers) {
+    std::vector<int> sends(gpus_, 0);
+    std::vector<const Stream*> streams;
+    for (const Transfer& t : transfers) {
+      auto& pool = concurrent_streams_[t.src];
+      if (static_cast<int>(pool.size()) <= sends[t.src]) pool.push_back(std::make_unique<Stream>(t.src));
+      streams.push_back(pool[sends[t.src]++].get());
+    }
+    std::vector<int> ranks;
+    if (variant == "a2a")
+      for (int gpu = 0; gpu < gpus_; ++gpu) ranks.push_back(gpu);
+    else
+      for (const Transfer& t : transfers) ranks.insert(ranks.end(), {t.src, t.dst});
+    const std::string test = sm ? "sm_concurrent" : "ce_concurrent";
+    for (std::uint64_t bytes : size_sweep(kConcurrentMinBytes, kMaxBytes, options_)) {
+      std::vector<EnqueueOp> ops;
+      int most_blocks = 0;
+      for (std::size_t i = 0; i < transfers.size(); ++i) {
+        const Transfer t = transfers[i];
+        void* to = slot(t.dst, t.src);
+        const void* from = buffers_[t.src].source.get();
+        const Stream& stream = *streams[i];
+        poison_buffer_range(t.dst, to, bytes);
+        if (sm) {
+          const int blocks = std::max(1, sm_copy_blocks(t.src, bytes) / sends[t.src]);
+          most_blocks = std::max(most_blocks, blocks);
+          ops.push_back([=, &stream] { launch_sm_copy(to, from, bytes, blocks, stream); });
+        } else {
+          ops.push_back([=, &stream] { CHECK_CUDA(cudaMemcpyPeerAsync(to, t.dst, from, t.src, bytes, stream)); });
+        }
+      }
+      for (std::size_t i = 0; i < transfers.size(); ++i) {  // warm-up: peer mappings, module load
+        CHECK_CUDA(cudaSetDevice(streams[i]->device()));
+        ops[i]();
+      }
+      for (const Stream* stream : streams) stream->synchronize();
+      const int depth = pipeline_depth(bytes);
+      Record record =
+          make(test, variant, ranks, bytes, time_all_streams(gate_, streams, pipelined_batches(), depth, ops));
+      record.extra("depth", static_cast<std::int64_t>(depth));
+      record.extra("copies", static_cast<std::int64_t>(transfers.size()));
+      record.extra("sum_bw", static_cast<double>(transfers.size() * bytes) / summarize(record.samples).median);
+      record.extra("max_connections", static_cast<std::int64_t>(std::atoi(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"))));
+      if (sm) {
+        record.extra("blocks", static_cast<std::int64_t>(most_blocks));
+        record.extra("threads", static_cast<std::int64_t>(kSmCopyThreads));
+      }
+      context_.emit(record);
+      for (const Transfer& t : transfers)
+        verify_pattern(slot(t.dst, t.src), bytes, source_seed(t.src), *streams_[t.dst], t.dst,
+                       test + " " + variant + " " + std::to_string(bytes) + " B " + std::to_string(t.src) + "->" +
+                           std::to_string(t.dst));
+    }
+  }
+
+  void poison_buffer_range(int device, void* start, std::uint64_t bytes) {
+    CHECK_CUDA(cudaSetDevice(device));
+    poison(start, bytes, *streams_[device]);
+    streams_[device]->synchronize();
+  }
+
   RankContext& context_;
   const Options& options_;
   int gpus_ = 0;
   std::vector<std::uint64_t> sizes_;
   std::vector<std::unique_ptr<Stream>> streams_, second_streams_;
+  std::vector<std::vector<std::unique_ptr<Stream>>> concurrent_streams_;  // per source GPU, one per copy it sends
   std::vector<GpuBuffers> buffers_;
   Gate gate_;
 };
@@ -255,6 +376,10 @@ class CopyFamily {
 }  // namespace
 
 void run_copy_family(RankContext& context) {
+  // The concurrent tests run up to 9 streams per GPU (7 copies, the two of the pairwise tests): with CUDA's
+  // default of 8 hardware queues per GPU, streams would share queues and serialise copies meant to overlap. Set in
+  // this forked process before its first CUDA call; a value the caller set is kept (records carry it).
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   CopyFamily(context).run();
 }
 

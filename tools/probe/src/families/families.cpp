@@ -5,12 +5,14 @@ namespace probe {
 const std::vector<Family>& all_families() {
   static const std::vector<Family> families = {
       {"copy",
-       "copy-engine and SM copies: every ordered GPU pair and each GPU locally, 4 B - 1 GiB",
+       "copy-engine and SM copies: every ordered GPU pair (--pairs) and each GPU locally, 4 B - 1 GiB; "
+       "1, 2, 4, 8 pairs and all-to-all copying at once, 4 KiB - 1 GiB",
        false,
        1,
        {"ce_peer/{single,pipelined}", "ce_peer_bidir/{single,pipelined}", "ce_local/{single,pipelined}",
         "sm_push/{single,pipelined}", "sm_pull/{single,pipelined}", "sm_local/{single,pipelined}",
-        "ce_sm_shared/{ce,sm,both}"},
+        "ce_sm_shared/{ce,sm,both}", "ce_concurrent/{pairs1,pairs2,pairs4,pairs8,a2a}",
+        "sm_concurrent/{pairs1,pairs2,pairs4,pairs8,a2a}"},
        run_copy_family},
       {"latency",
        "dependent-load latency by pointer chasing, local and peer memory, 4 MiB and 1 GiB spans",
@@ -48,12 +50,13 @@ const std::vector<Family>& all_families() {
 #endif
 #ifdef PROBE_HAVE_NVSHMEM
       {"nvshmem",
-       "NVSHMEM device-initiated put/get/signal/barrier between PE 0 and PE 1, one process per GPU",
+       "NVSHMEM device-initiated put/get/signal between PE 0 and each PE (rates with PE 1), barrier and "
+       "all-to-all puts over every PE, one process per GPU",
        true,
        2,
        {"put_signal_pingpong/round_trip", "put_latency/thread", "get_latency/thread", "put_rate/{thread,warp,block}",
         "put_rate_blocks/block", "barrier/{thread,block}", "put_rate_bidir/block", "put_rate_bidir_blocks/block",
-        "put_rate_self/block", "exchange/{alone,after_flush}"},
+        "put_rate_self/block", "exchange/{alone,after_flush}", "put_rate_all/block"},
        run_nvshmem_family},
       {"nvshmem-bidir",
        "the nvshmem family's two-PE tests alone: both PEs putting to each other at once, PE 0 putting to itself, "
@@ -64,11 +67,11 @@ const std::vector<Family>& all_families() {
        run_nvshmem_bidir_family},
 #endif
       {"uvm",
-       "managed memory 2 MiB - 4 GiB: fault-driven migration, prefetch, remote reads",
+       "managed memory 2 MiB - 4 GiB: fault-driven migration, prefetch, remote reads, round robin over every GPU",
        false,
        1,
        {"first_touch/{host_to_gpu,gpu_to_gpu}", "prefetch/{host_to_gpu,gpu_to_host,gpu_to_gpu}",
-        "read/{local,peer_mapped,host_mapped}"},
+        "read/{local,peer_mapped,host_mapped}", "round_robin/{prefetch,touch}"},
        run_uvm_family},
   };
   return families;

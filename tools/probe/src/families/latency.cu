@@ -63,7 +63,8 @@ class LatencyFamily {
       std::vector<DeviceBuffer> chains;
       for (int gpu = 0; gpu < gpus; ++gpu) chains.push_back(build_chain(gpu, span));
       for (int reader = 0; reader < gpus; ++reader)
-        for (int owner = 0; owner < gpus; ++owner) measure(reader, owner, chains[owner], span);
+        for (int owner = 0; owner < gpus; ++owner)  // --pairs selects [reader, owner] pairs
+          if (reader == owner || wants_pair(options_, reader, owner)) measure(reader, owner, chains[owner], span);
     }
     if (gpus < 2) std::fprintf(stderr, "latency: one GPU visible: peer_load skipped\n");
   }

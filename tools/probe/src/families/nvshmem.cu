@@ -210,6 +210,23 @@ __global__ void barrier_kernel(int warmup, int iters, unsigned long long* elapse
   if (threadIdx.x == 0) *elapsed_ns = global_time_ns() - start;
 }
 
+// put_rate_all: every PE puts `bytes` to every other PE at once. Block b serves peer (me + 1 + b / per_peer) mod
+// npes (so no PE is everyone's first target) with one slice of the bytes, `iters` times, then quiet. The bytes
+// from PE q land in slot q of the receiver's buffer.
+__global__ void put_all_kernel(char* receive, const char* send, std::size_t bytes, std::size_t slot_bytes, int iters,
+                               int me, int npes, int per_peer) {
+  const int peer = (me + 1 + static_cast<int>(blockIdx.x) / per_peer) % npes;
+  const std::size_t part = blockIdx.x % per_peer;
+  std::size_t slice = (bytes + per_peer - 1) / per_peer;
+  if (slice < 8) slice = 8;
+  const std::size_t offset = part * slice;
+  const std::size_t length = offset < bytes ? (bytes - offset < slice ? bytes - offset : slice) : 0;
+  if (length)
+    for (int it = 0; it < iters; ++it)
+      nvshmemx_putmem_nbi_block(receive + me * slot_bytes + offset, send + offset, length, peer);
+  nvshmem_quiet();
+}
+
 class NvshmemFamily {
  public:
   explicit NvshmemFamily(RankContext& context) : context_(context), options_(*context.options) {}
@@ -253,20 +270,20 @@ class NvshmemFamily {
  private:
   static constexpr int kRateBlocks = 32;
   static constexpr int kRateThreads = 256;
+  // put_rate_all: about 128 blocks per PE, split over its peers (128 on 2 PEs, 7 x 18 on 8), so that the links,
+  // not the issuing blocks, bound the rate: with 8 blocks a peer, 2 PEs put only 77 GB/s a direction at 32 MiB
+  // (dry run, 2026-11-30), where put_rate_blocks reaches 369 GB/s with 128 blocks.
+  static constexpr int kAllBlocks = 128;
 
   void single_issuer_tests() {
-    const std::uint64_t latency_largest = std::min<std::uint64_t>(largest_, 64 * KiB);
-    for (std::uint64_t bytes : size_sweep(8, latency_largest, options_)) pingpong(kThread, bytes);
-    for (std::uint64_t bytes : size_sweep(8, std::min<std::uint64_t>(largest_, 4 * MiB), options_))
-      pingpong(kBlock, bytes);
-    for (std::uint64_t bytes : size_sweep(8, latency_largest, options_)) one_sided_latency(true, bytes);
-    for (std::uint64_t bytes : size_sweep(8, latency_largest, options_)) one_sided_latency(false, bytes);
+    for (int peer = 1; peer < context_.nranks; ++peer) latency_tests(peer);
     for (int scope : {kThread, kWarp, kBlock})
       for (std::uint64_t bytes : size_sweep(8, largest_, options_)) put_rate(scope, kRateBlocks, bytes, false);
     const std::uint64_t blocks_bytes = std::min<std::uint64_t>(largest_, 64 * MiB);
     for (int blocks = 1; blocks <= 128; blocks *= options_.quick ? 8 : 2) put_rate(kBlock, blocks, blocks_bytes, true);
     barrier_test(kThread);
     barrier_test(kBlock);
+    for (std::uint64_t bytes : size_sweep(8, largest_ / context_.nranks, options_)) put_rate_all(bytes);
   }
 
   void both_directions_tests() {
@@ -281,7 +298,8 @@ class NvshmemFamily {
   }
 
   static std::uint32_t seed_of(int pe) { return 1 + pe; }
-  bool active() const { return me_ < 2; }  // point-to-point tests use PE 0 and PE 1 only
+  // The two-PE tests (both directions at once, the exchange) use PE 0 and PE 1; other PEs only join the barriers.
+  bool active() const { return me_ < 2; }
   int peer() const { return 1 - me_; }
   std::size_t get_slots() const { return std::min<std::size_t>(1024, largest_ / (64 * KiB)); }
   int sample_count() const { return options_.quick ? 3 : 20; }
@@ -315,45 +333,61 @@ class NvshmemFamily {
                    std::string("nvshmem ") + what + " " + std::to_string(bytes) + " B on PE " + std::to_string(me_));
   }
 
-  void pingpong(int scope, std::uint64_t bytes) {
+  // The point-to-point latency tests between PE 0 and `peer`. PE 1 gets the full sweeps; every further peer (an
+  // 8-GPU capture) sizes 8 B - 4 KiB in x8 steps: thread-scope gets of 64 KiB take ~3 ms each, and the full
+  // sweeps for 7 peers would take minutes.
+  void latency_tests(int peer) {
+    const std::uint64_t latency_largest = std::min<std::uint64_t>(largest_, peer == 1 ? 64 * KiB : 4 * KiB);
+    const std::uint64_t block_largest = std::min<std::uint64_t>(largest_, peer == 1 ? 4 * MiB : 4 * KiB);
+    Options sweep = options_;
+    if (peer != 1) sweep.size_step = 8;
+    for (std::uint64_t bytes : size_sweep(8, latency_largest, sweep)) pingpong(kThread, bytes, peer);
+    for (std::uint64_t bytes : size_sweep(8, block_largest, sweep)) pingpong(kBlock, bytes, peer);
+    for (std::uint64_t bytes : size_sweep(8, latency_largest, sweep)) one_sided_latency(true, bytes, peer);
+    for (std::uint64_t bytes : size_sweep(8, latency_largest, sweep)) one_sided_latency(false, bytes, peer);
+  }
+
+  // PE 0 and `peer` ping-pong; every other PE launches the same kernel with no iterations, so that the collective
+  // launch is called by every PE as NVSHMEM requires. Signal bases advance on every PE alike.
+  void pingpong(int scope, std::uint64_t bytes, int peer) {
+    const bool active = me_ == 0 || me_ == peer;
     poison_receive(bytes);
     nvshmem_barrier_all();
-    const int warmup = options_.quick ? 5 : 50;
-    const int iters = options_.quick ? 20 : 200;
+    const int warmup = active ? (options_.quick ? 5 : 50) : 0;
+    const int iters = active ? (options_.quick ? 20 : 200) : 0;
     const int threads = scope == kBlock ? 256 : 1;
     std::vector<double> samples;
-    if (active()) {
-      for (int s = 0; s < sample_count(); ++s) {
-        int me = me_, other = peer();
-        std::size_t size = bytes;
-        std::uint64_t base = signal_base_;
-        int w = warmup, n = iters;
-        unsigned long long* elapsed = elapsed_.as<unsigned long long>();
-        char* receive = receive_;
-        const char* send = send_;
-        std::uint64_t* signal = signal_;
-        void* args[] = {&receive, &send, &size, &signal, &base, &w, &n, &me, &other, &elapsed};
-        const void* kernel = scope == kBlock ? reinterpret_cast<const void*>(&put_signal_pingpong_kernel<kBlock>)
-                                             : reinterpret_cast<const void*>(&put_signal_pingpong_kernel<kThread>);
-        CHECK_NVSHMEM(nvshmemx_collective_launch(kernel, dim3(1), dim3(threads), args, 0, *stream_));
-        stream_->synchronize();
-        signal_base_ += warmup + iters;
-        samples.push_back(kernel_elapsed_seconds() / iters);
-      }
-      // Each PE received the other's send buffer.
-      verify_receive(bytes, peer(), "put_signal_pingpong");
+    for (int s = 0; s < sample_count(); ++s) {
+      int role = me_ == 0 ? 0 : 1, other = me_ == 0 ? peer : 0;
+      std::size_t size = bytes;
+      std::uint64_t base = signal_base_;
+      int w = warmup, n = iters;
+      unsigned long long* elapsed = elapsed_.as<unsigned long long>();
+      char* receive = receive_;
+      const char* send = send_;
+      std::uint64_t* signal = signal_;
+      void* args[] = {&receive, &send, &size, &signal, &base, &w, &n, &role, &other, &elapsed};
+      const void* kernel = scope == kBlock ? reinterpret_cast<const void*>(&put_signal_pingpong_kernel<kBlock>)
+                                           : reinterpret_cast<const void*>(&put_signal_pingpong_kernel<kThread>);
+      CHECK_NVSHMEM(nvshmemx_collective_launch(kernel, dim3(1), dim3(threads), args, 0, *stream_));
+      stream_->synchronize();
+      signal_base_ += (options_.quick ? 5 : 50) + (options_.quick ? 20 : 200);
+      if (active) samples.push_back(kernel_elapsed_seconds() / iters);
     }
+    // Each of the two PEs received the other's send buffer.
+    if (active) verify_receive(bytes, me_ == 0 ? peer : 0, "put_signal_pingpong");
     nvshmem_barrier_all();
     Record record = make("put_signal_pingpong", "round_trip", bytes, "s", std::move(samples));
+    record.ranks = {0, peer};
     record.id_suffix = scope_name(scope);
     record.extra("scope", std::string(scope_name(scope)));
     record.extra("iters_per_sample", static_cast<std::int64_t>(iters));
     if (me_ == 0) context_.emit(record);
   }
 
-  // put: putmem + quiet; get: getmem. PE 0 issues; PE 1 only keeps the barrier rhythm.
-  void one_sided_latency(bool put, std::uint64_t bytes) {
-    if (me_ == (put ? 1 : 0)) poison_receive(bytes);
+  // put: putmem + quiet; get: getmem. PE 0 issues to or from `peer`; the other PEs only keep the barrier rhythm.
+  void one_sided_latency(bool put, std::uint64_t bytes, int peer) {
+    if (me_ == (put ? peer : 0)) poison_receive(bytes);
     nvshmem_barrier_all();
     const int warmup = options_.quick ? 5 : 20;
     const int iters = options_.quick ? 20 : 200;
@@ -361,10 +395,10 @@ class NvshmemFamily {
     if (me_ == 0) {
       for (int s = 0; s < sample_count(); ++s) {
         if (put)
-          put_latency_kernel<<<1, 1, 0, *stream_>>>(receive_, send_, bytes, warmup, iters, 1,
+          put_latency_kernel<<<1, 1, 0, *stream_>>>(receive_, send_, bytes, warmup, iters, peer,
                                                     elapsed_.as<unsigned long long>());
         else
-          get_latency_kernel<<<1, 1, 0, *stream_>>>(receive_, send_, bytes, get_slots(), warmup, iters, 1,
+          get_latency_kernel<<<1, 1, 0, *stream_>>>(receive_, send_, bytes, get_slots(), warmup, iters, peer,
                                                     elapsed_.as<unsigned long long>());
         CHECK_LAUNCH();
         stream_->synchronize();
@@ -372,17 +406,18 @@ class NvshmemFamily {
       }
       if (!put) {
         // One more get, from slot 0 alone, whose result the pattern check can predict.
-        get_latency_kernel<<<1, 1, 0, *stream_>>>(receive_, send_, bytes, 1, 0, 1, 1,
+        get_latency_kernel<<<1, 1, 0, *stream_>>>(receive_, send_, bytes, 1, 0, 1, peer,
                                                   elapsed_.as<unsigned long long>());
         CHECK_LAUNCH();
         stream_->synchronize();
-        verify_receive(bytes, 1, "get_latency");
+        verify_receive(bytes, peer, "get_latency");
       }
     }
     nvshmem_barrier_all();
-    if (put && me_ == 1) verify_receive(bytes, 0, "put_latency");
+    if (put && me_ == peer) verify_receive(bytes, 0, "put_latency");
     nvshmem_barrier_all();
     Record record = make(put ? "put_latency" : "get_latency", "thread", bytes, "s", std::move(samples));
+    record.ranks = {0, peer};
     record.extra("iters_per_sample", static_cast<std::int64_t>(iters));
     if (me_ == 0) context_.emit(record);
   }
@@ -594,6 +629,52 @@ class NvshmemFamily {
     Record record = make("barrier", scope_name(scope), 0, "s", std::move(samples));
     record.ranks.clear();
     for (int r = 0; r < context_.nranks; ++r) record.ranks.push_back(r);
+    record.extra("iters_per_sample", static_cast<std::int64_t>(iters));
+    if (me_ == 0) context_.emit(record);
+  }
+
+  // Every PE puts `bytes` to every other PE at once (put_all_kernel, block scope, kAllBlocks / (PEs - 1) blocks
+  // per peer). A sample runs from a barrier to the barrier after every PE's kernel (both on the stream, timed on PE 0):
+  // the all-to-all traffic through the switch. Unit B/s: the aggregate npes (npes-1) x bytes x iters / time.
+  void put_rate_all(std::uint64_t bytes) {
+    const int npes = context_.nranks;
+    const std::uint64_t slot_bytes = largest_ / npes;
+    poison_receive(slot_bytes * npes);
+    nvshmem_barrier_all();
+    const int iters = static_cast<int>(std::clamp<std::uint64_t>(256 * MiB / bytes, 2, 1000));
+    const int per_peer = std::max(1, kAllBlocks / (npes - 1));
+    const int blocks = per_peer * (npes - 1);
+    auto launch = [&] {
+      put_all_kernel<<<blocks, kRateThreads, 0, *stream_>>>(receive_, send_, bytes, slot_bytes, iters, me_, npes,
+                                                            per_peer);
+      CHECK_LAUNCH();
+    };
+    launch();  // warm-up
+    stream_->synchronize();
+    std::vector<double> samples;
+    Event start(me_), stop(me_);
+    for (int s = 0; s < sample_count(); ++s) {
+      nvshmemx_barrier_all_on_stream(*stream_);
+      start.record(*stream_);
+      launch();
+      nvshmemx_barrier_all_on_stream(*stream_);
+      stop.record(*stream_);
+      samples.push_back(static_cast<double>(npes) * (npes - 1) * bytes * iters / elapsed_seconds(start, stop));
+    }
+    nvshmem_barrier_all();
+    for (int from = 0; from < npes; ++from)
+      if (from != me_)
+        verify_pattern(receive_ + from * slot_bytes, bytes, seed_of(from), *stream_, me_,
+                       "nvshmem put_rate_all " + std::to_string(bytes) + " B from PE " + std::to_string(from) +
+                           " on PE " + std::to_string(me_));
+    nvshmem_barrier_all();
+    Record record = make("put_rate_all", "block", bytes, "B/s", std::move(samples));
+    record.ranks.clear();
+    for (int pe = 0; pe < npes; ++pe) record.ranks.push_back(pe);
+    record.extra("pes", static_cast<std::int64_t>(npes));
+    record.extra("blocks", static_cast<std::int64_t>(blocks));
+    record.extra("blocks_per_peer", static_cast<std::int64_t>(per_peer));
+    record.extra("threads", static_cast<std::int64_t>(kRateThreads));
     record.extra("iters_per_sample", static_cast<std::int64_t>(iters));
     if (me_ == 0) context_.emit(record);
   }

@@ -1,4 +1,4 @@
-// Family `uvm`: managed (unified) memory, 2 MiB to 4 GiB regions, on GPU 0 (and GPU 1 where visible).
+// Family `uvm`: managed (unified) memory, 2 MiB to 4 GiB regions, on GPU 0 (and the other GPUs where visible).
 //
 //   first_touch/host_to_gpu   region resident on the host; a kernel on GPU 0 touches one word per 4 KiB page:
 //                             fault-driven migration host -> GPU 0
@@ -10,6 +10,12 @@
 //   read/peer_mapped          ... of a region kept on GPU 1 (preferred location GPU 1, accessed-by GPU 0): remote
 //                             reads over NVLink, no migration
 //   read/host_mapped          ... of a region kept on the host (preferred location host, accessed-by GPU 0)
+// With more than 2 GPUs, gpu_to_gpu and peer_mapped also run with the last GPU (N-1) in GPU 1's place (the
+// farthest on topologies where GPUs differ), and with 2 or more:
+//   round_robin/prefetch      the region, on GPU 0, prefetched to GPU 1, 2, ... N-1 and back to GPU 0 (N hops, on
+//                             GPU 0's stream); a sample is the chain's time per hop
+//   round_robin/touch         the same chain by first touch: a page-touching kernel on GPU 1, then GPU 2 ... then
+//                             GPU 0, each started by an event from the one before; per hop
 // Every sample is event-timed on GPU 0's stream from a state set up (and synchronised) before it; `bw` is
 // bytes / median. Every kernel checks the words it reads against the pattern written at allocation (word i
 // holds i), so each test also verifies that migration preserved the data.
@@ -97,16 +103,17 @@ class UvmFamily {
   explicit UvmFamily(RankContext& context) : context_(context), options_(*context.options) {}
 
   void run() {
-    gpus_ = std::min(visible_device_count(), 2);
+    gpus_ = visible_device_count();
     int concurrent = 0;
     CHECK_CUDA(cudaDeviceGetAttribute(&concurrent, cudaDevAttrConcurrentManagedAccess, 0));
     if (!concurrent) {
       std::fprintf(stderr, "uvm: GPU 0 lacks concurrent managed access: family skipped\n");
       return;
     }
-    if (gpus_ > 1) {
-      enable_peer_access(0, 1);
-      enable_peer_access(1, 0);
+    // GPU 0 with every GPU: peer-mapped reads, and round_robin/touch's kernels counting errors on GPU 0.
+    for (int device = 1; device < gpus_; ++device) {
+      enable_peer_access(0, device);
+      enable_peer_access(device, 0);
     }
 
     std::uint64_t limit = std::min<std::uint64_t>(options_.uvm_max_bytes, 4 * GiB);
@@ -122,9 +129,14 @@ class UvmFamily {
 
     CHECK_CUDA(cudaSetDevice(0));
     stream_ = std::make_unique<Stream>(0);
+    chain_start_ = std::make_unique<Event>(0);
+    for (int device = 1; device < gpus_; ++device) {
+      chain_streams_.push_back(std::make_unique<Stream>(device));
+      chain_done_.push_back(std::make_unique<Event>(device));
+    }
     wrong_ = DeviceBuffer(0, sizeof(unsigned long long));
     for (std::uint64_t bytes : size_sweep(2 * MiB, limit, options_)) measure_region(bytes);
-    if (gpus_ < 2) std::fprintf(stderr, "uvm: one GPU visible: gpu_to_gpu and peer_mapped skipped\n");
+    if (gpus_ < 2) std::fprintf(stderr, "uvm: one GPU visible: gpu_to_gpu, peer_mapped and round_robin skipped\n");
   }
 
  private:
@@ -149,9 +161,12 @@ class UvmFamily {
                        " B: " + std::to_string(wrong) + " words wrong");
   }
 
-  void launch_touch() {
+  void launch_touch() { launch_touch_on(*stream_); }
+
+  // On the current device, which must be `stream`'s.
+  void launch_touch_on(cudaStream_t stream) {
     const std::size_t pages = bytes_ / kPageBytes;
-    touch_pages_kernel<<<static_cast<unsigned>((pages + 255) / 256), 256, 0, *stream_>>>(
+    touch_pages_kernel<<<static_cast<unsigned>((pages + 255) / 256), 256, 0, stream>>>(
         static_cast<const std::uint32_t*>(region_), pages, wrong_.as<unsigned long long>());
     CHECK_LAUNCH();
   }
@@ -182,7 +197,48 @@ class UvmFamily {
     return samples;
   }
 
-  void emit(const char* test, const char* variant, std::vector<int> ranks, std::vector<double> samples) {
+  // round_robin/touch's timed part: GPU 1 .. N-1 touch in turn (each waiting for the one before), then GPU 0.
+  void touch_round_robin() {
+    chain_start_->record(*stream_);  // right after time_reps' start event, on the same stream
+    cudaEvent_t before = *chain_start_;
+    for (int device = 1; device < gpus_; ++device) {
+      const Stream& stream = *chain_streams_[device - 1];
+      CHECK_CUDA(cudaSetDevice(device));
+      CHECK_CUDA(cudaStreamWaitEvent(stream, before, 0));
+      launch_touch_on(stream);
+      chain_done_[device - 1]->record(stream);
+      before = *chain_done_[device - 1];
+    }
+    CHECK_CUDA(cudaSetDevice(0));
+    CHECK_CUDA(cudaStreamWaitEvent(*stream_, before, 0));
+    launch_touch();
+  }
+
+  // Both round_robin variants over every GPU, per hop.
+  void round_robin(int reps) {
+    std::vector<int> ranks;
+    for (int device = 0; device < gpus_; ++device) ranks.push_back(device);
+    auto per_hop = [&](std::vector<double> samples) {
+      for (double& sample : samples) sample /= gpus_;
+      return samples;
+    };
+    Record prefetched = make("round_robin", "prefetch", ranks,
+                             per_hop(time_reps(
+                                 "round_robin/prefetch", reps, [&] { place(gpu(0)); },
+                                 [&] {
+                                   for (int hop = 1; hop <= gpus_; ++hop)
+                                     prefetch(region_, bytes_, gpu(hop % gpus_), *stream_);
+                                 })));
+    prefetched.extra("hops", static_cast<std::int64_t>(gpus_));
+    context_.emit(prefetched);
+    Record touched = make("round_robin", "touch", ranks,
+                          per_hop(time_reps(
+                              "round_robin/touch", reps, [&] { place(gpu(0)); }, [&] { touch_round_robin(); })));
+    touched.extra("hops", static_cast<std::int64_t>(gpus_));
+    context_.emit(touched);
+  }
+
+  Record make(const char* test, const char* variant, std::vector<int> ranks, std::vector<double> samples) const {
     Record record;
     record.family = "uvm";
     record.test = test;
@@ -192,7 +248,11 @@ class UvmFamily {
     record.unit = "s";
     record.samples = std::move(samples);
     record.extra("bw", static_cast<double>(bytes_) / summarize(record.samples).median);
-    context_.emit(record);
+    return record;
+  }
+
+  void emit(const char* test, const char* variant, std::vector<int> ranks, std::vector<double> samples) {
+    context_.emit(make(test, variant, std::move(ranks), std::move(samples)));
   }
 
   void measure_region(std::uint64_t bytes) {
@@ -205,16 +265,18 @@ class UvmFamily {
     CHECK_LAUNCH();
     stream_->synchronize();
     const int reps = reps_for(bytes);
-    const bool two = gpus_ > 1;
+    // The other GPU of the GPU-pair tests: GPU 1, and the last GPU where there are more than 2.
+    std::vector<int> peers;
+    if (gpus_ > 1) peers.push_back(1);
+    if (gpus_ > 2) peers.push_back(gpus_ - 1);
 
     emit("first_touch", "host_to_gpu", {0},
          time_reps(
              "first_touch/host_to_gpu", reps, [&] { place(kHost); }, [&] { launch_touch(); }));
-    if (two) {
-      emit("first_touch", "gpu_to_gpu", {1, 0},
+    for (int peer : peers)
+      emit("first_touch", "gpu_to_gpu", {peer, 0},
            time_reps(
-               "first_touch/gpu_to_gpu", reps, [&] { place(gpu(1)); }, [&] { launch_touch(); }));
-    }
+               "first_touch/gpu_to_gpu", reps, [&] { place(gpu(peer)); }, [&] { launch_touch(); }));
     emit(
         "prefetch", "host_to_gpu", {0},
         time_reps(
@@ -223,10 +285,10 @@ class UvmFamily {
         "prefetch", "gpu_to_host", {0},
         time_reps(
             "prefetch/gpu_to_host", reps, [&] { place(gpu(0)); }, [&] { prefetch(region_, bytes_, kHost, *stream_); }));
-    if (two)
-      emit("prefetch", "gpu_to_gpu", {1, 0},
+    for (int peer : peers)
+      emit("prefetch", "gpu_to_gpu", {peer, 0},
            time_reps(
-               "prefetch/gpu_to_gpu", reps, [&] { place(gpu(1)); },
+               "prefetch/gpu_to_gpu", reps, [&] { place(gpu(peer)); },
                [&] { prefetch(region_, bytes_, gpu(0), *stream_); }));
 
     place(gpu(0));
@@ -235,17 +297,18 @@ class UvmFamily {
          time_reps(
              "read/local", reps, [] {}, [&] { launch_read(); }));
 
-    if (two) {
-      advise(region_, bytes_, cudaMemAdviseSetPreferredLocation, gpu(1));
+    for (int peer : peers) {
+      advise(region_, bytes_, cudaMemAdviseSetPreferredLocation, gpu(peer));
       advise(region_, bytes_, cudaMemAdviseSetAccessedBy, gpu(0));
-      place(gpu(1));
-      launch_read();  // warm-up: establishes GPU 0's mappings of GPU 1's pages
-      emit("read", "peer_mapped", {0, 1},
+      place(gpu(peer));
+      launch_read();  // warm-up: establishes GPU 0's mappings of the peer's pages
+      emit("read", "peer_mapped", {0, peer},
            time_reps(
                "read/peer_mapped", reps, [] {}, [&] { launch_read(); }));
       advise(region_, bytes_, cudaMemAdviseUnsetAccessedBy, gpu(0));
-      advise(region_, bytes_, cudaMemAdviseUnsetPreferredLocation, gpu(1));
+      advise(region_, bytes_, cudaMemAdviseUnsetPreferredLocation, gpu(peer));
     }
+    if (gpus_ > 1) round_robin(reps);
 
     advise(region_, bytes_, cudaMemAdviseSetPreferredLocation, kHost);
     advise(region_, bytes_, cudaMemAdviseSetAccessedBy, gpu(0));
@@ -264,6 +327,9 @@ class UvmFamily {
   const Options& options_;
   int gpus_ = 0;
   std::unique_ptr<Stream> stream_;
+  std::vector<std::unique_ptr<Stream>> chain_streams_;  // round_robin/touch: GPU 1 .. N-1
+  std::vector<std::unique_ptr<Event>> chain_done_;
+  std::unique_ptr<Event> chain_start_;
   DeviceBuffer wrong_;
   void* region_ = nullptr;
   std::uint64_t bytes_ = 0;
