@@ -96,8 +96,8 @@ TEST_CASE("claims: 2 -- one GPU 5 % slower in a BSP training step on 8 H200s (sn
   REQUIRE(r.code == 0);
   const auto study = nlohmann::json::parse(read_file(dir.path() / "o" / "study.json"));
   const auto& slowed = study["points"][1];
-  check_near(100 * slowed["efficiency_lost"].get<double>(), 3.70);
-  check_near(slowed["amplification"].get<double>(), 0.78);
+  check_near(100 * slowed["efficiency_lost"].get<double>(), 3.79);
+  check_near(slowed["amplification"].get<double>(), 0.80);
 }
 
 TEST_CASE("claims: 2 -- one GPU 5 % slower in a BSP training step on an NVL72 (snsim study slow-node)") {
@@ -108,8 +108,8 @@ TEST_CASE("claims: 2 -- one GPU 5 % slower in a BSP training step on an NVL72 (s
   REQUIRE(r.code == 0);
   const auto study = nlohmann::json::parse(read_file(dir.path() / "o" / "study.json"));
   const auto& slowed = study["points"][1];
-  check_near(100 * slowed["efficiency_lost"].get<double>(), 2.23);
-  check_near(slowed["amplification"].get<double>(), 0.47);
+  check_near(100 * slowed["efficiency_lost"].get<double>(), 2.27);
+  check_near(slowed["amplification"].get<double>(), 0.48);
 }
 
 TEST_CASE("claims: 3 -- 8 B all-reduce on 2 H200s, one-sided vs NCCL (the measured pair)") {
@@ -144,7 +144,7 @@ TEST_CASE("claims: 4 -- host launch time per step, BSP vs PGAS, on 8 H200s (snsi
   const double step_bsp = summary_metric(compare["bsp"]["summary"], "step_mean_ms") / 1e3;
   const double step_pgas = summary_metric(compare["pgas"]["summary"], "step_mean_ms") / 1e3;
   // Share of the step one host thread spends launching for its GPU: stream launches, then CUDA-graph launches.
-  check_near(100 * host_launches(bsp, 0) * LAUNCH / step_bsp, 3.52);
+  check_near(100 * host_launches(bsp, 0) * LAUNCH / step_bsp, 3.57);
   check_near(100 * host_launches(pgas, 0) * LAUNCH / step_pgas, 2.68);
   check_near(100 * host_launches(bsp, 0) * GRAPH / step_bsp, 0.382);
   check_near(100 * host_launches(pgas, 0) * GRAPH / step_pgas, 0.291);
@@ -154,7 +154,7 @@ TEST_CASE("claims: 5 -- bandwidth utilisation of a 256 MiB all-reduce on 2 H200s
   const Report r = run_claim("claim5_bandwidth_utilisation_2gpu.yaml");
   const double bytes = 256.0 * (1 << 20);
   check_near(100 * bus_utilisation(bytes, 2, span(r, 0) / 3, H200_LINE), 67.3);
-  check_near(100 * bus_utilisation(bytes, 2, span(r, 1) / 3, H200_LINE), 66.8);
+  check_near(100 * bus_utilisation(bytes, 2, span(r, 1) / 3, H200_LINE), 54.8);
 }
 
 TEST_CASE("claims: 5 -- bandwidth utilisation of a 1 GiB all-reduce on 8 H200s, NCCL vs one-sided") {

@@ -55,6 +55,8 @@ std::string rank_list(const std::vector<int>& ranks) {
     i = j + 1;
   }
   return out;
+}
+
 /// The other GPU an op reads or writes, -1 when none (the host, NVMe, the rank itself, a group).
 int op_peer(int rank, const Op& op) {
   int peer = -1;
