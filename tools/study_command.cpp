@@ -622,19 +622,7 @@ void add_study_command(CLI::App& app, int& exit_code) {
   slow->add_option("--steps", o->steps, "steps per run: the step time is the makespan / steps");
   slow->add_option("--set", o->sets, "override one scenario value: key.path=value, repeatable");
   slow->add_option("--out", o->out, "write study.json, study.csv and study.md here");
-  slow->callback([o, &exit_code] {
-    try {
-      exit_code = run_slow_node_study(*o);
-    } catch (const InputError& e) {
-      std::cout.flush();
-      std::cerr << e.what() << '\n';
-      exit_code = 2;
-    } catch (const std::exception& e) {
-      std::cout.flush();
-      std::cerr << fmt::format("snsim study slow-node: {}\n", e.what());
-      exit_code = 3;
-    }
-  });
+  slow->callback([o, &exit_code] { exit_code = guarded("study slow-node", [&] { return run_slow_node_study(*o); }); });
 }
 
 }  // namespace snsim::tools

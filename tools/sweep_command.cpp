@@ -759,22 +759,11 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
   merge->add_option("-o,--out", *merged, "the merged folder: results.jsonl, sweep.json, sweep.md, sweep.png")
       ->required();
   sweep->callback([o, inputs, merged, merge, &exit_code] {
-    try {
-      if (*merge) {
-        exit_code = merge_sweep(*inputs, *merged);
-        return;
-      }
+    exit_code = guarded("sweep", [&] {
+      if (*merge) return merge_sweep(*inputs, *merged);
       if (o->plan.empty()) throw InputError("snsim sweep: give a plan (snsim sweep PLAN.yaml) or `merge`");
-      exit_code = run_sweep(*o);
-    } catch (const InputError& e) {
-      std::cout.flush();
-      std::cerr << e.what() << '\n';
-      exit_code = 2;
-    } catch (const std::exception& e) {
-      std::cout.flush();
-      std::cerr << fmt::format("snsim sweep: {}\n", e.what());
-      exit_code = 3;
-    }
+      return run_sweep(*o);
+    });
   });
 }
 

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "tools/command_io.hpp"
 #include "tools/python.hpp"
 #include "validation/importers/import.hpp"
 
@@ -144,20 +145,6 @@ int import_to_snsim(const std::string& file, const std::string& out_file) {
   return 0;
 }
 
-/// Runs one command, turning exceptions into design.md's exit codes.
-template <class Command>
-int guarded(Command command) {
-  try {
-    return command();
-  } catch (const InputError& e) {
-    std::cerr << e.what() << '\n';
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "snsim traces: internal error: " << e.what() << '\n';
-    return 3;
-  }
-}
-
 }  // namespace
 
 std::string trace_summary(const Trace& trace) {
@@ -210,7 +197,7 @@ void add_traces_command(CLI::App& app, int& exit_code) {
   auto files = std::make_shared<std::vector<std::string>>();
   CLI::App* show_cmd = traces->add_subcommand("show", "Summarise traces: header, completeness, records per family");
   show_cmd->add_option("files", *files, "trace files (snsim JSONL or any importable format)")->required();
-  show_cmd->callback([files, &exit_code] { exit_code = guarded([&] { return show(*files); }); });
+  show_cmd->callback([files, &exit_code] { exit_code = guarded("traces show", [&] { return show(*files); }); });
 
   struct PlotOptions {
     std::string file;
@@ -225,7 +212,8 @@ void add_traces_command(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::IsMember({"png", "svg"}));
   plot_cmd->callback([plot_options, &exit_code] {
-    exit_code = guarded([&] { return plot(plot_options->file, plot_options->out, plot_options->format); });
+    exit_code =
+        guarded("traces plot", [&] { return plot(plot_options->file, plot_options->out, plot_options->format); });
   });
 
   auto import_options = std::make_shared<std::pair<std::string, std::string>>();
@@ -234,7 +222,8 @@ void add_traces_command(CLI::App& app, int& exit_code) {
   import_cmd->add_option("file", import_options->first, "output of a benchmark tool")->required();
   import_cmd->add_option("--out", import_options->second, "the snsim trace to write (.jsonl)")->required();
   import_cmd->callback([import_options, &exit_code] {
-    exit_code = guarded([&] { return import_to_snsim(import_options->first, import_options->second); });
+    exit_code =
+        guarded("traces import", [&] { return import_to_snsim(import_options->first, import_options->second); });
   });
 }
 

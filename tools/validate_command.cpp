@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "sim/error.hpp"
+#include "tools/command_io.hpp"
 #include "tools/python.hpp"
 #include "validation/calibrate.hpp"
 #include "validation/importers/import.hpp"
@@ -134,21 +135,6 @@ int run_calibrate(const CalibrateOptions& o, const std::string& command) {
   std::cout << fmt::format("wrote {}: {} parameters from {} traces\n", o.out, calibration.parameters.size(),
                            traces.size());
   return 0;
-}
-
-template <class Command>
-int guarded(const char* name, Command command) {
-  try {
-    return command();
-  } catch (const InputError& e) {
-    std::cout.flush();
-    std::cerr << e.what() << '\n';
-    return 2;
-  } catch (const std::exception& e) {
-    std::cout.flush();
-    std::cerr << fmt::format("snsim {}: internal error: {}\n", name, e.what());
-    return 3;
-  }
 }
 
 }  // namespace
