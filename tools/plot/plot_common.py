@@ -1,6 +1,6 @@
 """What the figure scripts of `snsim study`, `snsim compare` and timelines share: one-line input errors (exit 2),
 reading a JSON file, the command line, and matplotlib imported only once the input is known good (exit 3 without
-it). Imported by plot_study.py, plot_compare.py and plot_timeline.py, which Python finds beside them."""
+it). Imported by plot_study.py, plot_compare.py, plot_timeline.py and plot_validation.py, which Python finds beside them."""
 
 import argparse
 import json

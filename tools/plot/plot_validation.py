@@ -20,6 +20,8 @@ import re
 import sys
 from collections import defaultdict
 
+from plot_common import fail, load_json
+
 MAX_LEGEND = 16  # more curves than this make the legend cover the plot
 QUANTILE_ORDER = {"median": 0, "p50": 0, "p99": 1, "p99.9": 2}
 STRING, NUMBER, INTEGER, BOOLEAN = "a string", "a number", "an integer", "true or false"
@@ -29,11 +31,6 @@ COMPARISON_FIELDS = {"trace": STRING, "id": STRING, "family": STRING, "test": ST
                      "predicted": VALUE, "error": VALUE}
 FAMILY_FIELDS = {"family": STRING, "validation_records": INTEGER, "calibration_records": INTEGER,
                  "median_abs_error": VALUE, "max_abs_error": VALUE, "pass": BOOLEAN}
-
-
-def fail(message, code=2):
-    print(message, file=sys.stderr)
-    sys.exit(code)
 
 
 def is_kind(value, kind):
@@ -62,15 +59,7 @@ def check_fields(path, where, obj, fields):
 
 def read_result(path):
     """Returns (families, comparisons) of a validation.json, checked for everything the drawing reads."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        fail(f"{path}: cannot open the file: {e.strerror}")
-    try:
-        result = json.loads(text)
-    except json.JSONDecodeError as e:
-        fail(f"{path}:{e.lineno}:{e.colno}: malformed JSON: {e.msg}")
+    result = load_json(path)
     if not isinstance(result, dict) or not isinstance(result.get("pass"), bool):
         fail(f"{path}: not a validation.json of `snsim validate --out` (no \"pass\": true/false at the top)")
     lists = {}
