@@ -11,3 +11,6 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libsimgrid-dev libboost-graph-dev libfmt-dev libyaml-cpp-dev \
   libbenchmark-dev doctest-dev libcli11-dev nlohmann-json3-dev \
   python3 python3-matplotlib time
+# Hardening (README): clang and its sanitizer and libFuzzer runtimes (libclang_rt.fuzzer*.a, libclang_rt.asan*.a)
+# for the fuzz targets (cmake --preset fuzz); the asan preset uses GCC's own runtimes, which g++ brings.
+$SUDO apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev
