@@ -45,7 +45,9 @@ def topo_matrices():
 def seeds():
     s = {t: [] for t in TARGETS}
     for folder in ["workloads/examples", "workloads/uvm", "workloads/bench"]:
-        s["scenario"] += [p.read_text() for p in sorted((ROOT / folder).glob("*.yaml"))]
+        # Not the 4,096-GPU superpod: loading it takes seconds under ASan, near the fuzzer's hang limit, and it adds
+        # scale, not syntax.
+        s["scenario"] += [p.read_text() for p in sorted((ROOT / folder).glob("*.yaml")) if "superpod4096" not in p.name]
     s["params"] += [p.read_text() for p in sorted((ROOT / "validation/params").glob("*.yaml"))]
     s["trace"] += [shrunk_trace(p) for p in sorted((ROOT / "validation/traces").rglob("*.jsonl"))]
     s["trace"].append((SAMPLES / "snsim_trace.jsonl").read_text())
