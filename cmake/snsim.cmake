@@ -6,6 +6,9 @@
 # CTest test and so its own process (SimGrid 3.32 allows one simulation per process).
 # Benchmarks link into one `snsim-bench` binary.
 
+# Seconds one test case may take; the asan preset raises it (sanitizers and SimGrid's thread contexts are slower).
+set(SNSIM_TEST_TIMEOUT 120 CACHE STRING "CTest timeout of each test case, in seconds")
+
 set(SNSIM_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast)
 
 function(snsim_add_library name)
@@ -45,7 +48,7 @@ function(snsim_finish_tests)
     SNSIM_SOURCE_DIR="${PROJECT_SOURCE_DIR}" SNSIM_BINARY="$<TARGET_FILE:snsim>")
   add_dependencies(snsim-unit-tests snsim)
   doctest_discover_tests(snsim-unit-tests WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-                         PROPERTIES TIMEOUT 120
+                         PROPERTIES TIMEOUT ${SNSIM_TEST_TIMEOUT}
                          # A name that CTest or doctest mangles matches no test case: that must not pass.
                          FAIL_REGULAR_EXPRESSION "test cases: *0 \\|")
 

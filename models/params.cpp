@@ -26,12 +26,16 @@ void apply_params(ConfigDocument& document) {
     }
     params = ConfigDocument::load_file(path.string());
   }
-  ConfigNode root = params->root();
+  overlay_params(document, *params);
+}
+
+void overlay_params(ConfigDocument& document, ConfigDocument& params) {
+  ConfigNode root = params.root();
   if (!root.is_map()) root.fail("expected a parameter file: a map with `models:`");
   root.child("models");
   root.section("calibration").keys();  // provenance, free-form
-  params->reject_unknown_keys();
-  document.overlay(*params, "models");
+  params.reject_unknown_keys();
+  document.overlay(params, "models");
 }
 
 }  // namespace snsim::models

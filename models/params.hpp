@@ -27,4 +27,8 @@ const std::vector<ParamsPreset>& params_presets();
 /// anything reads the models section. A file's keys other than `models` and `calibration` are errors.
 void apply_params(ConfigDocument& document);
 
+/// Checks a parameter file already parsed (a map with `models:` and optional free-form `calibration:`, nothing else)
+/// and overlays its `models:` onto `document`. apply_params calls it; so does the parameter-file fuzz target.
+void overlay_params(ConfigDocument& document, ConfigDocument& params);
+
 }  // namespace snsim::models

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdint>
 #include <iterator>
 
 #include <fmt/ranges.h>
@@ -250,18 +252,22 @@ BytesPerSecond Fabric::egress_bandwidth(DeviceId device) const {
 
 BytesPerSecond Fabric::bisection_bandwidth() const {
   if (gpus_.size() < 2) return BytesPerSecond{0};
+  // Capacities in whole bytes per second, as integers: push-relabel on doubles leaves rounding residues that break
+  // its own flow-conservation check (an assertion in builds without NDEBUG, such as the asan preset's), and the
+  // result is exact for every bandwidth we build (whole B/s, sums far below 2^63).
+  using Capacity = std::int64_t;
   using Traits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
   using FlowGraph = boost::adjacency_list<
       boost::vecS, boost::vecS, boost::directedS, boost::no_property,
-      boost::property<boost::edge_capacity_t, double,
-                      boost::property<boost::edge_residual_capacity_t, double,
+      boost::property<boost::edge_capacity_t, Capacity,
+                      boost::property<boost::edge_residual_capacity_t, Capacity,
                                       boost::property<boost::edge_reverse_t, Traits::edge_descriptor>>>>;
   const std::size_t n = device_count();
   FlowGraph flow(n + 2);
   const std::size_t source = n, sink = n + 1;
   auto capacity = boost::get(boost::edge_capacity, flow);
   auto reverse = boost::get(boost::edge_reverse, flow);
-  auto connect = [&](std::size_t u, std::size_t v, double c) {
+  auto connect = [&](std::size_t u, std::size_t v, Capacity c) {
     auto e = boost::add_edge(u, v, flow).first;
     auto r = boost::add_edge(v, u, flow).first;
     capacity[e] = c;
@@ -271,21 +277,32 @@ BytesPerSecond Fabric::bisection_bandwidth() const {
   };
   std::vector<int> half(n, -1);  // 0: sending half, 1: receiving half, -1: not a GPU
   for (std::size_t i = 0; i < gpus_.size(); ++i) half[gpus_[i]] = i < gpus_.size() / 2 ? 0 : 1;
-  const double unlimited = std::numeric_limits<double>::max() / 4;
+  auto whole = [](BytesPerSecond b) { return static_cast<Capacity>(std::llround(b.count())); };
+  auto egress = [&](DeviceId d) {
+    Capacity total = 0;
+    for (auto e : boost::make_iterator_range(boost::out_edges(d, graph_))) total += whole(graph_[e].bandwidth());
+    return total;
+  };
+  auto ingress = [&](DeviceId d) {
+    Capacity total = 0;
+    for (auto e : boost::make_iterator_range(boost::in_edges(d, graph_))) total += whole(graph_[e].bandwidth());
+    return total;
+  };
+  // A GPU cannot send (or receive) more than its links carry: that bound stands for "unlimited" without overflow.
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     if (half[gpus_[i]] == 0)
-      connect(source, gpus_[i], unlimited);
+      connect(source, gpus_[i], egress(gpus_[i]));
     else
-      connect(gpus_[i], sink, unlimited);
+      connect(gpus_[i], sink, ingress(gpus_[i]));
   }
   for (auto e : boost::make_iterator_range(boost::edges(graph_))) {
     const DeviceId u = boost::source(e, graph_), v = boost::target(e, graph_);
     // Only switches forward; a sending GPU only sends, a receiving GPU only receives.
     const bool u_ok = forwards(graph_[u].kind) || half[u] == 0;
     const bool v_ok = forwards(graph_[v].kind) || half[v] == 1;
-    if (u_ok && v_ok) connect(u, v, graph_[e].bandwidth().count());
+    if (u_ok && v_ok) connect(u, v, whole(graph_[e].bandwidth()));
   }
-  return BytesPerSecond{boost::push_relabel_max_flow(flow, source, sink)};
+  return BytesPerSecond{static_cast<double>(boost::push_relabel_max_flow(flow, source, sink))};
 }
 
 int Fabric::lanes_attached(DeviceId device) const {

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -78,6 +80,12 @@ class Simulation::Zone final : public simgrid::kernel::routing::NetZoneImpl {
 Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& engine_args, double sm_hold_share)
     : fabric_{fabric}, router_{fabric} {
   std::vector<std::string> args{"snsim"};
+  // Every simulation of a process tree (tests, `snsim validate`'s children) sees the same environment: the one place
+  // a sanitized build can switch every one of them to thread contexts.
+  if (const char* from_env = std::getenv("SNSIM_ENGINE_ARGS")) {
+    std::istringstream words(from_env);
+    for (std::string word; words >> word;) args.push_back(word);
+  }
   args.insert(args.end(), engine_args.begin(), engine_args.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());

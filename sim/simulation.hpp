@@ -75,7 +75,9 @@ struct TransferJitter {
 class Simulation {
  public:
   /// Creates the engine with the exact-fluid flags and builds the platform. Only one per process. `sm_hold_share` is
-  /// the share of a GPU's compute rate each hold_sms() takes (0: holds take nothing).
+  /// the share of a GPU's compute rate each hold_sms() takes (0: holds take nothing). SimGrid options come from the
+  /// environment variable SNSIM_ENGINE_ARGS (whitespace-separated, e.g. `--cfg=contexts/factory:thread`, which the
+  /// `asan` preset sets: ASan cannot follow SimGrid's raw context switches), then from `engine_args`, which win.
   explicit Simulation(const Fabric& fabric, const std::vector<std::string>& engine_args = {}, double sm_hold_share = 0);
   ~Simulation();
   Simulation(const Simulation&) = delete;

@@ -3,6 +3,9 @@
 
 #include <doctest/doctest.h>
 #include <simgrid/s4u.hpp>
+#include <xbt/config.hpp>
+
+#include <cstdlib>
 
 using namespace snsim;
 using namespace snsim::literals;
@@ -146,4 +149,21 @@ TEST_CASE("simulation: kernels and a local copy on one GPU share its HBM, and SM
   // 0.5 ms at 75 % (0.375 ms of work), then the remaining 0.625 ms at full speed.
   CHECK(relative_error(end[4].count(), 0.5e-3) <= 1e-9);
   CHECK(relative_error(end[5].count(), 0.5e-3 + 0.625e-3) <= 1e-9);
+}
+
+TEST_CASE("simulation: SNSIM_ENGINE_ARGS passes SimGrid options, and explicit engine args win") {
+  // The asan preset relies on this to run every simulation on thread contexts (README, Hardening).
+  ::setenv("SNSIM_ENGINE_ARGS", " --cfg=contexts/factory:thread\t--cfg=contexts/stack-size:1024 ", 1);
+  const Fabric f = star(2, 100_GBps, Seconds{0});
+  Simulation sim(f, {"--cfg=contexts/stack-size:2048"});
+  ::unsetenv("SNSIM_ENGINE_ARGS");
+  CHECK(simgrid::config::get_value<std::string>("contexts/factory") == "thread");
+  CHECK(simgrid::config::get_value<int>("contexts/stack-size") == 2048);
+  Seconds end;
+  sim.spawn("sender", f.gpus()[0], [&] {
+    sim.transfer(f.gpus()[0], f.gpus()[1], 1_GiB, 1_GiB);
+    end = Simulation::now();
+  });
+  sim.run();
+  CHECK(end.count() == doctest::Approx(static_cast<double>((1_GiB).count()) / 100e9));
 }

@@ -1,5 +1,6 @@
 #include "topologies/nvidia_smi.hpp"
 
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -70,7 +71,10 @@ Matrix parse_matrix(const std::string& text, const Fail& fail) {
       Cell cell;
       std::smatch match;
       if (std::regex_match(t, match, nv)) {
-        cell.nvlinks = std::stoi(match[1]);
+        const std::string digits = match[1];
+        const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), cell.nvlinks);
+        if (error != std::errc{} || end != digits.data() + digits.size())
+          fail(number, fmt::format("'{}': not a number of NVLinks", t));
         if (cell.nvlinks < 1) fail(number, fmt::format("'{}': an NVLink bond has at least one link", t));
       } else if (t == "PIX" || t == "PXB") {
         cell.shares_switch = true;

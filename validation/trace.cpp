@@ -193,10 +193,11 @@ TraceRecord read_record(const Json& object, const SourceLocation& where) {
 
 /// Strips nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 7: " prefix: the file, line
 /// and column are ours to say.
-std::string parse_error_reason(const nlohmann::json::parse_error& e) {
+std::string parse_error_reason(const nlohmann::json::exception& e) {
   std::string what = e.what();
-  const auto colon = what.find(": ", what.find("column"));
-  if (colon != std::string::npos) what = what.substr(colon + 2);
+  const auto column = what.find("column");
+  const auto cut = column == std::string::npos ? what.find("] ") : what.find(": ", column);
+  if (cut != std::string::npos) what = what.substr(cut + 2);
   return what;
 }
 
@@ -343,6 +344,8 @@ Trace parse_trace(std::string_view text, std::string_view source_name) {
       SourceLocation where = at(i);
       where.column = static_cast<int>(e.byte);
       throw_input_error(where, "", fmt::format("malformed JSON: {}", parse_error_reason(e)));
+    } catch (const nlohmann::json::out_of_range& e) {  // a number beyond a double (1e999): found by fuzz/ (trace)
+      throw_input_error(at(i), "", fmt::format("malformed JSON: {}", parse_error_reason(e)));
     }
     if (!object.is_object())
       throw_input_error(at(i), "", fmt::format("expected a JSON object, found {}", shown(object)));

@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <exception>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include <fmt/format.h>
@@ -63,6 +65,24 @@ struct InFlight {
   bool complete = false;
 };
 using InFlightPtr = std::shared_ptr<InFlight>;
+
+/// Put after a std::unique_lock of the PGAS mutex in code that waits: when the run ends in a deadlock, SimGrid kills
+/// the waiting actors by unwinding their stacks, and unlocking on the way out is a simcall. On SimGrid's thread
+/// contexts (the asan preset's) that simcall waits for the maestro while the maestro joins the dying thread: the
+/// process hangs. Nobody takes the lock after a kill, so the unwinding leaves it locked.
+class KeepLockedOnUnwind {
+ public:
+  explicit KeepLockedOnUnwind(std::unique_lock<sg4::Mutex>& lock) : lock_{lock} {}
+  ~KeepLockedOnUnwind() {
+    if (std::uncaught_exceptions() > exceptions_) lock_.release();
+  }
+  KeepLockedOnUnwind(const KeepLockedOnUnwind&) = delete;
+  KeepLockedOnUnwind& operator=(const KeepLockedOnUnwind&) = delete;
+
+ private:
+  std::unique_lock<sg4::Mutex>& lock_;
+  int exceptions_ = std::uncaught_exceptions();
+};
 
 struct Runner::Pgas {
   explicit Pgas(std::size_t ranks)
@@ -190,6 +210,7 @@ std::optional<Runner::Signaller> Runner::pgas(int rank, const SignalWaitOp& op) 
   Pgas& state = pgas_state();
   const Seconds start = Simulation::now();
   std::unique_lock lock(*state.mutex);
+  const KeepLockedOnUnwind keep(lock);
   auto& value = state.signals[{rank, op.signal}];
   state.changed[static_cast<std::size_t>(rank)]->wait(lock, [&] { return holds(value, op.cmp, op.value); });
   std::optional<Signaller> cause;
@@ -205,6 +226,7 @@ void Runner::wait_puts_complete(int rank) {
   Pgas& state = pgas_state();
   auto& issued = state.issued[static_cast<std::size_t>(rank)];
   std::unique_lock lock(*state.mutex);
+  const KeepLockedOnUnwind keep(lock);
   state.changed[static_cast<std::size_t>(rank)]->wait(
       lock, [&] { return std::ranges::all_of(issued, [](const InFlightPtr& p) { return p->complete; }); });
   issued.clear();
@@ -271,6 +293,7 @@ void Runner::pgas(int rank, const EventRecordOp& op) {
 void Runner::pgas(int rank, const EventWaitOp& op) {
   Pgas& state = pgas_state();
   std::unique_lock lock(*state.mutex);
+  const KeepLockedOnUnwind keep(lock);
   auto& records = state.events[{rank, op.event}];
   state.changed[static_cast<std::size_t>(rank)]->wait(lock, [&] { return records >= op.count; });
 }

@@ -99,7 +99,9 @@ void parse_uvm(const std::string& kind, const ConfigNode& op, const std::vector<
     programs[static_cast<std::size_t>(ranks.front())].ops.push_back(Op{ManagedOp{buffer}, phase, -1});
   } else if (kind == "touch" || kind == "read") {
     const ManagedPtr buffer = find_buffer(op);
-    const auto [offset, bytes] = parse_range(op, *buffer);
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+    const auto range = parse_range(op, *buffer);
+    const Bytes offset = range.first, bytes = range.second;
     if (kind == "touch") {
       const auto access = op.optional<std::string>("access", "read");
       if (access != "read" && access != "write")
@@ -112,7 +114,8 @@ void parse_uvm(const std::string& kind, const ConfigNode& op, const std::vector<
     }
   } else if (kind == "prefetch") {
     const ManagedPtr buffer = find_buffer(op);
-    const auto [offset, bytes] = parse_range(op, *buffer);
+    const auto range = parse_range(op, *buffer);
+    const Bytes offset = range.first, bytes = range.second;
     const ConfigNode to = op.child("to");
     for_each_rank(ranks, programs, phase, [&](int r) {
       return PrefetchOp{buffer, parse_location(to, r, gpus), offset, bytes};

@@ -44,7 +44,10 @@ void uvm(Fit& fit) {
   const std::vector<PathRoute> paths{{UvmPath::host_to_gpu, fabric.cost(host, gpu0)},
                                      {UvmPath::gpu_to_host, fabric.cost(gpu0, host)},
                                      {UvmPath::gpu_to_gpu, platform.peer}};
-  for (const auto& [path, route] : paths) {
+  for (const auto& path_route : paths) {
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+    const UvmPath path = path_route.path;
+    const RouteCost& route = path_route.route;
     const std::string name(models::to_string(path));
     auto& params = model.paths[static_cast<std::size_t>(path)];
     // Prefetches: t = prefetch_setup + route latency + bytes / bandwidth.

@@ -52,3 +52,14 @@ TEST_CASE("import: import_any reads files by path") {
   CHECK_THROWS_WITH_AS(import_any(dir + "no_such_file.txt"), (dir + "no_such_file.txt: cannot open the file").c_str(),
                        InputError);
 }
+
+TEST_CASE("import: text that is not UTF-8 is refused at its line and column, by every text importer") {
+  // Found by fuzz/ (nccl_tests): a stray byte went into a JSON string, and writing the trace threw (exit 3).
+  const std::string text = "# nccl-tests version 2.13.8\n#  Rank  0 on h\xe9te device 0\n";
+  for (auto* import :
+       {import_nccl_tests, import_nvbandwidth_text, import_p2p_bandwidth_latency, import_nvshmem_perftest}) {
+    CHECK_THROWS_WITH_AS(import(text, "t.txt"), "t.txt:2:16: not UTF-8 text: byte 0xE9", InputError);
+  }
+  CHECK_THROWS_WITH_AS(import_nccl_tests("ok \xf0\x9f\x98\x80 then \xed\xa0\x80", "t.txt"),
+                       "t.txt:1:14: not UTF-8 text: byte 0xED", InputError);  // a UTF-16 surrogate
+}

@@ -89,7 +89,7 @@ std::optional<ResultColumns> result_columns(const detail::TextLine& line) {
 Trace import_nccl_tests(std::string_view text, std::string_view source_name) {
   Trace trace = detail::imported_trace(source_name, "nccl-tests");
   detail::RecordCollector records{trace};
-  const auto lines = detail::text_lines(text);
+  const auto lines = detail::text_lines(text, trace.source);
   auto at = [&](int line) { return SourceLocation{trace.source, line, 0}; };
 
   static const std::regex version_re{R"(#\s*nccl-tests version (\S+)(?:.*nccl-library=(\d+))?)"};

@@ -153,7 +153,7 @@ Trace import_nvbandwidth_text(std::string_view text, std::string_view source_nam
   std::vector<int> column_labels;
   int labels_line = 0;
   bool seen_version = false;
-  for (const detail::TextLine& line : detail::text_lines(text)) {
+  for (const detail::TextLine& line : detail::text_lines(text, trace.source)) {
     const std::string s(trim(line.text));
     const auto words = split_words(s);
     std::smatch m;
@@ -188,7 +188,7 @@ Trace import_nvbandwidth_text(std::string_view text, std::string_view source_nam
     if (std::regex_search(s, m, cuda_re)) trace.header.cuda = cuda_version(m[1].str());
     if (std::regex_search(s, m, driver_re)) trace.header.driver = m[1].str();
     if (std::regex_search(s, m, device_re)) {
-      trace.header.gpus.push_back({std::stoi(m[1].str()), m[2].str(), m[3].str()});
+      trace.header.gpus.push_back({detail::index_at(m[1].str(), at(line.number), "device"), m[2].str(), m[3].str()});
     } else if (std::regex_search(s, m, running_re)) {
       testcase = m[1].str();
     } else if (auto found = matrix_meaning(s); found && !testcase.empty()) {
@@ -216,6 +216,9 @@ Trace import_nvbandwidth_json(std::string_view text, std::string_view source_nam
     root = Json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw_input_error(file, "", fmt::format("malformed JSON at byte {}", e.byte));
+  } catch (const nlohmann::json::out_of_range& e) {  // a number beyond a double (1e999), as the trace reader found
+    const std::string what = e.what();  // "[json.exception.out_of_range.406] number overflow parsing '1e999'"
+    throw_input_error(file, "", fmt::format("malformed JSON: {}", what.substr(what.find("] ") + 2)));
   }
   if (!root.is_object() || !root.contains("nvbandwidth") || !root["nvbandwidth"].is_object())
     throw_input_error(file, "nvbandwidth", "expected an object {\"nvbandwidth\": {...}}");
@@ -226,11 +229,12 @@ Trace import_nvbandwidth_json(std::string_view text, std::string_view source_nam
   if (nvb.contains("CUDA Runtime Version")) trace.header.cuda = cuda_version(string_of(nvb["CUDA Runtime Version"]));
   static const std::regex gpu_re{R"((\d+):\s*(.*?)\s*\(([^()]*)\)(?::\s*\((.*)\))?\s*$)"};
   if (nvb.contains("GPU Device list") && nvb["GPU Device list"].is_array()) {
-    for (const Json& entry : nvb["GPU Device list"]) {
+    for (std::size_t i = 0; i < nvb["GPU Device list"].size(); ++i) {
       std::smatch m;
-      const std::string s = string_of(entry);
+      const std::string s = string_of(nvb["GPU Device list"][i]);
       if (!std::regex_match(s, m, gpu_re)) continue;
-      trace.header.gpus.push_back({std::stoi(m[1].str()), m[2].str(), m[3].str()});
+      const int index = detail::index_at(m[1].str(), file, fmt::format("nvbandwidth.GPU Device list[{}]", i));
+      trace.header.gpus.push_back({index, m[2].str(), m[3].str()});
       if (m[4].matched && trace.header.host.empty()) trace.header.host = m[4].str();
     }
   }

@@ -95,3 +95,9 @@ TEST_CASE("import nvbandwidth: malformed output gives one exact error") {
                          "x.json: nvbandwidth: expected an object {\"nvbandwidth\": {...}}", InputError);
   }
 }
+
+TEST_CASE("import nvbandwidth: a number beyond a double is malformed JSON, not an internal error") {
+  // Found by fuzz/ in the trace reader, which parses JSON the same way.
+  CHECK_THROWS_WITH_AS(import_nvbandwidth_json(R"({"nvbandwidth": {"version": 1e999}})", "x.json"),
+                       "x.json: malformed JSON: number overflow parsing '1e999'", InputError);
+}

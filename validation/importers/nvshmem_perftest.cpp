@@ -147,19 +147,19 @@ Trace import_nvshmem_perftest(std::string_view text, std::string_view source_nam
     return r;
   };
 
-  for (const detail::TextLine& line : detail::text_lines(text)) {
+  for (const detail::TextLine& line : detail::text_lines(text, trace.source)) {
     const std::string s(trim(line.text));
     const auto words = split_words(s);
     const SourceLocation where = at(line.number);
     std::smatch m;
     if (std::regex_search(s, m, pe_re)) {
-      const int pe = std::stoi(m[1].str());
+      const int pe = detail::index_at(m[1].str(), where, "pe");
       pes.push_back(pe);
       trace.header.gpus.push_back({pe, m[2].str(), m[3].str()});
       continue;
     }
     if (std::regex_search(s, m, iterations_re) && s.find("size(B)") == std::string::npos) {
-      iterations = std::max<std::uint64_t>(1, std::stoull(m[1].str()));
+      iterations = std::max<std::uint64_t>(1, detail::count_at(m[1].str(), where, "iterations"));
       continue;
     }
     if (std::regex_search(s, m, perf_re)) {

@@ -64,13 +64,13 @@ Trace import_p2p_bandwidth_latency(std::string_view text, std::string_view sourc
   std::size_t rows_read = 0;
   bool enabled_latency_done = false;  // the last section: its presence means the run finished
   bool any_matrix = false;
-  for (const detail::TextLine& line : detail::text_lines(text)) {
+  for (const detail::TextLine& line : detail::text_lines(text, trace.source)) {
     const std::string s(trim(line.text));
     const auto words = split_words(s);
     std::smatch m;
     if (std::regex_search(s, m, device_re)) {
-      trace.header.gpus.push_back(
-          {std::stoi(m[1].str()), m[2].str(), fmt::format("{:0>4}:{:0>2}:{:0>2}", m[5].str(), m[3].str(), m[4].str())});
+      trace.header.gpus.push_back({detail::index_at(m[1].str(), at(line.number), "device"), m[2].str(),
+                                   fmt::format("{:0>4}:{:0>2}:{:0>2}", m[5].str(), m[3].str(), m[4].str())});
       continue;
     }
     if (auto found = section_of(s)) {

@@ -19,8 +19,9 @@ struct TextLine {
   std::string_view text;
 };
 
-/// The lines of `text`, without line ends ("\n" or "\r\n").
-std::vector<TextLine> text_lines(std::string_view text);
+/// The lines of `text`, without line ends ("\n" or "\r\n"). Text that is not UTF-8 is an InputError naming the line
+/// in `source_name`: what the importers take from it ends up in JSON strings, which must be UTF-8.
+std::vector<TextLine> text_lines(std::string_view text, std::string_view source_name);
 std::string_view trim(std::string_view text);
 /// Words separated by spaces or tabs.
 std::vector<std::string_view> split_words(std::string_view text);
@@ -32,6 +33,9 @@ std::optional<double> to_number(std::string_view word);
 double number_at(std::string_view word, const SourceLocation& where, std::string_view key);
 /// `word` as a whole number >= 0; otherwise an InputError at `where`.
 std::uint64_t count_at(std::string_view word, const SourceLocation& where, std::string_view key);
+
+/// `word` as a GPU index (a whole number that fits an int); otherwise an InputError at `where`.
+int index_at(std::string_view word, const SourceLocation& where, std::string_view key);
 
 /// An empty imported trace: the header names the source format; everything the source does not say is empty.
 Trace imported_trace(std::string_view source_name, std::string_view format_name);

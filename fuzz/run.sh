@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Runs fuzz targets for a fixed budget each and fails on the first crash, leak, sanitizer report or hang
+# (README, "Hardening").
+#
+#   cmake --preset fuzz && cmake --build --preset fuzz -j"$(nproc)"
+#   bash fuzz/run.sh [-t SECONDS] [-b BUILD_DIR] [TARGET...]      # default: 60 s each, every target, build-fuzz
+#
+# Seeds are rebuilt from the repository (fuzz/make_corpora.py); what the fuzzer finds goes to BUILD_DIR/corpus/<t>/,
+# crashing inputs to BUILD_DIR/artifacts/<t>/ (copy them to fuzz/regressions/<t>/ once the bug is fixed). One line
+# per target at the end: executions, coverage (edges), features, corpus size.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=60
+build=build-fuzz
+while getopts "t:b:" opt; do
+  case $opt in
+    t) seconds=$OPTARG ;;
+    b) build=$OPTARG ;;
+    *) exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(scenario params trace nccl_tests nvbandwidth p2p_bandwidth_latency nvshmem_perftest nvidia_smi)
+
+python3 fuzz/make_corpora.py "$build/seeds" > /dev/null
+summary=()
+status=0
+for t in "${targets[@]}"; do
+  mkdir -p "$build/corpus/$t" "$build/artifacts/$t"
+  log="$build/fuzz-$t.log"
+  # -timeout: an input that takes longer is a hang; -rss_limit_mb: one that needs more is a memory blow-up.
+  # -max_len 16384: large enough for the biggest seed (a scenario of ~5 KB), small enough to stay fast.
+  if ! "$build/fuzz/fuzz_$t" "$build/corpus/$t" "$build/seeds/$t" -dict="$build/seeds/$t.dict" \
+      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=16384 -print_final_stats=1 \
+      -artifact_prefix="$build/artifacts/$t/" > "$log" 2>&1; then
+    echo "fuzz_$t FAILED: see $log and $build/artifacts/$t/"
+    grep -E "ERROR|error|Exception|terminate|what\(\)" "$log" | head -20 || true
+    status=1
+  fi
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  cov=$(grep -E '^#[0-9]+' "$log" | grep -oE 'cov: [0-9]+ ft: [0-9]+' | tail -1)
+  summary+=("$(printf '%-22s %4ss  execs %-9s %-22s corpus %s' "$t" "$seconds" "${execs:-?}" "${cov:-?}" \
+                "$(find "$build/corpus/$t" -type f | wc -l)")")
+done
+printf '%s\n' "${summary[@]}"
+exit $status
