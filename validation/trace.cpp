@@ -163,7 +163,8 @@ TraceRecord read_record(const Json& object, const SourceLocation& where) {
   }
   record.bytes = Bytes{in.count("bytes", "a whole number of bytes")};
   const Json& reps = in.field("reps");
-  if (reps.is_number_integer() && reps.get<std::int64_t>() <= 0)
+  // A count beyond 2^63 is stored unsigned: it is large, not negative (read as int64 it would wrap).
+  if (reps.is_number_integer() && !reps.is_number_unsigned() && reps.get<std::int64_t>() <= 0)
     in.fail("reps", fmt::format("must be >= 1, found {}", reps.get<std::int64_t>()));
   record.reps = in.count("reps", "a whole number of repetitions");
   const std::string unit = in.string("unit");
