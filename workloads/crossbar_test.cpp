@@ -18,35 +18,12 @@ using namespace snsim::workloads;
 using namespace snsim::workloads::testing;
 
 namespace {
-struct Outcome {
-  double span = 0;  // simulated time of the whole run
-  int fast = 0;     // collectives on the crossbar fast path
-  int exact = 0;    // collectives on the exact path
-};
-
-/// Runs `yaml` with models.fabric.path set to `path` in a child process.
-Outcome run_with(const std::string& yaml, const std::string& path) {
-  const std::string text = run_isolated([&] {
-    auto document = ConfigDocument::load_string(yaml, "t.yaml");
-    document->set("models.fabric.path=" + path);
-    const Report r = Scenario::load(document).run();
-    int fast = 0, exact = 0;
-    for (const auto& t : r.tables)
-      if (t.title.starts_with("fabric path"))
-        for (const auto& row : t.rows)
-          if (row[0] == "exact" || row[0] == "crossbar fast") (row[0] == "exact" ? exact : fast) = row[1].get<int>();
-    return fmt::format("{:.17g} {} {}", r.simulated_time.count(), fast, exact);
-  });
-  Outcome o;
-  std::istringstream(text) >> o.span >> o.fast >> o.exact;
-  return o;
-}
 
 /// Runs both paths and checks the fast one ran and stayed within `bound` of the exact one.
 void compare(const std::string& yaml, int collectives, double bound = 0.02) {
-  const Outcome exact = run_with(yaml, "exact"), fast = run_with(yaml, "fast");
+  const PathOutcome exact = run_with_path(yaml, "exact"), fast = run_with_path(yaml, "fast");
   CHECK(exact.exact == collectives);
-  CHECK(fast.fast >= 1);
+  CHECK(fast.crossbar >= 1);
   const double error = relative_error(fast.span, exact.span);
   MESSAGE("exact " << exact.span * 1e3 << " ms, fast " << fast.span * 1e3 << " ms, error " << error * 100 << " %");
   CHECK(error <= bound);
@@ -90,21 +67,21 @@ TEST_CASE("crossbar fast path: without jitter it is exact, and auto leaves 2 ran
   const std::string uniform =
       "topology: {type: hgx, gpus: 8}\nworkloads: [{type: program, ops: [{collective: {op: all_to_all, bytes: "
       "64MiB}}]}]\n";
-  const Outcome exact = run_with(uniform, "exact"), fast = run_with(uniform, "auto");
-  CHECK(fast.fast == 1);
+  const PathOutcome exact = run_with_path(uniform, "exact"), fast = run_with_path(uniform, "auto");
+  CHECK(fast.crossbar == 1);
   CHECK(relative_error(fast.span, exact.span) <= 1e-9);
   // 2 ranks under auto: exact (the validated 2-GPU twins do not move); across superpod nodes: never fast.
-  const Outcome pair = run_with(
+  const PathOutcome pair = run_with_path(
       "topology: {type: hgx, gpus: 2}\nworkloads: [{type: program, ops: [{collective: {op: all_to_all, bytes: "
       "1MiB}}]}]\n",
       "auto");
   CHECK(pair.exact == 1);
-  const Outcome pod = run_with(
+  const PathOutcome pod = run_with_path(
       "topology: {type: superpod, nodes: 2}\nworkloads: [{type: program, ops: [{collective: {op: all_to_all, bytes: "
       "1MiB}}, {ranks: \"0-7\", ops: [{collective: {op: all_to_all, bytes: 1MiB}}]}]}]\n",
       "fast");
   CHECK(pod.exact == 1);
-  CHECK(pod.fast == 1);
+  CHECK(pod.crossbar == 1);
 }
 
 TEST_CASE("crossbar fast path: models.fabric.path takes auto, exact or fast") {

@@ -17,31 +17,6 @@ using namespace snsim::workloads;
 using namespace snsim::workloads::testing;
 
 namespace {
-struct Outcome {
-  double span = 0;  // simulated time of the whole run
-  int exact = 0;    // collectives on the exact path
-  int ring = 0;     // collectives on the ring fast path
-};
-
-/// Runs `yaml` with models.fabric.path set to `path` in a child process.
-Outcome run_with(const std::string& yaml, const std::string& path) {
-  const std::string text = run_isolated([&] {
-    auto document = ConfigDocument::load_string(yaml, "t.yaml");
-    document->set("models.fabric.path=" + path);
-    const Report r = Scenario::load(document).run();
-    int exact = 0, ring = 0;
-    for (const auto& t : r.tables)
-      if (t.title.starts_with("fabric path"))
-        for (const auto& row : t.rows) {
-          if (row[0] == "exact") exact = row[1].get<int>();
-          if (row[0] == "ring fast") ring = row[1].get<int>();
-        }
-    return fmt::format("{:.17g} {} {}", r.simulated_time.count(), exact, ring);
-  });
-  Outcome o;
-  std::istringstream(text) >> o.span >> o.exact >> o.ring;
-  return o;
-}
 
 /// workloads/bench/superpod4096_dp_step.yaml (tools/bench/perf_targets.sh -g) on `nodes` nodes: compute, a
 /// reduce-scatter in each node, a ring all-reduce of each GPU's shard across the nodes on its rail, an all-gather in
@@ -70,7 +45,7 @@ std::string superpod_step(int nodes) {
 
 TEST_CASE("ring fast path: the hierarchical superpod step on 16 nodes takes what the exact path gives") {
   const std::string yaml = superpod_step(16);
-  const Outcome exact = run_with(yaml, "exact"), fast = run_with(yaml, "auto");
+  const PathOutcome exact = run_with_path(yaml, "exact"), fast = run_with_path(yaml, "auto");
   CHECK(exact.ring == 0);
   CHECK(exact.exact == 40);  // 16 reduce-scatters, 8 rail all-reduces, 16 all-gathers
   CHECK(fast.ring == 40);
@@ -88,7 +63,7 @@ TEST_CASE("ring fast path: a ring that waits for a late member and shares a GPU'
       "  {streams: [[{collective: {op: all_reduce, bytes: 1GiB, algorithm: ring}},\n"
       "              {collective: {op: all_gather, bytes: 256MiB}}],\n"
       "             [{ranks: \"0\", ops: [{copy: {to: next, bytes: 2GiB, engine: sm}}]}]]}]}]\n";
-  const Outcome exact = run_with(yaml, "exact"), fast = run_with(yaml, "auto");
+  const PathOutcome exact = run_with_path(yaml, "exact"), fast = run_with_path(yaml, "auto");
   CHECK(exact.exact == 2);
   CHECK(fast.ring == 2);
   const double error = relative_error(fast.span, exact.span);
@@ -99,18 +74,18 @@ TEST_CASE("ring fast path: a ring that waits for a late member and shares a GPU'
 TEST_CASE("ring fast path: auto leaves jittered rings, 2-rank rings and runs with fabric failures exact") {
   const std::string ring =
       "workloads: [{type: program, ops: [{collective: {op: all_reduce, bytes: 64MiB, algorithm: ring}}]}]\n";
-  const Outcome jittered = run_with(
+  const PathOutcome jittered = run_with_path(
       "topology: {type: hgx, gpus: 8}\nmodels: {jitter: {latency: {dist: lognormal, sigma: 0.1}}}\n" + ring, "fast");
   CHECK(jittered.exact == 1);
   CHECK(jittered.ring == 0);
   const std::string pair = "topology: {type: hgx, gpus: 2}\n" + ring;
-  CHECK(run_with(pair, "auto").exact == 1);
-  CHECK(run_with(pair, "fast").ring == 1);
-  const Outcome failed =
-      run_with("topology: {type: hgx, gpus: 8}\nfailures: [{at: 10us, link: {gpu: 3, lanes: 1}}]\n" + ring, "fast");
+  CHECK(run_with_path(pair, "auto").exact == 1);
+  CHECK(run_with_path(pair, "fast").ring == 1);
+  const PathOutcome failed = run_with_path(
+      "topology: {type: hgx, gpus: 8}\nfailures: [{at: 10us, link: {gpu: 3, lanes: 1}}]\n" + ring, "fast");
   CHECK(failed.exact == 1);
   // A slowed GPU changes kernels only: the ring stays fast.
-  CHECK(
-      run_with("topology: {type: hgx, gpus: 8}\nfailures: [{at: 0s, slowed: {gpu: 3, compute: 1.2}}]\n" + ring, "auto")
-          .ring == 1);
+  CHECK(run_with_path("topology: {type: hgx, gpus: 8}\nfailures: [{at: 0s, slowed: {gpu: 3, compute: 1.2}}]\n" + ring,
+                      "auto")
+            .ring == 1);
 }

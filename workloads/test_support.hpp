@@ -4,9 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "sim/config.hpp"
+#include "sim/isolated.hpp"
 #include "workloads/scenario.hpp"
 
 namespace snsim::workloads::testing {
@@ -29,6 +33,36 @@ inline double span(const Report& report, int phase = 0) {
 
 inline double relative_error(double a, double b) {
   return std::abs(a - b) / std::abs(b);
+}
+
+/// A run under one `models.fabric.path`: its simulated time and the collectives each path ran (the report's
+/// "fabric path" table).
+struct PathOutcome {
+  double span = 0;   // simulated time of the whole run
+  int exact = 0;     // collectives on the exact path
+  int crossbar = 0;  // on the crossbar fast path
+  int ring = 0;      // on the ring fast path
+};
+
+/// Runs `yaml` with models.fabric.path set to `path` in a child process.
+inline PathOutcome run_with_path(const std::string& yaml, const std::string& path) {
+  const std::string text = run_isolated([&] {
+    auto document = ConfigDocument::load_string(yaml, "t.yaml");
+    document->set("models.fabric.path=" + path);
+    const Report r = Scenario::load(document).run();
+    int exact = 0, crossbar = 0, ring = 0;
+    for (const auto& t : r.tables)
+      if (t.title.starts_with("fabric path"))
+        for (const auto& row : t.rows) {
+          if (row[0] == "exact") exact = row[1].get<int>();
+          if (row[0] == "crossbar fast") crossbar = row[1].get<int>();
+          if (row[0] == "ring fast") ring = row[1].get<int>();
+        }
+    return fmt::format("{:.17g} {} {} {}", r.simulated_time.count(), exact, crossbar, ring);
+  });
+  PathOutcome o;
+  std::istringstream(text) >> o.span >> o.exact >> o.crossbar >> o.ring;
+  return o;
 }
 
 }  // namespace snsim::workloads::testing
