@@ -50,7 +50,7 @@ constexpr double BARRIER_US = 2.0;
 constexpr std::uint64_t CHAIN_CHUNK = 512 * 1024;
 constexpr int MAX_CHUNKS = 128;
 // Each kind's kernel rate relative to all_reduce's: 1 until calibrated [unverified default; `snsim calibrate` fits
-// it from the probe's collective family, validation/fits/collective.cpp].
+// it from the probe's collective family, validation/fits/collective_fit.cpp].
 constexpr double RELATIVE_RATE = 1.0;
 
 Bytes ceil_div(Bytes size, std::uint64_t parts) {

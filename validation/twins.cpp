@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "validation/twins/builders.hpp"
+#include "validation/twins/twin_builders.hpp"
 
 namespace snsim::validation {
 
@@ -47,7 +47,7 @@ std::variant<Twin, std::string> make_twin(const Trace& trace, const TraceRecord&
       twin = twins::step(record, gpus, models);
       break;
     case Family::launch:
-      return "launch records are the launch parameters themselves (fits/copy.cpp): calibration only, no twin";
+      return "launch records are the launch parameters themselves (fits/copy_fit.cpp): calibration only, no twin";
     default:
       return fmt::format("snsim does not model the {} family yet", to_string(record.family));
   }

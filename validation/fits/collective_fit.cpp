@@ -24,7 +24,7 @@
 #include <fmt/format.h>
 
 #include "validation/fit.hpp"
-#include "validation/twins/collective.hpp"
+#include "validation/twins/collective_twin.hpp"
 
 namespace snsim::validation::fits {
 namespace {

@@ -19,8 +19,8 @@
 
 #include <fmt/format.h>
 
-#include "validation/twins/builders.hpp"
-#include "validation/twins/nvshmem.hpp"
+#include "validation/twins/twin_builders.hpp"
+#include "validation/twins/nvshmem_twin.hpp"
 
 namespace snsim::validation::twins {
 namespace {
@@ -37,7 +37,7 @@ using workloads::SignalWaitOp;
 using workloads::StreamsOp;
 
 // The probe's `done` signal of the two-PE tests (PE1 tells PE0 that its kernel has ended), apart from SIGNAL and the
-// averaging's signals (0 and 1, validation/twins/step.cpp).
+// averaging's signals (0 and 1, validation/twins/step_twin.cpp).
 constexpr int DONE = 2;
 
 // Iterations of a latency loop simulated per sample (see above).

@@ -7,7 +7,7 @@
 //                 host_mapped (kept on the host, accessed by GPU 0)
 #include <fmt/format.h>
 
-#include "validation/twins/builders.hpp"
+#include "validation/twins/twin_builders.hpp"
 
 namespace snsim::validation::twins {
 

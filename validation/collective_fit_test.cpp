@@ -1,4 +1,4 @@
-// The `collective` family's twins (validation/twins/collective.cpp) and fit (validation/fits/collective.cpp).
+// The `collective` family's twins (validation/twins/collective_twin.cpp) and fit (validation/fits/collective_fit.cpp).
 #include <doctest/doctest.h>
 
 #include "models/models.hpp"

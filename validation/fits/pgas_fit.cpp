@@ -22,7 +22,7 @@
 #include <fmt/format.h>
 
 #include "validation/fit.hpp"
-#include "validation/twins/nvshmem.hpp"
+#include "validation/twins/nvshmem_twin.hpp"
 
 namespace snsim::validation::fits {
 namespace {

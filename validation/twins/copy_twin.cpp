@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "validation/twins/builders.hpp"
+#include "validation/twins/twin_builders.hpp"
 
 namespace snsim::validation::twins {
 namespace {

@@ -1,4 +1,4 @@
-// The twins of the probe's `uvm` family (validation/twins/uvm.cpp) and the UVM fit (validation/fits/uvm.cpp). No
+// The twins of the probe's `uvm` family (validation/twins/uvm_twin.cpp) and the UVM fit (validation/fits/uvm_fit.cpp). No
 // test here runs a simulation: twins are built, not simulated, and the fit round trip generates its records with
 // the model's own formulas.
 #include <cmath>
@@ -11,7 +11,7 @@
 #include "sim/config.hpp"
 #include "topologies/register.hpp"
 #include "validation/calibrate.hpp"
-#include "validation/test_support.hpp"
+#include "validation/calibration_test_support.hpp"
 #include "validation/twins.hpp"
 
 namespace snsim::validation {

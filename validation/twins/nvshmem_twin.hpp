@@ -1,5 +1,5 @@
 // What the probe's put_rate kernels put (tools/probe/src/families/nvshmem.cu), for the nvshmem twins and the PGAS
-// fit (validation/fits/pgas.cpp), which must read a rate record the same way.
+// fit (validation/fits/pgas_fit.cpp), which must read a rate record the same way.
 #pragma once
 
 #include <optional>

@@ -1,5 +1,5 @@
-// The twins of the probe's `nvshmem` and `latency` families (validation/twins/nvshmem.cpp, latency.cpp) and the
-// PGAS fit (validation/fits/pgas.cpp). No test here runs a simulation: twins are built, not simulated, and the fit
+// The twins of the probe's `nvshmem` and `latency` families (validation/twins/nvshmem_twin.cpp, latency.cpp) and the
+// PGAS fit (validation/fits/pgas_fit.cpp). No test here runs a simulation: twins are built, not simulated, and the fit
 // round trip generates its records with the model's own formulas.
 #include <cmath>
 #include <map>
@@ -11,9 +11,9 @@
 #include "sim/config.hpp"
 #include "topologies/register.hpp"
 #include "validation/calibrate.hpp"
-#include "validation/test_support.hpp"
+#include "validation/calibration_test_support.hpp"
 #include "validation/twins.hpp"
-#include "validation/twins/nvshmem.hpp"
+#include "validation/twins/nvshmem_twin.hpp"
 
 namespace snsim::validation {
 namespace {
