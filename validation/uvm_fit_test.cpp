@@ -1,6 +1,6 @@
-// The twins of the probe's `uvm` family (validation/twins/uvm_twin.cpp) and the UVM fit (validation/fits/uvm_fit.cpp). No
-// test here runs a simulation: twins are built, not simulated, and the fit round trip generates its records with
-// the model's own formulas.
+// The twins of the probe's `uvm` family (validation/twins/uvm_twin.cpp) and the UVM fit (validation/fits/uvm_fit.cpp).
+// No test here runs a simulation: twins are built, not simulated, and the fit round trip generates its records with the
+// model's own formulas.
 #include <cmath>
 #include <map>
 

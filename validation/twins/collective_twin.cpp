@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "validation/twins/twin_builders.hpp"
 #include "validation/twins/collective_twin.hpp"
+#include "validation/twins/twin_builders.hpp"
 
 namespace snsim::validation::twins {
 namespace {

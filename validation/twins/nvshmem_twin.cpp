@@ -19,8 +19,8 @@
 
 #include <fmt/format.h>
 
-#include "validation/twins/twin_builders.hpp"
 #include "validation/twins/nvshmem_twin.hpp"
+#include "validation/twins/twin_builders.hpp"
 
 namespace snsim::validation::twins {
 namespace {
