@@ -99,7 +99,7 @@ class TraceWriter:
                if k.startswith(("NCCL_", "NVSHMEM_", "CUDA_", "TORCH_", "PYTORCH_")) and not v.startswith("/")
                and not k.endswith("_VERSION")}
         header = {
-            "schema": SCHEMA, "probe": f"snsim-probe torch {VERSION}", "host": socket.gethostname(), "gpus": [gpu],
+            "schema": SCHEMA, "probe": f"{VERSION} torch", "host": socket.gethostname(), "gpus": [gpu],
             "driver": _nvidia_smi("driver_version"), "cuda": torch.version.cuda or "", "nccl": None, "nvshmem": None,
             "topo": None, "env": env,
             "started": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
