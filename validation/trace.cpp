@@ -15,8 +15,9 @@ namespace snsim::validation {
 
 namespace {
 
-constexpr std::array<Family, 8> families{Family::copy,       Family::latency, Family::launch, Family::jitter,
-                                         Family::collective, Family::nvshmem, Family::uvm,    Family::step};
+constexpr std::array<Family, 9> families{Family::copy,   Family::latency,    Family::launch,
+                                         Family::jitter, Family::collective, Family::nvshmem,
+                                         Family::uvm,    Family::step,       Family::compute};
 
 // The record fields of the schema, in the order the writer puts them.
 constexpr std::array<std::string_view, 14> record_fields{"id",    "family", "test", "variant", "ranks",
@@ -245,6 +246,8 @@ std::string_view to_string(Family family) {
       return "uvm";
     case Family::step:
       return "step";
+    case Family::compute:
+      return "compute";
   }
   return "?";
 }

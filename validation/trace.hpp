@@ -30,7 +30,7 @@ inline constexpr std::string_view trace_schema = "snsim-trace/1";
 
 /// What kind of experiment a record comes from. The list is fixed: a new family is added here and to the
 /// validation bounds together (design.md).
-enum class Family { copy, latency, launch, jitter, collective, nvshmem, uvm, step };
+enum class Family { copy, latency, launch, jitter, collective, nvshmem, uvm, step, compute };
 
 /// Every family, in the order design.md lists them.
 std::span<const Family> all_families();

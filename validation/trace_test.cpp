@@ -249,7 +249,7 @@ TEST_CASE("trace: record errors name the line and field") {
   SUBCASE("unknown family") {
     CHECK(
         error_of_record(R"({"family": "nvlink"})") ==
-        R"(t.jsonl:2: family: unknown family "nvlink"; known: collective, copy, jitter, latency, launch, nvshmem, step, uvm)");
+        R"(t.jsonl:2: family: unknown family "nvlink"; known: collective, compute, copy, jitter, latency, launch, nvshmem, step, uvm)");
   }
   SUBCASE("unknown unit") {
     CHECK(error_of_record(R"({"unit": "us"})") == R"(t.jsonl:2: unit: expected "s" or "B/s", found "us")");
@@ -320,6 +320,17 @@ TEST_CASE("trace: what the probe writes is accepted") {
     CHECK(trace.header.gpus[0].extra["sms"] == 132);
     CHECK(parse_trace(write_trace(trace), "t.jsonl").header == trace.header);
   }
+  SUBCASE("a compute record with array extras (shape sets, per-second clock series)") {
+    const std::string line = record_line(
+        "compute/gemm/bf16/0/100/TN_m1_n1_k1",
+        R"({"family": "compute", "ranks": [0], "sets": ["grid", "transformer"], "window_sm_clock_mhz": [1980, 1755.5]})");
+    const Trace trace = parse_trace(trace_text({line}), "t.jsonl");
+    REQUIRE(trace.records.size() == 1);
+    CHECK(trace.records[0].family == Family::compute);
+    CHECK(trace.records[0].extra["sets"] == Json::array({"grid", "transformer"}));
+    CHECK(trace.records[0].extra["window_sm_clock_mhz"][1] == 1755.5);
+    CHECK(parse_trace(write_trace(trace), "t.jsonl").records == trace.records);
+  }
   SUBCASE("samples printed with fewer digits than max") {
     // max 2.99999996e-6 at 9 digits; the same sample at 7 digits rounds up to 3e-6.
     CHECK(error_of_record(R"({"p99": 2.99999996e-6, "max": 2.99999996e-6, "samples": [3e-6]})") == "no error");
@@ -327,7 +338,7 @@ TEST_CASE("trace: what the probe writes is accepted") {
 }
 
 TEST_CASE("trace: families are a fixed list") {
-  CHECK(all_families().size() == 8);
+  CHECK(all_families().size() == 9);
   for (Family f : all_families()) CHECK(family_from_string(to_string(f)) == f);
   CHECK_FALSE(family_from_string("nvlink").has_value());
 }

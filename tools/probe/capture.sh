@@ -11,6 +11,12 @@
 #          collective-proto
 #                         the collective family three more times with NCCL_PROTO forced to LL, LL128 and
 #                         Simple, tarred into OUT_DIR/<prefix>-collective-proto.tar.gz (one file comes back)
+#          compute        the 1-GPU compute capture (GPU 0): the probe's compute family, then the PyTorch part
+#                         (torch/compute_kernels.py, torch/train_steps.py), an nvidia-smi log alongside; files
+#                         h200x1-compute.jsonl, h200x1-compute-torch.jsonl, h200x1-compute-steps.jsonl,
+#                         h200x1-compute-steps-kernels.json, h200x1-compute-smi.csv (PREFIX1, default h200x1).
+#                         COMPUTE_BUDGET (default 480) seconds in all: 45 % to the probe, 33 % and 22 % to the two
+#                         scripts, each cut to what is left
 #          x8             the 8-GPU capture (PREFIX default h200x8), made to fit one 10-minute device call:
 #                         eleven probe runs in priority order, each under its own timeout and all within BUDGET
 #                         seconds (default 540) from the script's start (a run that would not fit is cut short or
@@ -36,9 +42,15 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 extra=$(mktemp -d)
 
-"$here/build.sh" || exit 1
-cd "$out" || exit 1
+# PROBE_BIN: a snsim-probe built elsewhere (for the same machine type); used when it runs, else the build.
 probe="$repo/build-probe/snsim-probe"
+if [[ -n "${PROBE_BIN:-}" ]] && "$PROBE_BIN" --version >/dev/null 2>&1; then
+  probe=$(cd "$(dirname "$PROBE_BIN")" && pwd)/$(basename "$PROBE_BIN")
+  echo "capture: using the prebuilt $probe"
+else
+  "$here/build.sh" || exit 1
+fi
+cd "$out" || exit 1
 site=$(python3 -c 'import nvidia, os; print(os.path.dirname(list(nvidia.__path__)[0]))' 2>/dev/null || true)
 if [[ -n "$site" ]]; then
   export LD_LIBRARY_PATH="$site/nvidia/nvshmem/lib:$site/nvidia/nccl/lib:${LD_LIBRARY_PATH:-}"
@@ -52,8 +64,13 @@ status=0
 # run NAME SECONDS [VAR=VALUE...] -- PROBE-ARGS...
 # SECONDS is cut to what is left of BUDGET (less 15 s for archiving); with under 20 s left the run is skipped.
 run() {
-  local name=$1 seconds=$2
-  shift 2
+  run_program "$probe" "$@"
+}
+
+# run_program PROGRAM NAME SECONDS [VAR=VALUE...] -- ARGS...: as run, for any program.
+run_program() {
+  local program=$1 name=$2 seconds=$3
+  shift 3
   local left=$(( budget - ($(date +%s) - script_started) - 15 ))
   if (( left < 20 )); then
     echo "=== step $name: skipped, ${left}s of the ${budget}s budget left"
@@ -65,8 +82,8 @@ run() {
   while [[ $1 != -- ]]; do vars+=("$1"); shift; done
   shift
   local started=$(date +%s)
-  echo "=== step $name: env ${vars[*]:-} snsim-probe $* (timeout ${seconds}s)"
-  env "${vars[@]}" timeout --signal=TERM --kill-after=10 "$seconds" "$probe" "$@"
+  echo "=== step $name: env ${vars[*]:-} $(basename "$program") $* (timeout ${seconds}s)"
+  env "${vars[@]}" timeout --signal=TERM --kill-after=10 "$seconds" "$program" "$@"
   local rc=$?
   echo "=== step $name: exit $rc, wall $(( $(date +%s) - started )) s, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   [[ $rc == 0 ]] || status=1
@@ -99,6 +116,22 @@ for step in "$@"; do
     nvshmem-bidir) run nvshmem-bidir 180 -- --family nvshmem-bidir --out "$prefix-nvshmem-bidir.jsonl" ;;
     uvm) run uvm 300 -- --family uvm --out "$prefix-uvm.jsonl" ;;
     step) run step 300 -- --family step --out "$prefix-step.jsonl" ;;
+    compute)
+      one=${PREFIX1:-h200x1}
+      total=${COMPUTE_BUDGET:-480}
+      nvidia-smi --query-gpu=timestamp,index,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active \
+        --format=csv -lms 200 > "$one-compute-smi.csv" 2>&1 &
+      smi=$!
+      # Each part gets its share as a timeout and, a little less, as its own budget (so it ends with its file whole).
+      probe_s=$(( total * 45 / 100 )) kernels_s=$(( total * 33 / 100 )) steps_s=$(( total * 22 / 100 ))
+      run compute-probe "$probe_s" CUDA_VISIBLE_DEVICES=0 -- --family compute --budget-seconds $(( probe_s - 15 )) \
+        --out "$one-compute.jsonl"
+      run_program python3 compute-torch "$kernels_s" CUDA_VISIBLE_DEVICES=0 PYTHONUNBUFFERED=1 -- \
+        "$here/torch/compute_kernels.py" --budget-seconds $(( kernels_s - 25 )) --out "$one-compute-torch.jsonl"
+      run_program python3 compute-steps "$steps_s" CUDA_VISIBLE_DEVICES=0 PYTHONUNBUFFERED=1 -- \
+        "$here/torch/train_steps.py" --budget-seconds $(( steps_s - 30 )) --out "$one-compute-steps.jsonl" \
+        --kernels-out "$one-compute-steps-kernels.json"
+      kill "$smi" 2>/dev/null ;;
     x8)
       # The 8-GPU profile (README.md, "8-GPU capture"): most wanted first, so a cut call keeps the new data.
       [[ -z ${PREFIX:-} ]] && prefix=h200x8

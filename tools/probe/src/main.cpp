@@ -59,7 +59,9 @@ void print_usage(std::FILE* out) {
                "  --pairs SPEC       GPU pairs of the pairwise copy/latency tests: all (default), star (GPU 0 with\n"
                "                     every GPU, both ways), from0 (GPU 0 to every GPU) or a list 0-1,2-5\n"
                "  --size-step N      factor between sweep sizes, a power of two (default 2; 16 with --quick)\n"
-               "  --tests LIST       copy family: run only these tests (comma-separated, see --list)\n"
+               "  --tests LIST       copy and compute families: run only these tests (comma-separated, see --list)\n"
+               "  --budget-seconds N compute family: cut the GEMM table short so that the family ends within N s\n"
+               "  --formats LIST     compute family: time only GEMMs of these formats (bf16,fp16,tf32,fp8_e4m3)\n"
                "  --samples-cap N    samples kept per record in the file (default 2000)\n"
                "  --keep-going       run the remaining families after one fails (the trace stays incomplete)\n"
                "  --quiet            no per-record summary on stderr\n"
@@ -148,10 +150,21 @@ Command parse_command_line(int argc, char** argv) {
       command.options.tests = split_commas(value_of(i));
       if (command.options.tests.empty()) throw UsageError("--tests needs at least one test name");
       for (const std::string& test : command.options.tests) {
-        const auto& known = find_family("copy")->tests;
-        if (std::none_of(known.begin(), known.end(), [&](const std::string& t) { return t.rfind(test + "/", 0) == 0; }))
-          throw UsageError("--tests: the copy family has no test " + test + " (see --list)");
+        bool known = false;
+        for (const char* family : {"copy", "compute"})
+          for (const std::string& t : find_family(family)->tests) known = known || t.rfind(test + "/", 0) == 0;
+        if (!known)
+          throw UsageError("--tests: neither the copy nor the compute family has a test " + test + " (see --list)");
       }
+    } else if (arg == "--formats") {
+      command.options.formats = split_commas(value_of(i));
+      for (const std::string& format : command.options.formats)
+        if (format != "bf16" && format != "fp16" && format != "tf32" && format != "fp8_e4m3")
+          throw UsageError("--formats: unknown GEMM format " + format + " (bf16, fp16, tf32, fp8_e4m3)");
+      if (command.options.formats.empty()) throw UsageError("--formats needs at least one format");
+    } else if (arg == "--budget-seconds") {
+      command.options.budget_seconds = std::atof(value_of(i).c_str());
+      if (!(command.options.budget_seconds > 0)) throw UsageError("--budget-seconds needs a positive number");
     } else if (arg == "--samples-cap") {
       command.options.samples_cap = static_cast<std::size_t>(std::atoll(value_of(i).c_str()));
       if (command.options.samples_cap < 1) throw UsageError("--samples-cap needs a positive number");
@@ -397,9 +410,12 @@ std::string header_line(const Command& command, const Inventory& inventory) {
       .field("ranks", command.options.ranks)
       .field("pairs", command.options.pairs)
       .field("size_step", command.options.size_step)
+      .field("budget_seconds", command.options.budget_seconds)
       .key("tests")
       .begin_array();
   for (const std::string& test : command.options.tests) json.value(test);
+  json.end_array().key("formats").begin_array();
+  for (const std::string& format : command.options.formats) json.value(format);
   json.end_array().end_object();
   json.key("uvm_params");
   write_uvm_parameters(json);

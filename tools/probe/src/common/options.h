@@ -26,7 +26,11 @@ struct Options {
   // pair), "star" (GPU 0 with every other GPU, both directions), "from0" (GPU 0 to every other GPU), or a list
   // "0-1,2-5" of ordered source-destination pairs. Bounds an 8-GPU capture: 56 ordered pairs take minutes.
   std::string pairs = "all";
-  std::vector<std::string> tests;  // copy family: run only these tests (empty: all)
+  std::vector<std::string> tests;  // copy and compute families: run only these tests (empty: all)
+  // compute family: GEMM formats to time (bf16, fp16, tf32, fp8_e4m3; empty: all).
+  std::vector<std::string> formats;
+  // compute family: the GEMM table stops early so that the whole family ends within this many seconds (0: none).
+  double budget_seconds = 0;
 };
 
 // Whether the ordered pair a -> b (a != b) is among the pairs `options.pairs` selects.

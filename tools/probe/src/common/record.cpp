@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 
 #include "check.h"
 #include "json.h"
@@ -101,7 +102,22 @@ void RecordSink::emit(const Record& record) {
       .field("max", summary.max);
   for (const auto& [name, value] : record.extras) {
     json.key(name);
-    std::visit([&json](const auto& v) { json.value(v); }, value);
+    std::visit(
+        [&json](const auto& v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, std::vector<double>>) {
+            json.begin_array();
+            for (double number : v) json.value(number);
+            json.end_array();
+          } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+            json.begin_array();
+            for (const std::string& text : v) json.value(text);
+            json.end_array();
+          } else {
+            json.value(v);
+          }
+        },
+        value);
   }
   json.key("samples").number_array(kept);
   json.end_object();

@@ -21,10 +21,11 @@ struct Summary {
 Summary summarize(std::vector<double> samples);
 double percentile_sorted(const std::vector<double>& sorted, double fraction);
 
-using ExtraValue = std::variant<double, std::int64_t, std::string>;
+// Extra fields: numbers, strings, and arrays of either (per-window series, shape lists, kernel names).
+using ExtraValue = std::variant<double, std::int64_t, std::string, std::vector<double>, std::vector<std::string>>;
 
 struct Record {
-  std::string family;   // copy | latency | launch | jitter | collective | nvshmem | uvm
+  std::string family;   // copy | latency | launch | jitter | collective | nvshmem | uvm | step | compute
   std::string test;     // e.g. ce_peer
   std::string variant;  // e.g. single, pipelined, round_trip
   std::vector<int> ranks;

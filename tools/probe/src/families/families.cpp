@@ -73,6 +73,16 @@ const std::vector<Family>& all_families() {
        {"first_touch/{host_to_gpu,gpu_to_gpu}", "prefetch/{host_to_gpu,gpu_to_host,gpu_to_gpu}",
         "read/{local,peer_mapped,host_mapped}", "round_robin/{prefetch,touch}"},
        run_uvm_family},
+      {"compute",
+       "GPU 0's kernels: cuBLASLt GEMMs by shape and format (bf16, fp16, tf32, fp8 e4m3), batched and grouped "
+       "GEMMs, timing methods, sustained GEMMs (clocks and power), operand data, per-kernel jitter, launch costs",
+       false,
+       1,
+       {"gemm/{bf16,fp16,tf32,fp8_e4m3}", "gemm_batched/bf16", "gemm_grouped/bf16",
+        "gemm_method/{batch_events,graph_replay,single_shot_events,single_shot_host}", "gemm_sustained/bf16",
+        "gemm_data/{normal,zeros,uniform,ones,small_int,normal_again}", "kernel_jitter/<kernel>",
+        "launch_cost/<kernel>"},
+       run_compute_family},
   };
   return families;
 }

@@ -35,5 +35,6 @@ void run_nvshmem_family(RankContext& context);
 void run_nvshmem_bidir_family(RankContext& context);
 #endif
 void run_uvm_family(RankContext& context);
+void run_compute_family(RankContext& context);
 
 }  // namespace probe
