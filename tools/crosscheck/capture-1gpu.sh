@@ -18,8 +18,10 @@ cuda_home=$(dirname "$(dirname "$(command -v nvcc)")")
 site=$(python3 -c 'import nvidia, os; print(os.path.dirname(list(nvidia.__path__)[0]))' 2>/dev/null || true)
 export LD_LIBRARY_PATH=$cuda_home/lib64:$site/nvidia/cublas/lib:${LD_LIBRARY_PATH:-}
 prefix=${PREFIX:-h200x1-xc}
-traces=$out/traces
-dry=$out/dryrun
+# The traces are written outside OUT (a device call brings back at most 8 files): only the packs go there.
+work=${WORK:-$(mktemp -d)}
+traces=$work/traces
+dry=$work/dryrun
 mkdir -p "$traces" "$dry"
 nvidia-smi > "$traces/nvidia-smi.txt" 2>&1
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active \
@@ -34,7 +36,7 @@ t=$(date +%s)
 xc=$root/build-crosscheck/xc
 if ! "$xc" --list > /dev/null 2>&1; then
   echo "carried xc does not run here: building"
-  JOBS=16 bash "$here/build.sh" > "$out/build.log" 2>&1
+  JOBS=16 bash "$here/build.sh" > "$traces/build.log" 2>&1
 fi
 step build $? "$t"
 

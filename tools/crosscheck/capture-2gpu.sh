@@ -17,7 +17,9 @@ cuda_home=$(dirname "$(dirname "$(command -v nvcc)")")
 site=$(python3 -c 'import nvidia, os; print(os.path.dirname(list(nvidia.__path__)[0]))' 2>/dev/null || true)
 export LD_LIBRARY_PATH=$cuda_home/lib64:$site/nvidia/cublas/lib:${LD_LIBRARY_PATH:-}
 prefix=${PREFIX:-h200x2-xc}
-traces=$out/traces
+# The traces are written outside OUT (a device call brings back at most 8 files): only the packs go there.
+work=${WORK:-$(mktemp -d)}
+traces=$work/traces
 mkdir -p "$traces"
 nvidia-smi > "$traces/nvidia-smi.txt" 2>&1
 nvidia-smi topo -m > "$traces/topo.txt" 2>&1
