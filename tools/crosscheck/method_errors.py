@@ -27,15 +27,24 @@ def method_of(trace_path, cache={}):
     return cache[trace_path]
 
 
-def table(rows, markdown):
+def table(rows, columns, markdown):
+    head = columns + ["records", "median |err|", "max |err|"]
     if markdown:
-        out = ["| family | method | variant | statistic | records | median abs err | max abs err |",
-               "|---|---|---|---|---|---|---|"]
-        out += [f"| {f} | {m} | {v} | {s} | {n} | {med:.1%} | {mx:.1%} |" for f, m, v, s, n, med, mx in rows]
+        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        out += ["| " + " | ".join(list(r[:-3]) + [str(r[-3]), f"{r[-2]:.1%}", f"{r[-1]:.1%}"]) + " |" for r in rows]
     else:
-        out = [f"{'family':<11} {'method':<24} {'variant':<12} {'stat':<7} {'records':>7} {'median':>9} {'max':>9}"]
-        out += [f"{f:<11} {m:<24} {v:<12} {s:<7} {n:>7} {med:>9.1%} {mx:>9.1%}" for f, m, v, s, n, med, mx in rows]
+        widths = [max(len(c), *(len(str(r[i])) for r in rows)) if rows else len(c) for i, c in enumerate(columns)]
+        out = ["  ".join(c.ljust(w) for c, w in zip(columns, widths)) + f"  {'records':>7} {'median':>8} {'max':>8}"]
+        out += ["  ".join(str(v).ljust(w) for v, w in zip(r[:-3], widths)) + f"  {r[-3]:>7} {r[-2]:>8.1%} {r[-1]:>8.1%}"
+                for r in rows]
     return "\n".join(out)
+
+
+def grouped(comparisons, key):
+    groups = collections.defaultdict(list)
+    for c in comparisons:
+        groups[key(c)].append(abs(c["error"]))
+    return [k + (len(v), statistics.median(v), max(v)) for k, v in sorted(groups.items())]
 
 
 def main():
@@ -48,15 +57,15 @@ def main():
     markdown = "--markdown" in sys.argv
     with open(path) as f:
         result = json.load(f)
-    for title, keep in (("every comparison", lambda c: True), ("validation records only",
-                                                                lambda c: c["use"] == "validation")):
-        groups = collections.defaultdict(list)
-        for c in result.get("comparisons", []):
-            if keep(c):
-                groups[(c["family"], method_of(c["trace"]), c["variant"], c["statistic"])].append(abs(c["error"]))
-        rows = [(f, m, var, s, len(v), statistics.median(v), max(v)) for (f, m, var, s), v in sorted(groups.items())]
-        print(f"## {title}\n")
-        print(table(rows, markdown) + "\n")
+    comparisons = result.get("comparisons", [])
+    for title, chosen in (("every comparison", comparisons),
+                          ("validation records only", [c for c in comparisons if c["use"] == "validation"])):
+        print(f"## {title}: by family and method\n")
+        rows = grouped(chosen, lambda c: (c["family"], method_of(c["trace"]), c["statistic"]))
+        print(table(rows, ["family", "method", "statistic"], markdown) + "\n")
+        print(f"## {title}: by family, method, test and variant\n")
+        rows = grouped(chosen, lambda c: (c["family"], method_of(c["trace"]), c["test"], c["variant"], c["statistic"]))
+        print(table(rows, ["family", "method", "test", "variant", "statistic"], markdown) + "\n")
     skipped = collections.Counter()
     for line in result.get("skipped", []):
         # "trace:id: reason"; ids are family/test/variant/ranks/bytes/method...

@@ -100,13 +100,16 @@ def header():
         gpus.append({"index": i, "name": p.name, "pci": pci, "sms": p.multi_processor_count,
                      "memory_bytes": p.total_memory, "compute_capability": f"{p.major}.{p.minor}"})
     env = {k: v for k, v in os.environ.items()
-           if k.startswith(("NCCL_", "NVSHMEM_", "CUDA_", "TORCH_SYMM_MEM_", "PYTORCH_")) and "/" not in v}
+           if k.startswith(("NCCL_", "NVSHMEM_", "CUDA_", "TORCH_SYMM_MEM_", "PYTORCH_")) and "/" not in v
+           and not k.endswith("_VERSION")}
+    # Absolute paths (the script's, a temporary output folder) say where it ran: last part only.
+    argv = [os.path.basename(a.rstrip("/")) if a.startswith("/") else a for a in sys.argv]
     nccl = ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else None
     return {"schema": "snsim-trace/1", "probe": None, "host": socket.gethostname(), "gpus": gpus,
             "driver": os.environ.get("XC_DRIVER_VERSION"), "cuda": torch.version.cuda, "nccl": nccl,
             "nvshmem": None, "topo": os.environ.get("XC_TOPO"), "env": env,
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "tool": TOOL,
-            "torch": torch.__version__, "argv": sys.argv}
+            "torch": torch.__version__, "argv": argv}
 
 
 def events_time(fn, n=1):

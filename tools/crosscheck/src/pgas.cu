@@ -390,16 +390,14 @@ class Pgas {
             for (std::uint64_t bytes : kind == 2 ? std::vector<std::uint64_t>{8} : small) {
               if (deadline.passed()) break;
               const int iters = a_.quick ? 10 : 100;
+              auto run = [&](unsigned long long* c) {
+                latency_kernel<<<1, threads, 0, s_>>>(dst, src, bytes, scope, kind, iters, signal, peer_, c);
+                launched("latency_kernel");
+              };
+              kernel_time(false, run);  // warm-up: first touches of the remote slots, module load
               for (bool clocked : {false, true}) {
                 std::vector<double> per_op;
-                for (int k = 0; k < samples; ++k)
-                  per_op.push_back(kernel_time(clocked,
-                                               [&](unsigned long long* c) {
-                                                 latency_kernel<<<1, threads, 0, s_>>>(dst, src, bytes, scope, kind,
-                                                                                       iters, signal, peer_, c);
-                                                 launched("latency_kernel");
-                                               }) /
-                                   iters);
+                for (int k = 0; k < samples; ++k) per_op.push_back(kernel_time(clocked, run) / iters);
                 Result r = nvshmem_result(tests[kind], kScopes[scope], pair(), bytes, std::move(per_op));
                 r.suffix = "t" + std::to_string(threads);
                 r.extras = {extra("threads", threads), extra("blocks", 1), extra("iters_per_sample", iters),
@@ -420,7 +418,7 @@ class Pgas {
       for (int scope = 0; scope < 3; ++scope)
         for (std::uint64_t bytes : small) {
           std::vector<double> by_events, by_clock;
-          for (int k = 0; k < samples * 2; ++k) {
+          for (int k = -1; k < samples * 2; ++k) {  // k = -1: a warm-up series, not kept
             const bool clocked = k % 2 == 1;
             must(cudaMemset(signal, 0, 64), "cudaMemset");
             must(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
@@ -431,7 +429,7 @@ class Pgas {
                                                                            me_ == 0, me_ == 0 ? 1 : 0, c);
               launched("pingpong_kernel");
             });
-            (clocked ? by_clock : by_events).push_back(t / iters);
+            if (k >= 0) (clocked ? by_clock : by_events).push_back(t / iters);
             nvshmem_barrier_all();
           }
           for (bool clocked : {false, true}) {

@@ -1,7 +1,9 @@
 // Two GPUs: peer copies, managed memory between GPUs and long runs of one peer copy (GPU 0 and Config::peer).
 //
 // copy, ranks [source, destination], 4 B - 1 GiB, variants single / pipelined, every method:
-//   ce_peer        cudaMemcpyPeerAsync on the source GPU's stream (push; the probe's ce_peer)
+//   ce_peer        a copy engine copy on the source GPU's stream (push; the probe's ce_peer). cudaMemcpyAsync with
+//                  unified addresses and peer access on, the same engine path as cudaMemcpyPeerAsync, which stream
+//                  capture refuses (cudaErrorStreamCaptureUnsupported): the graph method needs this one
 //   ce_peer_pull   the same copy on the destination GPU's stream
 //   sm_push        the SM copy kernel on the source GPU storing into the peer's memory
 //   sm_pull        the SM copy kernel on the destination GPU loading from the peer's memory
@@ -121,22 +123,22 @@ void run_peer_copies(TraceSet& out, const Config& config, const Deadline& deadli
           if (sm)
             launch_sm_copy(back_to, back_from, bytes, fj.second, nullptr, sms);
           else
-            must(cudaMemcpyPeerAsync(back_to, a, back_from, b, bytes, fj.second), "cudaMemcpyPeerAsync");
+            must(cudaMemcpyAsync(back_to, back_from, bytes, cudaMemcpyDefault, fj.second), "cudaMemcpyAsync");
           must(cudaEventRecord(fj.join, fj.second), "cudaEventRecord");
           must(cudaSetDevice(a), "cudaSetDevice");
           if (sm)
             launch_sm_copy(to, from, bytes, st, nullptr, sms);
           else
-            must(cudaMemcpyPeerAsync(to, b, from, a, bytes, st), "cudaMemcpyPeerAsync");
+            must(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, st), "cudaMemcpyAsync");
           must(cudaStreamWaitEvent(st, fj.join, 0), "cudaStreamWaitEvent");
         };
       };
       const Test tests[] = {
           {"ce_peer", "ce", 0,
-           [=](cudaStream_t st) { must(cudaMemcpyPeerAsync(to, b, from, a, bytes, st), "cudaMemcpyPeerAsync"); },
+           [=](cudaStream_t st) { must(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, st), "cudaMemcpyAsync"); },
            nullptr, "uni"},
           {"ce_peer_pull", "ce", 1,
-           [=](cudaStream_t st) { must(cudaMemcpyPeerAsync(to, b, from, a, bytes, st), "cudaMemcpyPeerAsync"); },
+           [=](cudaStream_t st) { must(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, st), "cudaMemcpyAsync"); },
            nullptr, "uni"},
           {"sm_push", "sm", 0, [=](cudaStream_t st) { launch_sm_copy(to, from, bytes, st, nullptr, sms); },
            [=](cudaStream_t st, unsigned long long* c) { launch_sm_copy(to, from, bytes, st, c, sms); }, "uni"},
@@ -276,7 +278,7 @@ void run_peer_jitter(TraceSet& out, const Config& config, const Deadline& deadli
     ce.bytes = bytes;
     ce.extras = {extra("engine", "ce")};
     ce.enqueue = [=](cudaStream_t st) {
-      must(cudaMemcpyPeerAsync(to, peer, from, 0, bytes, st), "cudaMemcpyPeerAsync");
+      must(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, st), "cudaMemcpyAsync");
     };
     Op sm = ce;
     sm.test = "sm_push";

@@ -194,6 +194,8 @@ std::string iso_now() {
 
 // Variables that change what a capture measures; paths are left out (they say where, not how).
 bool recorded_variable(const std::string& name, const std::string& value) {
+  // *_VERSION: labels of the image (NCCL_VERSION, CUDA_VERSION), not settings; the header has the versions in use.
+  if (name.size() > 8 && name.compare(name.size() - 8, 8, "_VERSION") == 0) return false;
   for (const char* prefix : {"NCCL_", "NVSHMEM_", "CUDA_", "TORCH_SYMM_MEM_", "PYTORCH_"})
     if (name.rfind(prefix, 0) == 0) return value.find('/') == std::string::npos;
   return false;
@@ -231,8 +233,16 @@ std::string header_json(const std::vector<std::string>& argv, const std::string&
     env += std::string(env.size() > 1 ? ", " : "") + json_string(name) + ": " + json_string(value);
   }
   env += "}";
+  // Absolute paths (the program's, a temporary output folder) say where it ran, not what it measured: last part only.
   std::string args = "[";
-  for (std::size_t i = 0; i < argv.size(); ++i) args += (i ? ", " : "") + json_string(argv[i]);
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    std::string a = argv[i];
+    if (!a.empty() && a[0] == '/') {
+      while (a.size() > 1 && a.back() == '/') a.pop_back();
+      a = a.substr(a.find_last_of('/') + 1);
+    }
+    args += (i ? ", " : "") + json_string(a);
+  }
   args += "]";
   const char* driver_text = std::getenv("XC_DRIVER_VERSION");  // nvidia-smi's, passed in by the capture script
   const char* topo = std::getenv("XC_TOPO");
