@@ -168,7 +168,7 @@ bool transfers(std::string_view kind) {
   return false;
 }
 
-/// Kinds in which a rank waits on others (workloads/waits.hpp): a wait span lies inside one of them, or between
+/// Kinds in which a rank waits on others (runtime/waits.hpp): a wait span lies inside one of them, or between
 /// workloads (the phase barrier, which has no record).
 bool blocking(std::string_view kind) {
   for (std::string_view k : {"collective", "barrier", "shmem_barrier", "signal_wait", "get"})

@@ -34,7 +34,7 @@ struct OpRecord {
   std::optional<Seconds> cause{};
 };
 
-/// One stretch of time a rank spent blocked on another rank (workloads/waits.hpp says how waits are attributed).
+/// One stretch of time a rank spent blocked on another rank (runtime/waits.hpp says how waits are attributed).
 struct Wait {
   int rank = 0;  // who waited
   int on = 0;    // the rank it waited on
@@ -50,7 +50,7 @@ struct Table {
   std::vector<std::vector<nlohmann::json>> rows;
 };
 
-/// How one rank spent the run: in ops, or blocked on other ranks (workloads/waits.hpp computes it from the ops
+/// How one rank spent the run: in ops, or blocked on other ranks (runtime/waits.hpp computes it from the ops
 /// and the waits the Runner attributes). busy + waiting <= span; the rest of the span it was between ops.
 struct RankWaits {
   int rank = 0;

@@ -1,13 +1,13 @@
 // Workloads end to end: each TEST_CASE that runs a simulation is its own process (one simulation per process).
 #include <doctest/doctest.h>
 
-#include "workloads/test_support.hpp"
+#include "scenario/test_support.hpp"
 
 #include <algorithm>
 #include <fstream>
 #include <sstream>
 
-#include "workloads/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 using namespace snsim;
 using namespace snsim::workloads;
@@ -342,7 +342,8 @@ TEST_CASE("workloads: a pull's bytes leave the source, sharing its up-link with 
 
 TEST_CASE("workloads: sustained GEMMs slow to the power-capped clock, queued kernels pay only the queue gap") {
   // 4096^3 bf16 GEMMs back to back on an H200 (989 TFLOP/s peak): at boost each takes 1.5us + F / (989T x 0.9);
-  // busy all but the queue gaps, the clock settles at (0.75 / duty)^(1/2.5) of boost. Unqueued, a kernel pays the 5 us launch instead.
+  // busy all but the queue gaps, the clock settles at (0.75 / duty)^(1/2.5) of boost. Unqueued, a kernel pays the 5 us
+  // launch instead.
   const auto s = load(
       "topology: {type: hgx, gpu: h200, gpus: 2}\n"
       "models: {compute: {flop_efficiency: 0.9, launch: 5us, queue_gap: 1.5us, power_duty: 0.75, power_exponent: "

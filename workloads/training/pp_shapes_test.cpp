@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "scenario/test_support.hpp"
 #include "sim/isolated.hpp"
-#include "workloads/test_support.hpp"
 
 using namespace snsim;
 using namespace snsim::workloads;

@@ -8,9 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "runtime/waits.hpp"
 #include "sim/random.hpp"
 #include "workloads/training/balancer.hpp"
-#include "workloads/waits.hpp"
 
 namespace snsim::workloads::training {
 namespace {

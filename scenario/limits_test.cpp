@@ -1,15 +1,15 @@
-// Memory limits (workloads/limits.hpp): what the estimate counts, the limit's sources and its messages, and the
+// Memory limits (scenario/limits.hpp): what the estimate counts, the limit's sources and its messages, and the
 // figures it gives for the bench scenarios. No simulation runs here.
 #include <doctest/doctest.h>
 
-#include "workloads/test_support.hpp"
+#include "scenario/test_support.hpp"
 
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
 
+#include "scenario/limits.hpp"
 #include "sim/error.hpp"
-#include "workloads/limits.hpp"
 
 #include <fmt/format.h>
 

@@ -6,12 +6,12 @@
 #include <fmt/ranges.h>
 
 #include "models/uvm.hpp"
-#include "workloads/program.hpp"
+#include "program/program.hpp"
 
 namespace snsim::workloads {
 namespace {
 
-// Residency is a bit per location (host and every GPU) in a 64-bit word (workloads/uvm.cpp).
+// Residency is a bit per location (host and every GPU) in a 64-bit word (runtime/uvm_executor.cpp).
 constexpr int MAX_UVM_GPUS = 63;
 // The fabric does not describe host memory: 2 TiB, a DGX H200's system memory [spec: NVIDIA DGX H200 datasheet,
 // "2TB"], bounds what managed memory can hold beyond the GPUs.

@@ -9,9 +9,9 @@
 #include <sstream>
 
 #include "models/collective.hpp"
+#include "scenario/test_support.hpp"
 #include "sim/error.hpp"
 #include "sim/isolated.hpp"
-#include "workloads/test_support.hpp"
 
 using namespace snsim;
 using namespace snsim::workloads;

@@ -1,4 +1,4 @@
-#include "sim/failures.hpp"
+#include "scenario/failures.hpp"
 
 #include <algorithm>
 #include <array>

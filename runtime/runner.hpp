@@ -11,14 +11,14 @@
 #include <vector>
 
 #include "models/models.hpp"
+#include "program/program.hpp"
+#include "runtime/waits.hpp"
 #include "sim/report.hpp"
 #include "sim/simulation.hpp"
-#include "workloads/program.hpp"
-#include "workloads/waits.hpp"
 
 namespace snsim::workloads {
 
-struct ManagedState;  // a managed buffer's residency (workloads/uvm.cpp)
+struct ManagedState;  // a managed buffer's residency (runtime/uvm_executor.cpp)
 
 class Runner {
  public:
@@ -39,13 +39,13 @@ class Runner {
   std::vector<int> unfinished() const;
   /// Into `invariants`: ops started and ended, every op a rank started and never ended with what it waited for (a
   /// signal's value, the members missing from a collective or barrier, an event's records), and any rank whose
-  /// records go back in time (workloads/runner.cpp). Valid after Simulation::run().
+  /// records go back in time (runtime/runner.cpp). Valid after Simulation::run().
   void check(Invariants& invariants) const;
-  /// Who waited on whom, and when (workloads/waits.hpp). Valid after Simulation::run().
+  /// Who waited on whom, and when (runtime/waits.hpp). Valid after Simulation::run().
   std::vector<Wait> waits() const { return waits_.waits(); }
   /// Kernels that start on `rank` from now on run `compute` / `hbm` times longer (a slowed failure).
   void slow_gpu(int rank, double compute, double hbm) { variability_.slow(device(rank), compute, hbm); }
-  /// The run has failures that change link rates mid-run (sim/failures.hpp): rings keep the exact path
+  /// The run has failures that change link rates mid-run (scenario/failures.hpp): rings keep the exact path
   /// (models/fabric.hpp). Before launch().
   void expect_fabric_failures() { fabric_failures_ = true; }
 
@@ -63,7 +63,7 @@ class Runner {
   void barrier(const BarrierOp& op);
   DeviceId device(int rank) const;
 
-  // PGAS ops with NVSHMEM semantics (workloads/pgas.cpp).
+  // PGAS ops with NVSHMEM semantics (runtime/pgas_executor.cpp).
   struct Pgas;  // the symmetric heap's signals and every PE's puts in flight
   /// The put that changed a signal last: its issuer and when it was issued (its record's start).
   struct Signaller {
@@ -79,14 +79,14 @@ class Runner {
   void pgas(int rank, const FenceOp& op);
   void pgas(int rank, const ShmemBarrierOp& op);
   void pgas(int rank, const LoadOp& op);
-  void pgas(int rank, const EventRecordOp& op);  // on the same state as signals (workloads/pgas.cpp)
+  void pgas(int rank, const EventRecordOp& op);  // on the same state as signals (runtime/pgas_executor.cpp)
   void pgas(int rank, const EventWaitOp& op);
   void wait_puts_complete(int rank);
   /// What an unended signal_wait or event_wait of `rank` waits for, with the value it saw last; empty for others.
   std::string pgas_waiting_for(int rank, const Op& op) const;
   models::PgasRoute pgas_route(int from, int to) const;
 
-  // Unified memory (workloads/uvm.cpp). Faults and migrations are recorded as their own ops ("fault", "migrate")
+  // Unified memory (runtime/uvm_executor.cpp). Faults and migrations are recorded as their own ops ("fault", "migrate")
   // with the phase and tag of the op `top` that caused them.
   struct Uvm;  // every managed buffer's residency and advice, and per-location counters
   Uvm& uvm_state();
@@ -100,7 +100,7 @@ class Runner {
   void evict(int gpu, Bytes bytes, const Op& top, int rank);  // to the host, to make room
   void count_accesses(int rank, ManagedState& buffer, const ReadOp& op, const Op& top);
 
-  // Collectives, one transfer per algorithm step (workloads/collectives.cpp).
+  // Collectives, one transfer per algorithm step (runtime/collective_executor.cpp).
   struct Step;  // a plan with what its transfers need
   /// Returns the algorithm and protocol it ran: "ring/LL128".
   std::string collective(int rank, const CollectiveOp& op);
@@ -134,7 +134,7 @@ class Runner {
   std::map<const void*, simgrid::s4u::BarrierPtr> barriers_;  // by Group identity
   std::map<const void*, double> switch_reduction_;            // by Group identity, computed on first use
   std::map<const void*, Seconds> ring_latency_;               // by Group identity, computed on first use
-  struct CrossbarRound;  // what the ranks of one fast-path round send each other (workloads/collectives.cpp)
+  struct CrossbarRound;  // what the ranks of one fast-path round send each other (runtime/collective_executor.cpp)
   std::map<std::pair<const void*, std::uint64_t>, std::shared_ptr<CrossbarRound>> crossbar_rounds_;
   std::map<std::pair<const void*, int>, std::uint64_t> crossbar_rounds_done_;  // by (group, rank)
   std::map<const void*, simgrid::s4u::BarrierPtr> ring_barriers_;              // ring fast path: by Group identity
@@ -159,7 +159,7 @@ class Runner {
 
 std::string label(const Op& op);
 
-/// What the records say about a PGAS op (workloads/pgas.cpp).
+/// What the records say about a PGAS op (runtime/pgas_executor.cpp).
 struct OpDescription {
   std::string_view kind;
   std::string label;

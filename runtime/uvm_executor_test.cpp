@@ -3,12 +3,12 @@
 // the formula written out by hand.
 #include <doctest/doctest.h>
 
-#include "workloads/test_support.hpp"
+#include "scenario/test_support.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "workloads/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 using namespace snsim;
 using namespace snsim::workloads;

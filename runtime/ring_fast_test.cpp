@@ -9,8 +9,8 @@
 
 #include <sstream>
 
+#include "scenario/test_support.hpp"
 #include "sim/isolated.hpp"
-#include "workloads/test_support.hpp"
 
 using namespace snsim;
 using namespace snsim::workloads;

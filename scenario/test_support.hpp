@@ -9,9 +9,9 @@
 
 #include <fmt/format.h>
 
+#include "scenario/scenario.hpp"
 #include "sim/config.hpp"
 #include "sim/isolated.hpp"
-#include "workloads/scenario.hpp"
 
 namespace snsim::workloads::testing {
 

@@ -9,7 +9,7 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
-#include "workloads/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // Programs: what each GPU does, as a list of ops (design.md, "Workloads are programs").
 //
 // Every workload -- an explicit program from the scenario or a generator such as collective_sweep -- expands into
-// one Program per rank; the Runner (workloads/runner.hpp) executes them, one SimGrid actor per GPU. Peers and groups
+// one Program per rank; the Runner (runtime/runner.hpp) executes them, one SimGrid actor per GPU. Peers and groups
 // are resolved to concrete ranks when the Program is built, so bad references are input errors before the run.
 #pragma once
 
@@ -60,7 +60,7 @@ struct BarrierOp {
   bool sync = false;
 };
 
-// PGAS ops with NVSHMEM semantics (models/pgas.hpp), run by workloads/pgas.cpp. Signals live on a symmetric
+// PGAS ops with NVSHMEM semantics (models/pgas.hpp), run by runtime/pgas_executor.cpp. Signals live on a symmetric
 // heap: every PE has a counter per signal id, starting at 0.
 
 /// nvshmem[x]_putmem_nbi[_warp|_block], `count` times by each of `issuers` issuers of `scope`; non-blocking.
@@ -124,7 +124,7 @@ struct LoadOp {
   std::uint64_t count = 1;  // dependent loads (chase) or passes over the span (stream)
 };
 
-// Unified memory (models/uvm.hpp), run by workloads/uvm.cpp. Buffers are named within the program that declares
+// Unified memory (models/uvm.hpp), run by runtime/uvm_executor.cpp. Buffers are named within the program that declares
 // them; every op naming a buffer holds its declaration.
 
 /// A managed allocation (cudaMallocManaged) and where its pages start.
@@ -225,7 +225,7 @@ int parse_peer(const ConfigNode& node, int rank, int gpus);
 void parse_ops(const ConfigNode& ops, const std::vector<int>& ranks, const Fabric& fabric, int phase,
                std::vector<Program>& programs);
 
-/// Parses a UVM op (managed, touch, prefetch, advise, read) for `ranks` (workloads/uvm_parse.cpp). Buffer names
+/// Parses a UVM op (managed, touch, prefetch, advise, read) for `ranks` (program/uvm_parse.cpp). Buffer names
 /// resolve within the current parse_ops call.
 void parse_uvm(const std::string& kind, const ConfigNode& op, const std::vector<int>& ranks, const Fabric& fabric,
                int phase, std::vector<Program>& programs);

@@ -1,13 +1,13 @@
-// Who waited on whom (workloads/waits.hpp): the attribution rules on hand-made logs, then end to end, one
+// Who waited on whom (runtime/waits.hpp): the attribution rules on hand-made logs, then end to end, one
 // simulation per test case.
 #include <doctest/doctest.h>
 
-#include "workloads/test_support.hpp"
+#include "scenario/test_support.hpp"
 
 #include <numeric>
 
-#include "workloads/scenario.hpp"
-#include "workloads/waits.hpp"
+#include "runtime/waits.hpp"
+#include "scenario/scenario.hpp"
 
 using namespace snsim;
 using namespace snsim::workloads;

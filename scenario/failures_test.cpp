@@ -1,5 +1,5 @@
 // Failure what-ifs: each TEST_CASE runs in its own process (one simulation per process).
-#include "sim/failures.hpp"
+#include "scenario/failures.hpp"
 
 #include <doctest/doctest.h>
 #include <simgrid/s4u.hpp>

@@ -3,13 +3,13 @@
 // deadlock leaves behind (the ops that never ended and what they wait for). One simulation per TEST_CASE.
 #include <doctest/doctest.h>
 
-#include "workloads/test_support.hpp"
+#include "scenario/test_support.hpp"
 
 #include <filesystem>
 
+#include "runtime/runner.hpp"
 #include "sim/invariants.hpp"
 #include "topologies/register.hpp"
-#include "workloads/runner.hpp"
 
 using namespace snsim;
 using namespace snsim::workloads;

@@ -18,7 +18,7 @@
 #include <fmt/format.h>
 #include <simgrid/s4u.hpp>
 
-#include "workloads/runner.hpp"
+#include "runtime/runner.hpp"
 
 namespace sg4 = simgrid::s4u;
 

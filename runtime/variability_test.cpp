@@ -2,7 +2,7 @@
 // compares runs runs each in a child process (fork), the way `snsim sweep` will.
 #include <doctest/doctest.h>
 
-#include "workloads/test_support.hpp"
+#include "scenario/test_support.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,9 +11,9 @@
 #include <set>
 #include <string>
 
+#include "runtime/runner.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/random.hpp"
-#include "workloads/runner.hpp"
-#include "workloads/scenario.hpp"
 
 using namespace snsim;
 using namespace snsim::workloads;

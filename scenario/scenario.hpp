@@ -6,7 +6,7 @@
 //   models: {copy: {ce: {efficiency: 0.88}}}   # optional: every model has sourced defaults
 //   workloads:                                 # run one after another, as phases
 //     - {type: collective_sweep, ops: all_reduce, sizes: {from: 8B, to: 1GiB}}
-//   failures: [{at: 1ms, link: {gpu: 3, lanes: 1}}]  # optional what-ifs (sim/failures.hpp)
+//   failures: [{at: 1ms, link: {gpu: 3, lanes: 1}}]  # optional what-ifs (scenario/failures.hpp)
 //   output: {timeline: true, timeline_gpus: "0-7"}  # timeline.json (Perfetto) of GPUs 0-7 (default all)
 //
 // Every input check happens in Scenario::load, because an exception escaping a SimGrid actor aborts the process.
@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "models/models.hpp"
+#include "scenario/failures.hpp"
 #include "sim/config.hpp"
-#include "sim/failures.hpp"
 #include "sim/report.hpp"
 #include "workloads/workload.hpp"
 
@@ -52,7 +52,7 @@ class Scenario {
   std::vector<std::unique_ptr<Workload>> workloads_;
   bool timeline_ = false;
   std::vector<int> timeline_gpus_;
-  std::vector<Failure> failures_;  // what-ifs applied at their times (sim/failures.hpp)
+  std::vector<Failure> failures_;  // what-ifs applied at their times (scenario/failures.hpp)
 };
 
 /// Refuses programs larger than this many ops after expanding repeats (a million ops per rank).

@@ -1,4 +1,4 @@
-#include "workloads/waits.hpp"
+#include "runtime/waits.hpp"
 
 #include <algorithm>
 

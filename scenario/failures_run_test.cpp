@@ -1,14 +1,14 @@
-// Failure what-ifs end to end (sim/failures.hpp): each TEST_CASE that runs a simulation is its own process (one
+// Failure what-ifs end to end (scenario/failures.hpp): each TEST_CASE that runs a simulation is its own process (one
 // simulation per process). Expected times are written out by hand: the part before the failure at the healthy rate,
 // the rest at the rate the failure leaves; the example scenarios' (workloads/examples/failure*.yaml) against the
 // collective model's own prediction for the lanes left.
 #include <doctest/doctest.h>
 
-#include "workloads/test_support.hpp"
+#include "scenario/test_support.hpp"
 
 #include <cmath>
 
-#include "workloads/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 using namespace snsim;
 using namespace snsim::workloads;

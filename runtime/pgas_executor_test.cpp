@@ -3,11 +3,11 @@
 // matters, from the formula written out by hand.
 #include <doctest/doctest.h>
 
-#include "workloads/test_support.hpp"
+#include "scenario/test_support.hpp"
 
 #include <cmath>
 
-#include "workloads/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 using namespace snsim;
 using namespace snsim::workloads;

@@ -2,7 +2,7 @@
 // (exit 2), instead of being killed by the kernel part way (issue 9).
 //
 // The estimate adds, for what the scenario fixes before it runs, a cost per item measured on the 2-core, 23 GiB
-// development machine (peak RSS of whole `snsim run --out` processes, GNU time; workloads/limits.cpp has the
+// development machine (peak RSS of whole `snsim run --out` processes, GNU time; scenario/limits.cpp has the
 // figures): the process with SimGrid; every endpoint (its host, actor, HBM link) and channel (its link, graph edge,
 // spare link); every route of a platform routed up front (up to Simulation::EAGER_ENDPOINTS endpoints); every op
 // after repeats (its record, and its lines in report.json, report.csv, timeline.json); every put and get (a mailbox
@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "program/program.hpp"
 #include "sim/fabric.hpp"
 #include "sim/units.hpp"
-#include "workloads/program.hpp"
 
 namespace snsim::workloads {
 

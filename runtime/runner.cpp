@@ -1,4 +1,4 @@
-#include "workloads/runner.hpp"
+#include "runtime/runner.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -183,7 +183,8 @@ void Runner::execute(int rank, const Op& op, const Op& top) {
     return;
   }
   const Seconds start = Simulation::now();
-  // Collectives and barriers wait for their last member (shmem barriers record their own arrival: workloads/pgas.cpp).
+  // Collectives and barriers wait for their last member (shmem barriers record their own arrival:
+  // runtime/pgas_executor.cpp).
   const auto* b = std::get_if<BarrierOp>(&op.what);
   const auto* c = std::get_if<CollectiveOp>(&op.what);
   const auto r = static_cast<std::size_t>(rank);

@@ -1,4 +1,4 @@
-#include "workloads/program.hpp"
+#include "program/program.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -1,4 +1,4 @@
-#include "workloads/limits.hpp"
+#include "scenario/limits.hpp"
 
 #include <unistd.h>
 

@@ -6,11 +6,11 @@
 // validation against our own traces.
 #include <doctest/doctest.h>
 
-#include "workloads/test_support.hpp"
+#include "scenario/test_support.hpp"
 
 #include <chrono>
 
-#include "workloads/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 using namespace snsim;
 using namespace snsim::workloads;

@@ -1,4 +1,4 @@
-#include "workloads/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 #include <fmt/ranges.h>
 
@@ -8,9 +8,9 @@
 #include <xbt/log.h>
 
 #include "models/params.hpp"
+#include "runtime/runner.hpp"
 #include "sim/invariants.hpp"
 #include "topologies/register.hpp"
-#include "workloads/runner.hpp"
 
 namespace snsim::workloads {
 namespace {
