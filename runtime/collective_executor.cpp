@@ -1,12 +1,13 @@
-// The Runner's collectives: a plan from the collective model (models/collective.hpp), executed as one transfer per
-// algorithm step between pair mailboxes, so that collectives share links max-min with everything else.
+// Collectives as the collective executor runs them: a plan from the collective model (models/collective.hpp),
+// executed as one transfer per algorithm step between pair mailboxes, so that collectives share links max-min with
+// everything else.
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 #include <simgrid/s4u.hpp>
 
-#include "runtime/runner.hpp"
+#include "runtime/collective_executor.hpp"
 
 namespace sg4 = simgrid::s4u;
 
@@ -17,7 +18,7 @@ int token = 0;
 }  // namespace
 
 /// A plan with what each of its transfers needs: wire bytes per payload byte and the rate cap.
-struct Runner::Step {
+struct CollectiveExecutor::Step {
   models::CollectivePlan plan;
   double efficiency = 1;    // payload share of the wire: SM copy efficiency x protocol efficiency
   double wire_cap = 0;      // most wire bytes/s of one transfer (channels, protocol cap, switch reduction); 0 = none
@@ -25,7 +26,7 @@ struct Runner::Step {
   const void* group = nullptr;  // the op's Group: its transfers use this group's pair mailboxes
 };
 
-models::CollectivePlatform Runner::collective_platform(const std::vector<int>& group) {
+models::CollectivePlatform CollectiveExecutor::collective_platform(const std::vector<int>& group) {
   const Fabric& fabric = simulation_.fabric();
   const auto& route = simulation_.route(device(group[0]), device(group[1]));
   auto [reduction, fresh] = switch_reduction_.try_emplace(&group, 0.0);
@@ -38,7 +39,8 @@ models::CollectivePlatform Runner::collective_platform(const std::vector<int>& g
           models::switch_links(fabric, device(group[0])), reduction->second};
 }
 
-std::string Runner::collective(int rank, const CollectiveOp& op) {
+OpOutcome CollectiveExecutor::run(int rank, const CollectiveOp& op) {
+  const Seconds arrival = Simulation::now();
   const auto& group = *op.group;
   const std::size_t n = group.size();
   const std::size_t position = static_cast<std::size_t>(std::ranges::find(group, rank) - group.begin());
@@ -58,7 +60,7 @@ std::string Runner::collective(int rank, const CollectiveOp& op) {
   const bool fast = crossbar_fast(group, step);
   const bool ring_fast_path = !fast && ring_fast(group, step);
   if (position == 0) ++collectives_by_path_[fast ? 1 : ring_fast_path ? 2 : 0];
-  hold_sms(rank);  // the collective kernel occupies its channels' SMs from launch to end
+  context_.hold_sms(rank);  // the collective kernel occupies its channels' SMs from launch to end
   sleep_for(plan.launch + plan.base_latency);
   switch (plan.shape.pattern) {
     case models::Pattern::ring:
@@ -89,11 +91,25 @@ std::string Runner::collective(int rank, const CollectiveOp& op) {
   // NVLS moves its bytes as one neighbour step, but the switch multicasts the reduced result only once every
   // member's data is in: every member ends with the last to arrive.
   if (plan.algorithm == models::Algorithm::nvls) barrier(BarrierOp{op.group, true});
-  release_sms(rank);
-  return fmt::format("{}/{}", models::to_string(plan.algorithm), models::to_string(plan.protocol));
+  context_.release_sms(rank);
+  context_.waits().arrive(rank, Sync::collective, op.group.get(), n, arrival, Simulation::now());
+  return {fmt::format("{}/{}", models::to_string(plan.algorithm), models::to_string(plan.protocol))};
 }
 
-sg4::Mailbox* Runner::mailbox(int from, int to, const void* group) {
+void CollectiveExecutor::run(int rank, const BarrierOp& op) {
+  const Seconds arrival = Simulation::now();
+  barrier(op);
+  context_.waits().arrive(rank, Sync::barrier, op.group.get(), op.group->size(), arrival, Simulation::now());
+}
+
+void CollectiveExecutor::barrier(const BarrierOp& op) {
+  auto [it, inserted] = barriers_.try_emplace(op.group.get(), nullptr);
+  if (inserted) it->second = sg4::Barrier::create(static_cast<unsigned>(op.group->size()));
+  it->second->wait();  // 3.32's return value is wrong (reference/simgrid-3.32.md §5): never used
+  if (!op.sync) sleep_for(models_.collective->barrier_latency);
+}
+
+sg4::Mailbox* CollectiveExecutor::mailbox(int from, int to, const void* group) {
   const std::tuple key{from, to, group};
   if (auto it = mailboxes_.find(key); it != mailboxes_.end()) return it->second;
   // Mailbox::by_name is a simcall (Engine::mailbox_by_name_or_create, unlike Barrier::create): other actors run before
@@ -104,7 +120,7 @@ sg4::Mailbox* Runner::mailbox(int from, int to, const void* group) {
   return mailboxes_.try_emplace(key, created).first->second;
 }
 
-sg4::CommPtr Runner::put(int from, int to, const Step& step, int transfers) {
+sg4::CommPtr CollectiveExecutor::put(int from, int to, const Step& step, int transfers) {
   // Collective kernels copy with SMs; the protocol's flags take a further share of each line.
   const auto count = static_cast<std::uint64_t>(transfers);
   const Bytes one = step.plan.shape.step_bytes;
@@ -116,7 +132,7 @@ sg4::CommPtr Runner::put(int from, int to, const Step& step, int transfers) {
   return comm->start();
 }
 
-Seconds Runner::ring_latency(const std::vector<int>& group) {
+Seconds CollectiveExecutor::ring_latency(const std::vector<int>& group) {
   // Every rank of a ring pays the wire latency of the ring's slowest hop each step, as NCCL's tuning model gives a
   // ring one step latency. The ring's time is the same as with each rank's own next hop (its steady-state period is
   // set by its slowest hop either way: equal on NVL576 and a 512-GPU superpod), but ranks stay in step: with their
@@ -130,7 +146,7 @@ Seconds Runner::ring_latency(const std::vector<int>& group) {
   return it->second;
 }
 
-void Runner::ring_steps(int rank, int next, int prev, const Step& step) {
+void CollectiveExecutor::ring_steps(int rank, int next, int prev, const Step& step) {
   const Seconds latency = step.plan.step_latency + step.ring_latency;
   for (int s = 0; s < step.plan.shape.steps; ++s) {
     sleep_for(latency);
@@ -142,7 +158,7 @@ void Runner::ring_steps(int rank, int next, int prev, const Step& step) {
   }
 }
 
-bool Runner::ring_fast(const std::vector<int>& group, const Step& step) const {
+bool CollectiveExecutor::ring_fast(const std::vector<int>& group, const Step& step) const {
   const auto path = models_.fabric->path;
   if (path == models::FabricPath::exact || step.plan.algorithm != models::Algorithm::ring ||
       step.plan.shape.pattern != models::Pattern::ring)
@@ -154,7 +170,8 @@ bool Runner::ring_fast(const std::vector<int>& group, const Step& step) const {
   return models_.jitter->latency.is_none() && models_.jitter->bandwidth.is_none() && !fabric_failures_;
 }
 
-void Runner::ring_fast_steps(int rank, int next, int prev, const std::vector<int>& group, const Step& step) {
+void CollectiveExecutor::ring_fast_steps(int rank, int next, int prev, const std::vector<int>& group,
+                                         const Step& step) {
   // The ring's steps as one transfer of all their bytes to the same neighbour, after all their latencies, rate-capped
   // as each step's transfer (models/fabric.hpp). The members start together: in the exact path step s waits for the
   // members within s hops, and a ring runs at least n/2 steps. They end together: a ring runs at its slowest pace.
@@ -175,7 +192,7 @@ void Runner::ring_fast_steps(int rank, int next, int prev, const std::vector<int
   members->wait();
 }
 
-void Runner::all_peers_steps(int rank, const std::vector<int>& group, const Step& step) {
+void CollectiveExecutor::all_peers_steps(int rank, const std::vector<int>& group, const Step& step) {
   Seconds latency{0};
   for (int peer : group)
     if (peer != rank) latency = std::max(latency, simulation_.route(device(rank), device(peer)).latency);
@@ -191,7 +208,7 @@ void Runner::all_peers_steps(int rank, const std::vector<int>& group, const Step
   }
 }
 
-bool Runner::crossbar_fast(const std::vector<int>& group, const Step& step) const {
+bool CollectiveExecutor::crossbar_fast(const std::vector<int>& group, const Step& step) const {
   const auto path = models_.fabric->path;
   if (step.plan.shape.pattern != models::Pattern::all_peers || path == models::FabricPath::exact) return false;
   // With 2 ranks a port carries one transfer each way: nothing to aggregate (and the validated 2-GPU twins stay
@@ -202,7 +219,7 @@ bool Runner::crossbar_fast(const std::vector<int>& group, const Step& step) cons
 }
 
 /// One round of the crossbar fast path: what every member sends every other, and who has started the round.
-struct Runner::CrossbarRound {
+struct CollectiveExecutor::CrossbarRound {
   std::vector<std::vector<double>> bytes;  // [from][to] by group position: SimGrid bytes (timed)
   std::vector<bool> started;               // by group position
   sg4::BarrierPtr all_started;             // every member has drawn and published its transfers
@@ -221,7 +238,8 @@ struct PortLoad {
 };
 }  // namespace
 
-void Runner::crossbar_steps(int rank, const std::vector<int>& group, std::size_t position, const Step& step) {
+void CollectiveExecutor::crossbar_steps(int rank, const std::vector<int>& group, std::size_t position,
+                                        const Step& step) {
   // As all_peers_steps, transfer by transfer (latency, jitter draws, byte accounting), but a member's transfers of
   // a round move through its ports as aggregated flows (models/fabric.hpp). In the exact path a transfer starts when
   // both its ends have started the round; here a member starts, when it arrives, one flow out and one in for the
@@ -280,7 +298,7 @@ void Runner::crossbar_steps(int rank, const std::vector<int>& group, std::size_t
   }
 }
 
-std::optional<Table> Runner::fabric_path_table() const {
+std::optional<Table> CollectiveExecutor::fabric_path_table() const {
   if (collectives_by_path_[0] + collectives_by_path_[1] + collectives_by_path_[2] == 0) return std::nullopt;
   return Table{fmt::format("fabric path (models.fabric.path: {})", models::to_string(models_.fabric->path)),
                {"path", "collectives"},
@@ -289,7 +307,7 @@ std::optional<Table> Runner::fabric_path_table() const {
                 {"ring fast", collectives_by_path_[2]}}};
 }
 
-void Runner::pipeline(int self, std::optional<int> from, std::optional<int> to, const Step& step) {
+void CollectiveExecutor::pipeline(int self, std::optional<int> from, std::optional<int> to, const Step& step) {
   // Forwards every chunk as soon as it has arrived, paying the step latency once per hop to fill the pipeline (NCCL's
   // 2(n-1) hwLat for tree, one per hop for broadcast); later chunks follow back to back, paced by the receiver taking
   // one chunk at a time.
@@ -307,7 +325,7 @@ void Runner::pipeline(int self, std::optional<int> from, std::optional<int> to, 
   for (auto& s : sends) s->wait();
 }
 
-void Runner::tree(int rank, const std::vector<int>& group, std::size_t position, const Step& step) {
+void CollectiveExecutor::tree(int rank, const std::vector<int>& group, std::size_t position, const Step& step) {
   // NCCL's intra-node tree is a chain from the first member (the root) to the last. Chunks are reduced up the chain
   // and broadcast back down at the same time: the root turns each reduced chunk around; every other rank runs the
   // upward pipeline in a helper actor while it runs the downward one.

@@ -1,11 +1,11 @@
-// PGAS ops with NVSHMEM semantics, executed by the Runner (models/pgas.hpp has the formulas).
+// PGAS ops with NVSHMEM semantics, executed by the PGAS executor (models/pgas.hpp has the formulas).
 //
 // A put is non-blocking: the PE pays its issue cost and continues, while a helper actor carries the put through
 // its latency, moves its bytes as one SimGrid transfer per issuer (rate-capped, sharing links max-min with copies
 // and collectives), makes it visible at the target, waits for the ack and, for put_signal, updates the target's
 // signal. The state between actors -- signal values on the symmetric heap and every PE's puts in flight -- lives in
-// Runner::Pgas; actors block on condition variables until it satisfies them, so a wait nobody satisfies leaves its
-// rank unfinished and the run ends as a deadlock (Runner::unfinished), never a hang.
+// PgasExecutor::Heap; actors block on condition variables until it satisfies them, so a wait nobody satisfies leaves
+// its rank unfinished and the run ends as a deadlock (Runner::unfinished), never a hang.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -18,7 +18,7 @@
 #include <fmt/format.h>
 #include <simgrid/s4u.hpp>
 
-#include "runtime/runner.hpp"
+#include "runtime/pgas_executor.hpp"
 
 namespace sg4 = simgrid::s4u;
 
@@ -27,15 +27,6 @@ namespace snsim::workloads {
 namespace {
 // Mailbox payloads carry no data: only their simulated size matters.
 int token = 0;
-
-/// `n` times `size`; the parser keeps every op's product below 2^50 bytes.
-Bytes times(Bytes size, std::uint64_t n) {
-  return Bytes{size.count() * n};
-}
-
-std::string gpu_name(int rank) {
-  return fmt::format("gpu{}", rank);
-}
 
 bool holds(std::uint64_t value, Compare cmp, std::uint64_t target) {
   switch (cmp) {
@@ -54,8 +45,6 @@ bool holds(std::uint64_t value, Compare cmp, std::uint64_t target) {
   }
   return false;
 }
-
-constexpr std::array<std::string_view, 6> CMP_SYMBOLS{"==", "!=", ">", ">=", "<", "<="};
 }  // namespace
 
 /// One put on its way: visible once its data has arrived (and every put it is fenced behind is visible),
@@ -84,8 +73,8 @@ class KeepLockedOnUnwind {
   int exceptions_ = std::uncaught_exceptions();
 };
 
-struct Runner::Pgas {
-  explicit Pgas(std::size_t ranks)
+struct PgasExecutor::Heap {
+  explicit Heap(std::size_t ranks)
       : mutex{sg4::Mutex::create()}, issued(ranks), unfenced(ranks), fenced(ranks), incoming(ranks, 0) {
     for (std::size_t r = 0; r < ranks; ++r) changed.push_back(sg4::ConditionVariable::create());
   }
@@ -108,24 +97,28 @@ struct Runner::Pgas {
   sg4::Mailbox* mailbox() { return sg4::Mailbox::by_name(fmt::format("pgas{}", transfers++)); }
 };
 
-Runner::Pgas& Runner::pgas_state() {
-  // Created by launch(), before the actors run: creating SimGrid objects is a simcall, so an actor doing it could
-  // be interrupted by another actor doing the same.
-  if (!pgas_) pgas_ = std::make_shared<Pgas>(programs_.size());
-  return *pgas_;
+void PgasExecutor::prepare() {
+  heap();
 }
 
-models::PgasRoute Runner::pgas_route(int from, int to) const {
+PgasExecutor::Heap& PgasExecutor::heap() {
+  // Created by prepare(), before the actors run: creating SimGrid objects is a simcall, so an actor doing it could
+  // be interrupted by another actor doing the same.
+  if (!heap_) heap_ = std::make_shared<Heap>(context_.ranks());
+  return *heap_;
+}
+
+models::PgasRoute PgasExecutor::pgas_route(int from, int to) const {
   const auto& there = simulation_.route(device(from), device(to));
   const auto& back = simulation_.route(device(to), device(from));
   return {there.latency, back.latency, there.bottleneck};
 }
 
-void Runner::pgas(int rank, const PutOp& op) {
+void PgasExecutor::run(int rank, const PutOp& op) {
   const Seconds issued = Simulation::now();  // the put's record starts here (Runner::execute)
   const auto& model = *models_.pgas;
   const auto& scope = model.params(op.scope);
-  Pgas& state = pgas_state();
+  Heap& state = heap();
   auto flight = std::make_shared<InFlight>();
   // Fence: this put may not become visible before the puts to the same PE issued before the last fence.
   auto& before = state.fenced[static_cast<std::size_t>(rank)][op.to];
@@ -188,7 +181,7 @@ void Runner::pgas(int rank, const PutOp& op) {
   sleep_for(scope.issue * op.count);
 }
 
-void Runner::pgas(int rank, const GetOp& op) {
+void PgasExecutor::run(int rank, const GetOp& op) {
   const Seconds start = Simulation::now();
   const auto& model = *models_.pgas;
   const auto& scope = model.params(op.scope);
@@ -199,15 +192,15 @@ void Runner::pgas(int rank, const GetOp& op) {
   const Bytes wire = model.wire_bytes(op.bytes, op.scope);
   simulation_.account(device(op.from), device(rank), wire, op.bytes);
   // The responses flow from the target: a helper there posts them (a mailbox comm, for the rate cap; see put).
-  sg4::Mailbox* flow = pgas_state().mailbox();
-  simulation_.spawn(fmt::format("rank{}.get{}", rank, pgas_state().transfers), device(op.from),
+  sg4::Mailbox* flow = heap().mailbox();
+  simulation_.spawn(fmt::format("rank{}.get{}", rank, heap().transfers), device(op.from),
                     [flow, wire, rate] { flow->put_init(&token, wire.count())->set_rate(rate)->detach(); });
   flow->get<int>();
-  waits_.add({rank, op.from, start, Simulation::now() - start});  // stalled on the peer's memory throughout
+  context_.waits().add({rank, op.from, start, Simulation::now() - start});  // stalled on the peer's memory throughout
 }
 
-std::optional<Runner::Signaller> Runner::pgas(int rank, const SignalWaitOp& op) {
-  Pgas& state = pgas_state();
+OpOutcome PgasExecutor::run(int rank, const SignalWaitOp& op) {
+  Heap& state = heap();
   const Seconds start = Simulation::now();
   std::unique_lock lock(*state.mutex);
   const KeepLockedOnUnwind keep(lock);
@@ -215,15 +208,16 @@ std::optional<Runner::Signaller> Runner::pgas(int rank, const SignalWaitOp& op) 
   state.changed[static_cast<std::size_t>(rank)]->wait(lock, [&] { return holds(value, op.cmp, op.value); });
   std::optional<Signaller> cause;
   if (const auto by = state.signalled_by.find({rank, op.signal}); by != state.signalled_by.end()) {
-    waits_.add({rank, by->second.rank, start, Simulation::now() - start});  // on the put that made the signal hold
+    // On the put that made the signal hold.
+    context_.waits().add({rank, by->second.rank, start, Simulation::now() - start});
     cause = by->second;
   }
   if (op.consume) value -= op.value;
-  return cause;
+  return {"", cause};
 }
 
-void Runner::wait_puts_complete(int rank) {
-  Pgas& state = pgas_state();
+void PgasExecutor::wait_puts_complete(int rank) {
+  Heap& state = heap();
   auto& issued = state.issued[static_cast<std::size_t>(rank)];
   std::unique_lock lock(*state.mutex);
   const KeepLockedOnUnwind keep(lock);
@@ -232,13 +226,13 @@ void Runner::wait_puts_complete(int rank) {
   issued.clear();
 }
 
-void Runner::pgas(int rank, const QuietOp&) {
+void PgasExecutor::run(int rank, const QuietOp&) {
   wait_puts_complete(rank);
   sleep_for(models_.pgas->quiet);
 }
 
-void Runner::pgas(int rank, const FenceOp&) {
-  Pgas& state = pgas_state();
+void PgasExecutor::run(int rank, const FenceOp&) {
+  Heap& state = heap();
   for (auto& [to, puts] : state.unfenced[static_cast<std::size_t>(rank)]) {
     auto& before = state.fenced[static_cast<std::size_t>(rank)][to];
     before.insert(before.end(), puts.begin(), puts.end());
@@ -247,22 +241,22 @@ void Runner::pgas(int rank, const FenceOp&) {
   sleep_for(models_.pgas->fence);
 }
 
-void Runner::pgas(int rank, const ShmemBarrierOp& op) {
+void PgasExecutor::run(int rank, const ShmemBarrierOp& op) {
   // nvshmem_barrier_all completes this PE's puts first, then synchronizes in ceil(log2 n) rounds.
   wait_puts_complete(rank);
   const Seconds arrival = Simulation::now();
-  Pgas& state = pgas_state();
+  Heap& state = heap();
   auto [it, inserted] = state.barriers.try_emplace(op.group.get(), nullptr);
   if (inserted) it->second = sg4::Barrier::create(static_cast<unsigned>(op.group->size()));
   it->second->wait();
-  waits_.arrive(rank, Sync::shmem_barrier, op.group.get(), op.group->size(), arrival, Simulation::now());
+  context_.waits().arrive(rank, Sync::shmem_barrier, op.group.get(), op.group->size(), arrival, Simulation::now());
   Seconds farthest{0};
   for (int peer : *op.group)
     if (peer != rank) farthest = std::max(farthest, simulation_.route(device(rank), device(peer)).latency);
   sleep_for(models_.pgas->barrier_time(op.scope, static_cast<int>(op.group->size()), farthest));
 }
 
-void Runner::pgas(int rank, const LoadOp& op) {
+void PgasExecutor::run(int rank, const LoadOp& op) {
   const auto& model = *models_.pgas;
   const bool peer = op.from != rank;
   const models::PgasRoute route = peer ? pgas_route(rank, op.from) : models::PgasRoute{};
@@ -283,81 +277,34 @@ void Runner::pgas(int rank, const LoadOp& op) {
   sg4::Comm::sendto(simulation_.host(device(op.from)), simulation_.host(device(rank)), wire.count());
 }
 
-void Runner::pgas(int rank, const EventRecordOp& op) {
-  Pgas& state = pgas_state();
+void PgasExecutor::run(int rank, const EventRecordOp& op) {
+  Heap& state = heap();
   std::unique_lock lock(*state.mutex);
   ++state.events[{rank, op.event}];
   state.changed[static_cast<std::size_t>(rank)]->notify_all();
 }
 
-void Runner::pgas(int rank, const EventWaitOp& op) {
-  Pgas& state = pgas_state();
+void PgasExecutor::run(int rank, const EventWaitOp& op) {
+  Heap& state = heap();
   std::unique_lock lock(*state.mutex);
   const KeepLockedOnUnwind keep(lock);
   auto& records = state.events[{rank, op.event}];
   state.changed[static_cast<std::size_t>(rank)]->wait(lock, [&] { return records >= op.count; });
 }
 
-std::string Runner::pgas_waiting_for(int rank, const Op& op) const {
-  if (!pgas_) return "";
+std::string PgasExecutor::waiting_for(int rank, const Op& op) const {
+  if (!heap_) return "";
   if (const auto* wait = std::get_if<SignalWaitOp>(&op.what)) {
-    const auto it = pgas_->signals.find({rank, wait->signal});
-    return fmt::format("for signal {} to be {} {} (it is {})", wait->signal,
-                       CMP_SYMBOLS[static_cast<std::size_t>(wait->cmp)], wait->value,
-                       it == pgas_->signals.end() ? 0 : it->second);
+    const auto it = heap_->signals.find({rank, wait->signal});
+    return fmt::format("for signal {} to be {} {} (it is {})", wait->signal, symbol(wait->cmp), wait->value,
+                       it == heap_->signals.end() ? 0 : it->second);
   }
   if (const auto* wait = std::get_if<EventWaitOp>(&op.what)) {
-    const auto it = pgas_->events.find({rank, wait->event});
+    const auto it = heap_->events.find({rank, wait->event});
     return fmt::format("for event {} to be recorded {} times (recorded {})", wait->event, wait->count,
-                       it == pgas_->events.end() ? 0 : it->second);
+                       it == heap_->events.end() ? 0 : it->second);
   }
   return "";
-}
-
-OpDescription describe(const EventRecordOp& op) {
-  return {"event_record", fmt::format("event_record {}", op.event), Bytes{0}};
-}
-
-OpDescription describe(const EventWaitOp& op) {
-  return {"event_wait", fmt::format("event_wait {} x{}", op.event, op.count), Bytes{0}};
-}
-
-OpDescription describe(const PutOp& op) {
-  std::string label = fmt::format("put {} to {} {}", op.bytes, gpu_name(op.to), models::to_string(op.scope));
-  if (op.issuers > 1) label += fmt::format(" x{} issuers", op.issuers);
-  if (op.count > 1) label += fmt::format(" x{}", op.count);
-  if (op.signal) label += fmt::format(" signal {}", *op.signal);
-  return {"put", label, times(op.bytes, static_cast<std::uint64_t>(op.issuers) * op.count)};
-}
-
-OpDescription describe(const GetOp& op) {
-  return {"get", fmt::format("get {} from {} {}", op.bytes, gpu_name(op.from), models::to_string(op.scope)), op.bytes};
-}
-
-OpDescription describe(const SignalWaitOp& op) {
-  return {"signal_wait",
-          fmt::format("signal_wait {} {} {}{}", op.signal, CMP_SYMBOLS[static_cast<std::size_t>(op.cmp)], op.value,
-                      op.consume ? " consume" : ""),
-          Bytes{0}};
-}
-
-OpDescription describe(const QuietOp&) {
-  return {"quiet", "quiet", Bytes{0}};
-}
-
-OpDescription describe(const FenceOp&) {
-  return {"fence", "fence", Bytes{0}};
-}
-
-OpDescription describe(const ShmemBarrierOp& op) {
-  return {"shmem_barrier", fmt::format("shmem_barrier {}", models::to_string(op.scope)), Bytes{0}};
-}
-
-OpDescription describe(const LoadOp& op) {
-  const bool chase = op.pattern == models::LoadPattern::chase;
-  return {"load",
-          fmt::format("load {} from {} {} x{}", op.bytes, gpu_name(op.from), models::to_string(op.pattern), op.count),
-          chase ? Bytes{0} : times(op.bytes, op.count)};
 }
 
 }  // namespace snsim::workloads

@@ -1,6 +1,6 @@
 // Who waited on whom: the time each rank spent blocked on another rank, and which one.
 //
-// The Runner tells a WaitLog about every blocking op as it executes it; after the run, wait_table() turns the log
+// The executors tell a WaitLog about every blocking op as they run it; after the run, wait_table() turns the log
 // and the op records into one RankWaits per rank (sim/report.hpp), the report's "waits" table. Attribution:
 //
 //   collective, barrier,      every member waits for the last to arrive: a member's wait is the last arrival minus
@@ -35,7 +35,7 @@ using snsim::Wait;
 /// on different streams in different orders.
 enum class Sync { collective, barrier, shmem_barrier };
 
-/// What the Runner records while the programs run; resolved into Waits after the run.
+/// What the executors record while the programs run; resolved into Waits after the run.
 class WaitLog {
  public:
   /// `rank` reached its next sync of `kind` on `group` (of `members` ranks) at `arrival` and left it at `departure`.

@@ -125,6 +125,7 @@ Report Scenario::run(const std::vector<std::string>& engine_args) const {
   report.simulated_time = simulation.run();
   report.ops = runner.records();
   report.wait_spans = runner.waits();
+  report.record_kinds = record_kinds();
   report.waits = wait_table(report.ops, report.wait_spans, fabric_.gpus().size());
   report.links = simulation.links();
   const auto stuck = runner.unfinished();

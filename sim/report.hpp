@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "sim/record_kind.hpp"
 #include "sim/simulation.hpp"
 #include "sim/units.hpp"
 
@@ -107,6 +109,9 @@ struct Report {
   /// Every stretch a rank waited, by rank then start (the intervals behind `waits`). Not in report.json, which
   /// stays small; the timeline draws them.
   std::vector<Wait> wait_spans;
+  /// What each kind of op record is (program/op_kinds.hpp has the table): the timeline's threads, rates and waits
+  /// read it. Not in report.json.
+  std::span<const RecordKind> record_kinds;
 
   nlohmann::json to_json() const;
   /// One line per op: rank,phase,kind,label,bytes,start_s,end_s,duration_s.
@@ -121,6 +126,7 @@ struct Report {
   /// to the signal_wait it satisfied; a counter ("C") per GPU gives its transfers' rate (each op's bytes spread
   /// evenly over its duration). `otherData` holds scenario, seed, simulated time and outcome. `gpus`: the GPUs to
   /// write (empty: all), for runs too large to open whole (Perfetto loads a few hundred MB of JSON at most).
+  /// Needs record_kinds.
   nlohmann::json timeline(const std::vector<int>& gpus = {}) const;
 };
 
