@@ -163,6 +163,23 @@ std::vector<int> lanes(const std::vector<std::pair<double, double>>& spans) {
   return lane;
 }
 
+/// The record kinds of a report by name. A kind the table lacks is drawn on "other", moving and blocking nothing.
+class KindsByName {
+ public:
+  KindsByName(std::span<const RecordKind> kinds, std::size_t records) {
+    if (kinds.empty() && records > 0)
+      throw std::logic_error("Report::timeline needs record_kinds (program/op_kinds.hpp; Scenario::run sets them)");
+    for (const RecordKind& k : kinds) by_name_.emplace(k.name, k);
+  }
+  RecordKind operator()(std::string_view kind) const {
+    const auto it = by_name_.find(kind);
+    return it == by_name_.end() ? RecordKind{kind} : it->second;
+  }
+
+ private:
+  std::map<std::string_view, RecordKind, std::less<>> by_name_;
+};
+
 std::string gpu_name(int rank) {
   return fmt::format("gpu{}", rank);
 }
@@ -171,15 +188,7 @@ std::string gpu_name(int rank) {
 
 nlohmann::json Report::timeline(const std::vector<int>& gpus) const {
   using nlohmann::json;
-  if (record_kinds.empty() && !ops.empty())
-    throw std::logic_error("Report::timeline needs record_kinds (program/op_kinds.hpp; Scenario::run sets them)");
-  std::map<std::string_view, RecordKind, std::less<>> kinds;
-  for (const RecordKind& k : record_kinds) kinds.emplace(k.name, k);
-  // A kind the table lacks is drawn on "other", as moving nothing and blocking nothing.
-  auto kind_of = [&](std::string_view kind) {
-    const auto it = kinds.find(kind);
-    return it == kinds.end() ? RecordKind{kind} : it->second;
-  };
+  const KindsByName kind_of(record_kinds, ops.size());
   int ranks = static_cast<int>(waits.size());
   for (const auto& o : ops) ranks = std::max(ranks, o.rank + 1);
   for (const auto& w : wait_spans) ranks = std::max(ranks, w.rank + 1);
