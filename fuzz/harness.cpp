@@ -7,11 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include "models/params.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/config.hpp"
 #include "topologies/register.hpp"
 #include "validation/importers/import.hpp"
 #include "validation/trace.hpp"
-#include "workloads/scenario.hpp"
 
 namespace snsim::fuzz {
 namespace {

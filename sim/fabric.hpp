@@ -63,7 +63,7 @@ struct Device {
   double in_switch_reduction = 0;
   // Ports of a switch chip (its radix), checked against the lanes attached to it; 0 = not checked.
   int ports = 0;
-  // The switch tray (a chassis of switch chips that fails as one, sim/failures.hpp) a chip sits in; -1 = none.
+  // The switch tray (a chassis of switch chips that fails as one, scenario/failures.hpp) a chip sits in; -1 = none.
   int tray = -1;
 };
 
@@ -138,7 +138,7 @@ class Fabric {
 
   /// The first reason this fabric cannot run programs, or nullopt: a GPU that cannot reach another GPU (only
   /// switches and NICs forward), or a switch with more lanes attached than its `ports`. Every topology is checked
-  /// with it at load (workloads/scenario.cpp), so builders and custom graphs fail the same way.
+  /// with it at load (scenario/scenario.cpp), so builders and custom graphs fail the same way.
   std::optional<std::string> check() const;
 
   /// Lanes attached to a device: the larger of its outgoing and incoming lane sums (a duplex port counts once).

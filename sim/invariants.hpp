@@ -7,7 +7,7 @@
 //   capacity            its flows, exceeds its bandwidth (in SimGrid bytes: a transfer whose rate jitter draws a
 //                       factor above 1 moves fewer of them, so the report's wire bytes may exceed bandwidth x time)
 //   time goes forward   the engine's clock never steps back; every op ends at or after its start (the Runner checks
-//                       its records: workloads/runner.hpp)
+//                       its records: runtime/runner.hpp)
 //   ops end             every op that started ended, or the outcome says why (deadlock, lost GPU)
 //
 // SimGrid's signals are process-wide and SimGrid 3.32 cannot disconnect a link callback, so one monitor is

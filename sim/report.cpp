@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <stdexcept>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -138,43 +139,11 @@ double micros(Seconds t) {
   return std::round(t.count() * 1e9) / 1e3;
 }
 
-/// The threads of a GPU's process, in display order.
-enum class Track { compute, copies, collectives, pgas, stream_events, uvm, faults, migrations, waiting, other };
 constexpr std::array<std::string_view, 10> TRACK_NAMES{"compute",       "copies", "collectives", "pgas",
                                                        "stream events", "uvm",    "uvm faults",  "uvm migrations",
                                                        "waiting",       "other"};
 // tid = track x TRACK_TIDS + lane + 1: tids from 1 (Perfetto merged tid 0 with 1 until 2025, google/perfetto#2278).
 constexpr int TRACK_TIDS = 1000;
-
-Track track_of(std::string_view kind) {
-  if (kind == "compute") return Track::compute;
-  if (kind == "copy") return Track::copies;
-  if (kind == "collective" || kind == "barrier") return Track::collectives;
-  for (std::string_view k : {"put", "get", "signal_wait", "quiet", "fence", "shmem_barrier", "load"})
-    if (kind == k) return Track::pgas;
-  if (kind == "event_record" || kind == "event_wait") return Track::stream_events;
-  for (std::string_view k : {"managed", "touch", "prefetch", "advise", "read"})
-    if (kind == k) return Track::uvm;
-  if (kind == "fault") return Track::faults;
-  if (kind == "migrate") return Track::migrations;
-  return Track::other;
-}
-
-/// Kinds whose bytes cross links or HBM as the op runs: their rate is bytes / duration. A put's record is only its
-/// issue (the data moves after), a compute's bytes are HBM traffic of a kernel, not a transfer.
-bool transfers(std::string_view kind) {
-  for (std::string_view k : {"copy", "collective", "get", "load", "migrate", "prefetch"})
-    if (kind == k) return true;
-  return false;
-}
-
-/// Kinds in which a rank waits on others (workloads/waits.hpp): a wait span lies inside one of them, or between
-/// workloads (the phase barrier, which has no record).
-bool blocking(std::string_view kind) {
-  for (std::string_view k : {"collective", "barrier", "shmem_barrier", "signal_wait", "get"})
-    if (kind == k) return true;
-  return false;
-}
 
 /// Packs intervals into lanes so that intervals on one lane never overlap (touching is fine): the lowest lane free
 /// at each start, in start order. Returns the lane of every interval, in the order given.
@@ -194,6 +163,23 @@ std::vector<int> lanes(const std::vector<std::pair<double, double>>& spans) {
   return lane;
 }
 
+/// The record kinds of a report by name. A kind the table lacks is drawn on "other", moving and blocking nothing.
+class KindsByName {
+ public:
+  KindsByName(std::span<const RecordKind> kinds, std::size_t records) {
+    if (kinds.empty() && records > 0)
+      throw std::logic_error("Report::timeline needs record_kinds (program/op_kinds.hpp; Scenario::run sets them)");
+    for (const RecordKind& k : kinds) by_name_.emplace(k.name, k);
+  }
+  RecordKind operator()(std::string_view kind) const {
+    const auto it = by_name_.find(kind);
+    return it == by_name_.end() ? RecordKind{kind} : it->second;
+  }
+
+ private:
+  std::map<std::string_view, RecordKind, std::less<>> by_name_;
+};
+
 std::string gpu_name(int rank) {
   return fmt::format("gpu{}", rank);
 }
@@ -202,6 +188,7 @@ std::string gpu_name(int rank) {
 
 nlohmann::json Report::timeline(const std::vector<int>& gpus) const {
   using nlohmann::json;
+  const KindsByName kind_of(record_kinds, ops.size());
   int ranks = static_cast<int>(waits.size());
   for (const auto& o : ops) ranks = std::max(ranks, o.rank + 1);
   for (const auto& w : wait_spans) ranks = std::max(ranks, w.rank + 1);
@@ -215,7 +202,7 @@ nlohmann::json Report::timeline(const std::vector<int>& gpus) const {
   // Every slice: an op (index into ops) or a wait span (index into wait_spans), its rank, track and times.
   struct Slice {
     int rank;
-    Track track;
+    TimelineTrack track;
     double ts, end;
     std::size_t op;  // ops index, or ops.size() + wait index
     int tid = 0;
@@ -223,13 +210,13 @@ nlohmann::json Report::timeline(const std::vector<int>& gpus) const {
   std::vector<Slice> slices;
   slices.reserve(ops.size() + wait_spans.size());
   for (std::size_t i = 0; i < ops.size(); ++i)
-    slices.push_back({ops[i].rank, track_of(ops[i].kind), micros(ops[i].start), micros(ops[i].end), i});
+    slices.push_back({ops[i].rank, kind_of(ops[i].kind).track, micros(ops[i].start), micros(ops[i].end), i});
   for (std::size_t i = 0; i < wait_spans.size(); ++i) {
     const auto& w = wait_spans[i];
-    slices.push_back({w.rank, Track::waiting, micros(w.start), micros(w.start + w.duration), ops.size() + i});
+    slices.push_back({w.rank, TimelineTrack::waiting, micros(w.start), micros(w.start + w.duration), ops.size() + i});
   }
   // Threads: per rank and track, as many lanes as overlapping slices need.
-  std::map<std::pair<int, Track>, std::vector<std::size_t>> by_thread;
+  std::map<std::pair<int, TimelineTrack>, std::vector<std::size_t>> by_thread;
   for (std::size_t i = 0; i < slices.size(); ++i)
     if (is_shown(slices[i].rank)) by_thread[{slices[i].rank, slices[i].track}].push_back(i);
   json events = json::array();
@@ -260,10 +247,11 @@ nlohmann::json Report::timeline(const std::vector<int>& gpus) const {
     }
   }
 
-  // The op each wait lies in: the latest blocking op of its rank that started before and ended after it.
+  // The op each wait lies in: the latest blocking op of its rank that started before and ended after it (or none:
+  // the barrier between workloads, which has no record).
   std::vector<std::vector<std::size_t>> blockers(n);  // by rank: blocking ops, by start
   for (std::size_t i = 0; i < ops.size(); ++i)
-    if (blocking(ops[i].kind) && ops[i].rank >= 0) blockers[static_cast<std::size_t>(ops[i].rank)].push_back(i);
+    if (kind_of(ops[i].kind).blocks && ops[i].rank >= 0) blockers[static_cast<std::size_t>(ops[i].rank)].push_back(i);
   for (auto& b : blockers)
     std::ranges::stable_sort(b, [&](std::size_t x, std::size_t y) { return ops[x].start < ops[y].start; });
   auto waited_in = [&](const Wait& w) -> std::string {
@@ -288,7 +276,7 @@ nlohmann::json Report::timeline(const std::vector<int>& gpus) const {
       if (o.peer >= 0) args["peer"] = gpu_name(o.peer);
       if (!o.detail.empty()) args["algorithm"] = o.detail;
       const Seconds took = o.end - o.start;
-      if (transfers(o.kind) && o.bytes.count() > 0 && took > Seconds{0})
+      if (kind_of(o.kind).moves_bytes && o.bytes.count() > 0 && took > Seconds{0})
         args["GBps"] = std::round(static_cast<double>(o.bytes.count()) / took.count() / 1e7) / 100;
       e["name"] = o.label;
       e["cat"] = o.kind;
@@ -334,7 +322,7 @@ nlohmann::json Report::timeline(const std::vector<int>& gpus) const {
   std::vector<std::map<double, double>> steps(n);  // by rank: time -> change of rate (GB/s)
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const auto& o = ops[i];
-    if (!transfers(o.kind) || o.bytes.count() == 0 || slices[i].end <= slices[i].ts) continue;
+    if (!kind_of(o.kind).moves_bytes || o.bytes.count() == 0 || slices[i].end <= slices[i].ts) continue;
     const double rate = static_cast<double>(o.bytes.count()) / (o.end - o.start).count() / 1e9;
     steps[static_cast<std::size_t>(o.rank)][slices[i].ts] += rate;
     steps[static_cast<std::size_t>(o.rank)][slices[i].end] -= rate;

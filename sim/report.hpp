@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "sim/record_kind.hpp"
 #include "sim/simulation.hpp"
 #include "sim/units.hpp"
 
@@ -34,7 +36,7 @@ struct OpRecord {
   std::optional<Seconds> cause{};
 };
 
-/// One stretch of time a rank spent blocked on another rank (workloads/waits.hpp says how waits are attributed).
+/// One stretch of time a rank spent blocked on another rank (runtime/waits.hpp says how waits are attributed).
 struct Wait {
   int rank = 0;  // who waited
   int on = 0;    // the rank it waited on
@@ -50,7 +52,7 @@ struct Table {
   std::vector<std::vector<nlohmann::json>> rows;
 };
 
-/// How one rank spent the run: in ops, or blocked on other ranks (workloads/waits.hpp computes it from the ops
+/// How one rank spent the run: in ops, or blocked on other ranks (runtime/waits.hpp computes it from the ops
 /// and the waits the Runner attributes). busy + waiting <= span; the rest of the span it was between ops.
 struct RankWaits {
   int rank = 0;
@@ -107,6 +109,9 @@ struct Report {
   /// Every stretch a rank waited, by rank then start (the intervals behind `waits`). Not in report.json, which
   /// stays small; the timeline draws them.
   std::vector<Wait> wait_spans;
+  /// What each kind of op record is (program/op_kinds.hpp has the table): the timeline's threads, rates and waits
+  /// read it. Not in report.json.
+  std::span<const RecordKind> record_kinds;
 
   nlohmann::json to_json() const;
   /// One line per op: rank,phase,kind,label,bytes,start_s,end_s,duration_s.
@@ -121,6 +126,7 @@ struct Report {
   /// to the signal_wait it satisfied; a counter ("C") per GPU gives its transfers' rate (each op's bytes spread
   /// evenly over its duration). `otherData` holds scenario, seed, simulated time and outcome. `gpus`: the GPUs to
   /// write (empty: all), for runs too large to open whole (Perfetto loads a few hundred MB of JSON at most).
+  /// Needs record_kinds.
   nlohmann::json timeline(const std::vector<int>& gpus = {}) const;
 };
 

@@ -143,7 +143,7 @@ class Simulation {
   void account(DeviceId from, DeviceId to, Bytes wire, Bytes payload);
   const std::vector<LinkUsage>& links() const { return links_; }
 
-  /// Multiplies the bandwidth of each channel by its factor, now (failures, sim/failures.hpp): every platform link
+  /// Multiplies the bandwidth of each channel by its factor, now (failures, scenario/failures.hpp): every platform link
   /// carrying one gets the sum of its channels' bandwidths left, through Link::set_bandwidth, so transfers in flight
   /// keep the bytes they moved and continue at the new max-min share; routes' bottlenecks follow, so rate caps of ops
   /// that start later see the lanes left, and caps that follow their route (transfer()) are rescaled in flight.

@@ -9,10 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "scenario/scenario.hpp"
+#include "scenario/test_support.hpp"
 #include "sim/config.hpp"
 #include "tools/test_support.hpp"
-#include "workloads/scenario.hpp"
-#include "workloads/test_support.hpp"
 
 using namespace snsim;
 using namespace snsim::testing;

@@ -13,10 +13,10 @@
 #include <fmt/ranges.h>
 
 #include "models/models.hpp"
+#include "runtime/waits.hpp"
+#include "scenario/limits.hpp"
+#include "scenario/scenario.hpp"
 #include "topologies/register.hpp"
-#include "workloads/limits.hpp"
-#include "workloads/scenario.hpp"
-#include "workloads/waits.hpp"
 
 namespace snsim::tools {
 namespace {

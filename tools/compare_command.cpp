@@ -7,14 +7,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "runtime/waits.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/config.hpp"
 #include "sim/error.hpp"
 #include "sim/isolated.hpp"
 #include "sim/report.hpp"
 #include "tools/command_io.hpp"
 #include "tools/python.hpp"
-#include "workloads/scenario.hpp"
-#include "workloads/waits.hpp"
 
 namespace snsim::tools {
 namespace {

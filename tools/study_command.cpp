@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/params.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/config.hpp"
 #include "sim/error.hpp"
 #include "sim/isolated.hpp"
@@ -23,7 +24,6 @@
 #include "sim/statistics.hpp"
 #include "tools/command_io.hpp"
 #include "tools/python.hpp"
-#include "workloads/scenario.hpp"
 
 namespace snsim::tools {
 namespace {

@@ -32,7 +32,7 @@
 #include <CLI/CLI.hpp>
 
 #include "models/jitter.hpp"
-#include "workloads/program.hpp"
+#include "program/program.hpp"
 
 namespace snsim::tools {
 

@@ -9,11 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "scenario/scenario.hpp"
 #include "sim/error.hpp"
 #include "sim/isolated.hpp"
 #include "tools/study_command.hpp"
 #include "tools/test_support.hpp"
-#include "workloads/scenario.hpp"
 
 using namespace snsim;
 using namespace snsim::tools;

@@ -21,13 +21,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "scenario/scenario.hpp"
 #include "sim/error.hpp"
 #include "sim/isolated.hpp"
 #include "sim/random.hpp"
 #include "sim/report.hpp"
 #include "tools/command_io.hpp"
 #include "tools/python.hpp"
-#include "workloads/scenario.hpp"
 
 namespace snsim::tools {
 namespace {

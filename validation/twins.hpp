@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "models/models.hpp"
+#include "program/program.hpp"
 #include "validation/trace.hpp"
-#include "workloads/program.hpp"
 
 namespace snsim::validation {
 

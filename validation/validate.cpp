@@ -10,12 +10,12 @@
 
 #include "models/models.hpp"
 #include "models/params.hpp"
+#include "runtime/runner.hpp"
 #include "sim/config.hpp"
 #include "sim/isolated.hpp"
 #include "sim/simulation.hpp"
 #include "topologies/register.hpp"
 #include "validation/twins.hpp"
-#include "workloads/runner.hpp"
 
 namespace snsim::validation {
 namespace {

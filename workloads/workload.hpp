@@ -4,9 +4,9 @@
 
 #include <vector>
 
+#include "program/program.hpp"
 #include "sim/registry.hpp"
 #include "sim/report.hpp"
-#include "workloads/program.hpp"
 
 namespace snsim::workloads {
 

@@ -4,8 +4,8 @@
 
 #include <numeric>
 
+#include "scenario/test_support.hpp"
 #include "sim/error.hpp"
-#include "workloads/test_support.hpp"
 #include "workloads/training/balancer.hpp"
 #include "workloads/training/model.hpp"
 #include "workloads/training/training.hpp"

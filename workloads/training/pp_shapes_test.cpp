@@ -1,13 +1,13 @@
 // Pipeline-parallel training shapes that used to abort SimGrid ("No rendez-vous point defined for recv" in
-// Runner::ring_steps): two ranks asked for the same pair mailbox in one scheduling round, and the second got the
-// first's still-empty entry (Runner::mailbox). Each TEST_CASE runs one simulation, except the sweep, which runs each
-// shape in a forked child (sim/isolated.hpp).
+// CollectiveExecutor::ring_steps): two ranks asked for the same pair mailbox in one scheduling round, and the second
+// got the first's still-empty entry (CollectiveExecutor::mailbox). Each TEST_CASE runs one simulation, except the
+// sweep, which runs each shape in a forked child (sim/isolated.hpp).
 #include <doctest/doctest.h>
 
 #include <fmt/format.h>
 
+#include "scenario/test_support.hpp"
 #include "sim/isolated.hpp"
-#include "workloads/test_support.hpp"
 
 using namespace snsim;
 using namespace snsim::workloads;

@@ -8,9 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "runtime/waits.hpp"
 #include "sim/random.hpp"
 #include "workloads/training/balancer.hpp"
-#include "workloads/waits.hpp"
 
 namespace snsim::workloads::training {
 namespace {
@@ -620,10 +620,11 @@ class RankEmitter {
 };
 
 bool is_compute(const std::string& kind) {
-  return kind == "compute";
+  return kind == ComputeOp::KIND.name;
 }
 bool is_communication(const std::string& kind) {
-  return kind == "collective" || kind == "copy" || kind == "put" || kind == "get" || kind == "quiet";
+  return kind == CollectiveOp::KIND.name || kind == CopyOp::KIND.name || kind == PutOp::KIND.name ||
+         kind == GetOp::KIND.name || kind == QuietOp::KIND.name;
 }
 
 }  // namespace
@@ -675,7 +676,7 @@ std::vector<Table> Training::summarize(const std::vector<OpRecord>& records, int
     const auto span = std::pair{r.start, r.end};
     if (is_compute(r.kind)) compute[static_cast<std::size_t>(r.rank)].push_back(span);
     if (is_compute(r.kind) || is_communication(r.kind)) busy[static_cast<std::size_t>(r.rank)].push_back(span);
-    if (is_communication(r.kind) && r.kind != "quiet") moved[r.kind] += static_cast<double>(r.bytes.count());
+    if (is_communication(r.kind) && r.kind != QuietOp::KIND.name) moved[r.kind] += static_cast<double>(r.bytes.count());
   }
   if (start > 1e299) return {};
   for (std::size_t s = 1; s < step_end.size(); ++s) step_end[s] = std::max(step_end[s], step_end[s - 1]);
@@ -725,7 +726,8 @@ std::vector<Table> Training::summarize(const std::vector<OpRecord>& records, int
   // What a GPU spends not computing, whichever schedule: BSP waits inside its collectives, PGAS in signal waits.
   row("not_computing_ms_per_gpu", (run * gpus - compute_sum) / gpus * 1e3);
   row("idle_ms_max", idle_max * 1e3);
-  for (const char* kind : {"collective", "copy", "put", "get"}) row(fmt::format("bytes_{}", kind).c_str(), moved[kind]);
+  for (std::string_view kind : {CollectiveOp::KIND.name, CopyOp::KIND.name, PutOp::KIND.name, GetOp::KIND.name})
+    row(fmt::format("bytes_{}", kind).c_str(), moved[std::string(kind)]);
   return {steps, summary, per_gpu};
 }
 

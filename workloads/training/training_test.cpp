@@ -4,8 +4,8 @@
 
 #include <map>
 
+#include "scenario/test_support.hpp"
 #include "sim/isolated.hpp"
-#include "workloads/test_support.hpp"
 #include "workloads/training/training.hpp"
 
 using namespace snsim;

@@ -1,0 +1,68 @@
+// Parsing and records of kernels and copies (program/device_ops.hpp).
+#include <fmt/format.h>
+
+#include "program/program.hpp"
+
+namespace snsim::workloads {
+
+void parse_compute(const ConfigNode& op, const OpParse& at) {
+  const Fabric& fabric = at.fabric;
+  ComputeOp c;
+  c.duration = op.maybe<Seconds>("time");
+  c.flops = op.optional<Flops>("flops", Flops{0});
+  c.bytes = op.optional<Bytes>("bytes", Bytes{0});
+  c.pipelined = op.optional<bool>("pipelined", false);
+  if (c.duration && (op.has("flops") || op.has("bytes"))) op.fail("give either time, or flops and bytes, not both");
+  if (!c.duration && c.flops.count() == 0 && c.bytes.count() == 0)
+    op.fail("expected time, or flops and bytes (for the roofline)");
+  if (c.duration) check_positive(op, "time", *c.duration);
+  if (const auto name = op.maybe<std::string>("dtype")) {
+    const auto dtype = dtype_from_string(*name);
+    if (!dtype) op.fail_key("dtype", fmt::format("unknown number format '{}'; known: {}", *name, known_dtype_names()));
+    const auto& gpu = *fabric.device(fabric.gpus().front()).gpu;
+    if (!gpu.peak(*dtype))
+      op.fail_key("dtype", fmt::format("the {} preset has no published dense {} rate", gpu.model, *name));
+    if (c.duration) op.fail_key("dtype", "applies to flops, not to a fixed time");
+    c.dtype = *dtype;
+  }
+  at.for_each_rank([&](int) { return c; });
+}
+
+void parse_copy(const ConfigNode& op, const OpParse& at) {
+  const Fabric& fabric = at.fabric;
+  const int gpus = at.gpus();
+  const Bytes bytes = op.required<Bytes>("bytes");
+  check_size(op, "bytes", bytes, fabric);
+  const auto engine_name = op.optional<std::string>("engine", "ce");
+  if (engine_name != "ce" && engine_name != "sm")
+    op.fail_key("engine", fmt::format("expected ce or sm, found '{}'", engine_name));
+  const auto engine = engine_name == "ce" ? models::CopyEngine::ce : models::CopyEngine::sm;
+  const bool pipelined = op.optional<bool>("pipelined", false);
+  // `to`: this rank writes into the peer (a push); `from`: it reads from the peer (a pull).
+  if (op.has("to") == op.has("from")) op.fail("expected one of `to` (a push) or `from` (a pull)");
+  const bool pull = op.has("from");
+  const ConfigNode peer = op.child(pull ? "from" : "to");
+  // `nvme` only here: the drives are a copy's source or sink, not a GPU location the other ops take.
+  const bool nvme = peer.is_scalar() && peer.scalar() == "nvme";
+  if (nvme && fabric.nvme_drives().empty())
+    op.fail_key(pull ? "from" : "to", "the topology has no NVMe drives; set topology.nvme_drives");
+  at.for_each_rank([&](int r) {
+    return CopyOp{nvme ? NVME : parse_peer(peer, r, gpus), bytes, engine, pipelined, pull};
+  });
+}
+
+OpDescription describe(const ComputeOp& op) {
+  if (op.duration) return {fmt::format("compute {}", *op.duration), op.bytes};
+  return {fmt::format("compute {} {} {}", op.flops, op.bytes, to_string(op.dtype)), op.bytes};
+}
+
+OpDescription describe(const CopyOp& op) {
+  return {fmt::format("copy {} {} {} {}{}", op.bytes, op.pull ? "from" : "to",
+                      op.peer == HOST   ? std::string("host")
+                      : op.peer == NVME ? std::string("nvme")
+                                        : fmt::format("gpu{}", op.peer),
+                      models::to_string(op.engine), op.pipelined ? " queued" : ""),
+          op.bytes, op.peer};
+}
+
+}  // namespace snsim::workloads

@@ -1,0 +1,38 @@
+// A GPU's kernels and copies: compute (a roofline or fixed-time kernel) and copy (copy engines or SMs, to or from a
+// peer GPU, the host, NVMe, or within the GPU). Run by runtime/device_executor.cpp.
+#pragma once
+
+#include <optional>
+
+#include "models/copy.hpp"
+#include "program/op_kinds.hpp"
+#include "sim/fabric.hpp"
+
+namespace snsim::workloads {
+
+void parse_compute(const ConfigNode& op, const OpParse& at);
+void parse_copy(const ConfigNode& op, const OpParse& at);
+
+struct ComputeOp {
+  static constexpr OpKind KIND{.name = "compute", .track = TimelineTrack::compute, .parse = parse_compute};
+  Flops flops;                      // in `dtype`
+  Bytes bytes;                      // HBM traffic
+  std::optional<Seconds> duration;  // a fixed time instead of the roofline
+  Dtype dtype = Dtype::bf16;        // the number format of the FLOPs: picks the GPU's peak rate
+  bool pipelined = false;  // queued behind the previous kernel of the stream: pays the queue gap, not the launch
+};
+
+struct CopyOp {
+  static constexpr OpKind KIND{
+      .name = "copy", .track = TimelineTrack::copies, .moves_bytes = true, .parse = parse_copy};
+  int peer = 0;  // the other end: a rank, HOST, NVME, or the issuing rank itself for a device-local copy
+  Bytes bytes;
+  models::CopyEngine engine = models::CopyEngine::ce;
+  bool pipelined = false;  // queued behind the previous copy on the same stream: pays the engine's queue gap
+  bool pull = false;       // the issuing rank reads from `peer` (data flows peer -> issuer); else it writes to it
+};
+
+OpDescription describe(const ComputeOp& op);
+OpDescription describe(const CopyOp& op);
+
+}  // namespace snsim::workloads

@@ -1,0 +1,72 @@
+// Parsing programs: the input errors a scenario's `ops:` get, pinned. No simulation runs here.
+#include <doctest/doctest.h>
+
+#include "scenario/test_support.hpp"
+
+#include "scenario/scenario.hpp"
+
+using namespace snsim;
+using namespace snsim::workloads;
+
+using namespace snsim::workloads::testing;
+
+TEST_CASE("workloads: program mistakes are pinned errors") {
+  auto error = [](const std::string& ops, const std::string& extra = "") {
+    try {
+      load("topology: {type: hgx, gpus: 4}\nworkloads: [{type: program" + extra + ", ops: " + ops + "}]\n");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(error("[]") == "t.yaml:2:34: workloads[0].ops: the program is empty");
+  CHECK(error("[{jump: {}}]") ==
+        "t.yaml:2:35: workloads[0].ops[0]: expected an op: compute, copy, collective, barrier, put, get, "
+        "signal_wait, quiet, fence, shmem_barrier, load, managed, touch, prefetch, advise, read, repeat, streams or "
+        "ranks");
+  CHECK(error("[{copy: {to: 9, bytes: 1MiB}}]") ==
+        "t.yaml:2:47: workloads[0].ops[0].copy.to: GPU 9 does not exist (the topology has 4 GPUs: 0-3)");
+  CHECK(error("[{copy: {to: sideways, bytes: 1MiB}}]") ==
+        "t.yaml:2:47: workloads[0].ops[0].copy.to: expected a GPU index, next, prev, xor:K or host, found "
+        "'sideways'");
+  CHECK(error("[{copy: {to: next, bytes: 1EiB}}]") ==
+        "t.yaml:2:60: workloads[0].ops[0].copy.bytes: 1 EiB does not fit in one GPU's memory (140.401 GiB)");
+  CHECK(error("[{collective: {op: broadcast, bytes: 1MiB, root: 7}}]") ==
+        "t.yaml:2:83: workloads[0].ops[0].collective.root: rank 7 is not one of the ranks 0, 1, 2, 3");
+  CHECK(error("[{compute: {}}]") ==
+        "t.yaml:2:45: workloads[0].ops[0].compute: expected time, or flops and bytes (for the roofline)");
+  CHECK(error("[{barrier: {}}]", ", ranks: 5-6") ==
+        "t.yaml:2:36: workloads[0].ranks: GPU 5 does not exist (the topology has 4 GPUs: 0-3)");
+  CHECK(error("[{repeat: 0, ops: [{barrier: {}}]}]") ==
+        "t.yaml:2:44: workloads[0].ops[0].repeat: must be between 1 and 1000000000, got 0");
+}
+
+TEST_CASE("workloads: streams needs at least two op lists") {
+  CHECK_THROWS_WITH(load("topology: {type: hgx, gpus: 2}\n"
+                         "workloads: [{type: program, ops: [{streams: [[{compute: {time: 1us}}]]}]}]\n"),
+                    "t.yaml:2:45: workloads[0].ops[0].streams: expected a list of 2 or more op lists, found 1");
+}
+
+TEST_CASE("workloads: nvme on a topology without drives says to set topology.nvme_drives") {
+  CHECK_THROWS_WITH(load("topology: {type: hgx, gpus: 2}\n"
+                         "workloads: [{type: program, ops: [{copy: {from: nvme, bytes: 1MiB}}]}]\n"),
+                    "t.yaml:2:49: workloads[0].ops[0].copy.from: the topology has no NVMe drives; set "
+                    "topology.nvme_drives");
+}
+
+TEST_CASE("workloads: a copy names exactly one of to and from") {
+  CHECK_THROWS_WITH(load("topology: {type: hgx, gpus: 2}\n"
+                         "workloads: [{type: program, ops: [{copy: {to: 1, from: 0, bytes: 1MiB}}]}]\n"),
+                    "t.yaml:2:42: workloads[0].ops[0].copy: expected one of `to` (a push) or `from` (a pull)");
+}
+
+TEST_CASE("workloads: an unknown dtype or one the GPU has no rate for is an input error") {
+  CHECK_THROWS_WITH(load("topology: {type: hgx, gpus: 2}\n"
+                         "workloads: [{type: program, ops: [{compute: {flops: 1TFLOP, dtype: int4}}]}]\n"),
+                    "t.yaml:2:68: workloads[0].ops[0].compute.dtype: unknown number format 'int4'; known: bf16, fp16, "
+                    "fp32, fp64, fp8, tf32");
+  CHECK_THROWS_WITH(
+      load("topology: {type: nvl72, gpus: 4}\n"
+           "workloads: [{type: program, ops: [{compute: {flops: 1TFLOP, dtype: fp32}}]}]\n"),
+      "t.yaml:2:68: workloads[0].ops[0].compute.dtype: the gb200 preset has no published dense fp32 rate");
+}

@@ -1,0 +1,70 @@
+// Collectives and barriers (program/collective_ops.hpp). A collective is a plan from the collective model
+// (models/collective.hpp), executed as one transfer per algorithm step between pair mailboxes, so that collectives
+// share links max-min with everything else; or, where models.fabric.path allows, on the crossbar or ring fast path
+// (models/fabric.hpp). Every member's arrival at a collective or barrier goes to the wait log.
+#pragma once
+
+#include <array>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <simgrid/s4u.hpp>
+
+#include "program/program.hpp"
+#include "runtime/context.hpp"
+
+namespace snsim::workloads {
+
+class CollectiveExecutor : Executor {
+ public:
+  explicit CollectiveExecutor(RunContext& context) : Executor{context} {}
+  /// Its outcome's detail is the algorithm and protocol it ran: "ring/LL128".
+  OpOutcome run(int rank, const CollectiveOp& op);
+  void run(int rank, const BarrierOp& op);
+  /// The run has failures that change link rates mid-run (scenario/failures.hpp): rings keep the exact path
+  /// (models/fabric.hpp). Before the programs run.
+  void expect_fabric_failures() { fabric_failures_ = true; }
+  /// How many collectives ran on the exact path, the crossbar and the ring fast path; nullopt without collectives.
+  std::optional<Table> fabric_path_table() const;
+
+ private:
+  struct Step;  // a plan with what its transfers need
+  /// Waits for every member of the op's group; a barrier that is not `sync` then pays the barrier latency.
+  void barrier(const BarrierOp& op);
+  models::CollectivePlatform collective_platform(const std::vector<int>& group);
+  void ring_steps(int rank, int next, int prev, const Step& step);
+  /// Whether a ring plan on `group` takes the ring fast path (models/fabric.hpp).
+  bool ring_fast(const std::vector<int>& group, const Step& step) const;
+  void ring_fast_steps(int rank, int next, int prev, const std::vector<int>& group, const Step& step);
+  Seconds ring_latency(const std::vector<int>& group);
+  void all_peers_steps(int rank, const std::vector<int>& group, const Step& step);
+  /// Whether an all-peers plan on `group` takes the crossbar fast path (models/fabric.hpp).
+  bool crossbar_fast(const std::vector<int>& group, const Step& step) const;
+  void crossbar_steps(int rank, const std::vector<int>& group, std::size_t position, const Step& step);
+  void pipeline(int self, std::optional<int> from, std::optional<int> to, const Step& step);
+  void tree(int rank, const std::vector<int>& group, std::size_t position, const Step& step);
+  /// Starts `transfers` of the step's transfers from `from` to `to` as one comm (the ring fast path moves a rank's
+  /// steps at once), with the step's rate cap, and accounts their bytes.
+  simgrid::s4u::CommPtr put(int from, int to, const Step& step, int transfers = 1);
+  /// The pair's mailbox within one group: collectives of different groups (NCCL communicators) running at once on
+  /// the same pair, such as a tensor-parallel and a data-parallel one on two streams, never take each other's data.
+  simgrid::s4u::Mailbox* mailbox(int from, int to, const void* group);
+
+  std::map<std::tuple<int, int, const void*>, simgrid::s4u::Mailbox*> mailboxes_;
+  std::uint64_t mailboxes_created_ = 0;  // names them: two ends may create the same pair's at once (mailbox())
+  std::map<const void*, simgrid::s4u::BarrierPtr> barriers_;  // by Group identity
+  std::map<const void*, double> switch_reduction_;            // by Group identity, computed on first use
+  std::map<const void*, Seconds> ring_latency_;               // by Group identity, computed on first use
+  struct CrossbarRound;                                       // what the ranks of one fast-path round send each other
+  std::map<std::pair<const void*, std::uint64_t>, std::shared_ptr<CrossbarRound>> crossbar_rounds_;
+  std::map<std::pair<const void*, int>, std::uint64_t> crossbar_rounds_done_;  // by (group, rank)
+  std::map<const void*, simgrid::s4u::BarrierPtr> ring_barriers_;              // ring fast path: by Group identity
+  std::array<std::uint64_t, 3> collectives_by_path_{};                         // exact, crossbar fast, ring fast
+  bool fabric_failures_ = false;                                               // link rates may change mid-run
+};
+
+}  // namespace snsim::workloads

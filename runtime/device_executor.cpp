@@ -1,0 +1,71 @@
+#include "runtime/device_executor.hpp"
+
+#include <vector>
+
+#include <fmt/format.h>
+#include <simgrid/s4u.hpp>
+
+namespace sg4 = simgrid::s4u;
+
+namespace snsim::workloads {
+
+void DeviceExecutor::run(int rank, const ComputeOp& op) {
+  const DeviceId gpu = device(rank);
+  const auto& spec = *simulation_.fabric().device(gpu).gpu;
+  const auto& model = *models_.compute;
+  const double jitter = variability_.compute_factor(gpu);  // on this kernel's duration
+  if (op.duration) {
+    // A fixed time is taken as SM time: the GPU's clock variation and slow factor stretch it too.
+    simulation_.kernel(gpu, *op.duration * (jitter / variability_.flop_rate(gpu)), Seconds{0}, Bytes{0});
+    return;
+  }
+  sleep_for(model.fixed_cost(op.pipelined));
+  auto& duty = tensor_duty_[gpu];
+  const Seconds start = Simulation::now();
+  const double clock = model.clock_factor(duty, start);
+  const Seconds math = model.math_time(spec, op.flops, variability_.flop_rate(gpu) * clock, op.dtype) * jitter;
+  const Seconds memory = model.memory_time(spec, op.bytes, variability_.hbm_rate(gpu)) * jitter;
+  simulation_.kernel(gpu, math, memory, op.bytes);
+  model.account(duty, start, Simulation::now(), math >= memory ? 1.0 : math / memory);
+}
+
+void DeviceExecutor::run(int rank, const CopyOp& op) {
+  const auto& copy = *models_.copy;
+  const bool sm = op.engine == models::CopyEngine::sm;
+  if (sm) context_.hold_sms(rank);
+  if (op.peer == rank) {  // device-local: reads and writes the GPU's memory, through its HBM link
+    const DeviceId gpu = device(rank);
+    const auto& spec = *simulation_.fabric().device(gpu).gpu;
+    sleep_for(copy.local_fixed_cost(op.engine, op.pipelined));
+    const double factor = variability_.hbm_rate(gpu) * variability_.bandwidth_factor(gpu);
+    simulation_.kernel(gpu, Seconds{0}, Seconds{copy.local_memory_time(spec, op.bytes).count() / factor},
+                       Bytes{2 * op.bytes.count()});
+  } else if (op.peer == NVME) {
+    // GPUDirect Storage: one transfer per drive, all at once, the bytes split evenly (the first drives take the
+    // remainder); each crosses its drive's link and shares the GPU's PCIe link with the others.
+    const auto& drives = simulation_.fabric().nvme_drives();
+    const std::uint64_t n = drives.size();
+    auto stripe = [this, rank, &op, &copy, n](std::uint64_t i, DeviceId drive) {
+      const Bytes share{op.bytes.count() / n + (i < op.bytes.count() % n ? 1 : 0)};
+      const DeviceId from = op.pull ? drive : device(rank), to = op.pull ? device(rank) : drive;
+      simulation_.transfer(from, to, copy.wire_bytes(share, op.engine), share,
+                           copy.fixed_cost(op.engine, op.pull, op.pipelined),
+                           copy.wire_rate_cap(simulation_.route(from, to).bottleneck, op.engine), true);
+    };
+    std::vector<sg4::ActorPtr> others;
+    for (std::uint64_t i = 1; i < n; ++i)
+      others.push_back(sg4::Actor::create(fmt::format("rank{}.nvme{}", rank, i), sg4::this_actor::get_host(),
+                                          [stripe, i, drive = drives[i]] { stripe(i, drive); }));
+    stripe(0, drives[0]);
+    for (auto& actor : others) actor->join();
+  } else {
+    const DeviceId from = device(op.pull ? op.peer : rank), to = device(op.pull ? rank : op.peer);
+    const auto& route = simulation_.route(from, to);
+    simulation_.transfer(from, to, copy.wire_bytes(op.bytes, op.engine), op.bytes,
+                         copy.fixed_cost(op.engine, op.pull, op.pipelined),
+                         copy.wire_rate_cap(route.bottleneck, op.engine), true);  // a share of the line
+  }
+  if (sm) context_.release_sms(rank);
+}
+
+}  // namespace snsim::workloads

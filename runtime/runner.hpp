@@ -1,0 +1,74 @@
+// Runner: executes per-rank Programs on a Simulation, one SimGrid actor per GPU. It expands repeats and streams,
+// hands every other op to the executor of its family -- kernels and copies, collectives and barriers, PGAS and
+// stream events, unified memory (runtime/*_executor.hpp) -- and records when each op started and ended. The
+// executors share a RunContext (runtime/context.hpp): the simulation, the models, the variability drawn from the
+// scenario's seed, and the records and waits.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "models/models.hpp"
+#include "program/program.hpp"
+#include "runtime/collective_executor.hpp"
+#include "runtime/context.hpp"
+#include "runtime/device_executor.hpp"
+#include "runtime/op_tracker.hpp"
+#include "runtime/pgas_executor.hpp"
+#include "runtime/uvm_executor.hpp"
+#include "runtime/waits.hpp"
+#include "sim/report.hpp"
+#include "sim/simulation.hpp"
+
+namespace snsim::workloads {
+
+class Runner {
+ public:
+  Runner(Simulation& simulation, const models::Models& models, std::vector<Program> programs, std::uint64_t seed = 1);
+
+  /// Spawns one actor per rank. Call once, before Simulation::run().
+  void launch();
+  /// Every op every rank executed, by rank then start time. Valid after Simulation::run().
+  std::vector<OpRecord> records() const;
+  /// Per location (host, then every GPU): faults, fault batches, migrated bytes, time in fault service, bytes
+  /// evicted, bytes moved by access counters and thrashing pins; nullopt
+  /// when the programs use no managed memory. Valid after Simulation::run().
+  std::optional<Table> uvm_table() const { return uvm_.uvm_table(); }
+  /// How many collectives ran on the exact path, the crossbar and the ring fast path; nullopt without collectives.
+  /// Valid after Simulation::run().
+  std::optional<Table> fabric_path_table() const { return collectives_.fabric_path_table(); }
+  /// Ranks whose program did not run to its end (the engine stopped on a deadlock). Empty after a normal run.
+  std::vector<int> unfinished() const;
+  /// Into `invariants`: ops started and ended, every op a rank started and never ended with what it waited for (a
+  /// signal's value, the members missing from a collective or barrier, an event's records), and any rank whose
+  /// records go back in time (runtime/op_tracker.hpp). Valid after Simulation::run().
+  void check(Invariants& invariants) const;
+  /// Who waited on whom, and when (runtime/waits.hpp). Valid after Simulation::run().
+  std::vector<Wait> waits() const { return context_.waits().waits(); }
+  /// Kernels that start on `rank` from now on run `compute` / `hbm` times longer (a slowed failure).
+  void slow_gpu(int rank, double compute, double hbm) {
+    context_.variability().slow(context_.device(rank), compute, hbm);
+  }
+  /// The run has failures that change link rates mid-run (scenario/failures.hpp): rings keep the exact path
+  /// (models/fabric.hpp). Before launch().
+  void expect_fabric_failures() { collectives_.expect_fabric_failures(); }
+
+ private:
+  void run_rank(int rank);
+  /// Runs `op` on `rank`, as part of the top-level op `top` (whose phase and tag its record takes by default).
+  void execute(int rank, const Op& op, const Op& top);
+  /// Hands a leaf op to the one executor that runs its type.
+  template <class T>
+  OpOutcome dispatch(int rank, const T& op, const Op& top);
+
+  RunContext context_;
+  std::vector<Program> programs_;
+  std::vector<bool> finished_;  // by rank
+  OpTracker tracker_;
+  DeviceExecutor device_;
+  CollectiveExecutor collectives_;
+  PgasExecutor pgas_;
+  UvmExecutor uvm_;
+};
+
+}  // namespace snsim::workloads

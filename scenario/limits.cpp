@@ -1,0 +1,148 @@
+#include "scenario/limits.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "sim/error.hpp"
+#include "sim/simulation.hpp"
+
+namespace snsim::workloads {
+namespace {
+
+// Costs per item, from peak RSS (GNU time's %M) of `snsim run --out` on the development machine (Debian 12,
+// SimGrid 3.32, Release build), rounded up so that the estimate stays above what was measured:
+//   PROCESS   2-GPU HGX, one kernel per GPU: 36,488 KiB (libraries, SimGrid's engine, the scenario)
+//   ENDPOINT  superpods: HGX nodes, 512 -> 4,096 GPUs (7,168 -> 57,344 channels, one kernel per GPU): 245,560 KiB
+//   CHANNEL   more; NVL72 nodes, 10,008 GPUs (423,360 channels): 1,336,468 KiB. Fitted to both: 38.2 KiB per GPU
+//             (actor, host, HBM link) and 2.17 KiB per channel (graph edge, spare link, hub routes), rounded up to
+//             40 and 2.25; NVL576 (576 GPUs, 25,920 channels, 71,992 KiB) comes out 1.6x over
+//   ROUTE     NVL72, 73 endpoints routed up front (5,256 routes): 2.4 MiB above the 2-GPU run, all parts included
+//   OP        8-GPU HGX, 200,000 -> 800,000 kernels with --out and a timeline: 860,060 KiB more, 1.43 KiB per op
+//             (its record, report.json, report.csv, timeline.json); 1.75 keeps the 200,000-op run (358,760 KiB)
+//             under the estimate
+//   PGAS      8-GPU HGX, 200,000 -> 800,000 ops of puts and quiets: 1.46 KiB per op, ~0.1 KiB per put beyond its
+//             record (a mailbox and a helper actor SimGrid keeps)
+//   FLOW      NVL72 all-to-all on the exact path (5,112 flows at once) against a ring all-gather: 12,352 KiB more,
+//             2.4 KiB per flow in flight
+constexpr double KiB = 1024;
+constexpr double PROCESS = 36 * 1024 * KiB;
+constexpr double ENDPOINT = 40 * KiB;
+constexpr double CHANNEL = 2.25 * KiB;
+constexpr double ROUTE = 0.25 * KiB;
+constexpr double OP = 1.75 * KiB;
+constexpr double PGAS = 0.25 * KiB;
+constexpr double FLOW = 2.5 * KiB;
+
+constexpr std::uint64_t MAX = std::numeric_limits<std::uint64_t>::max();
+
+std::uint64_t times(std::uint64_t a, std::uint64_t b) {
+  return a != 0 && b > MAX / a ? MAX : a * b;
+}
+std::uint64_t plus(std::uint64_t a, std::uint64_t b) {
+  return b > MAX - a ? MAX : a + b;
+}
+
+/// Ops of a list run `count` times, into `e`; `fanout` becomes the largest collective fan-out of one rank.
+void count(const std::vector<Op>& ops, std::uint64_t count_, MemoryEstimate& e, std::uint64_t& fanout) {
+  for (const auto& op : ops) {
+    if (const auto* r = std::get_if<RepeatOp>(&op.what)) {
+      count(r->body, times(count_, static_cast<std::uint64_t>(r->count)), e, fanout);
+    } else if (const auto* s = std::get_if<StreamsOp>(&op.what)) {
+      for (const auto& list : s->streams) count(list, count_, e, fanout);
+    } else if (const auto* b = std::get_if<BarrierOp>(&op.what); b && b->sync) {
+      continue;  // bookkeeping, not recorded
+    } else {
+      e.ops = plus(e.ops, count_);
+      if (std::holds_alternative<PutOp>(op.what) || std::holds_alternative<GetOp>(op.what))
+        e.pgas = plus(e.pgas, count_);
+      if (const auto* c = std::get_if<CollectiveOp>(&op.what)) {
+        // All-peers patterns start a transfer to every peer at once; rings, trees and chains one out, one in.
+        const bool all_peers = c->kind == models::CollectiveKind::all_to_all ||
+                               c->algorithm == models::Algorithm::one_shot ||
+                               c->algorithm == models::Algorithm::two_shot;
+        fanout = std::max<std::uint64_t>(fanout, all_peers ? c->group->size() - 1 : 2);
+      }
+    }
+  }
+}
+
+std::string grouped(std::uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+Bytes cost(std::uint64_t items, double each) {
+  const double bytes = static_cast<double>(items) * each;
+  return bytes >= 0x1p64 ? Bytes{MAX} : Bytes{static_cast<std::uint64_t>(bytes)};
+}
+
+}  // namespace
+
+std::string MemoryEstimate::breakdown() const {
+  std::vector<std::string> parts;
+  parts.push_back(fmt::format("{} endpoints and {} channels {}", grouped(endpoints), grouped(channels),
+                              cost(endpoints, ENDPOINT) + cost(channels, CHANNEL)));
+  if (routes > 0) parts.push_back(fmt::format("{} routes {}", grouped(routes), cost(routes, ROUTE)));
+  parts.push_back(fmt::format("{} ops {}", grouped(ops), cost(ops, OP)));
+  if (pgas > 0) parts.push_back(fmt::format("{} puts and gets {}", grouped(pgas), cost(pgas, PGAS)));
+  if (flows > 0) parts.push_back(fmt::format("{} collective transfers at once {}", grouped(flows), cost(flows, FLOW)));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+MemoryEstimate estimate_memory(const Fabric& fabric, const std::vector<Program>& programs) {
+  MemoryEstimate e;
+  e.endpoints = fabric.gpus().size() + (fabric.host() ? 1 : 0) + fabric.nvme_drives().size();
+  e.channels = fabric.channel_count();
+  if (e.endpoints <= Simulation::EAGER_ENDPOINTS) e.routes = e.endpoints * (e.endpoints - 1);
+  for (const auto& program : programs) {
+    std::uint64_t fanout = 0;
+    count(program.ops, 1, e, fanout);
+    e.flows = plus(e.flows, fanout);
+  }
+  const double total = PROCESS + static_cast<double>(e.endpoints) * ENDPOINT +
+                       static_cast<double>(e.channels) * CHANNEL + static_cast<double>(e.routes) * ROUTE +
+                       static_cast<double>(e.ops) * OP + static_cast<double>(e.pgas) * PGAS +
+                       static_cast<double>(e.flows) * FLOW;
+  e.total = total >= 0x1p64 ? Bytes{MAX} : Bytes{static_cast<std::uint64_t>(total)};
+  return e;
+}
+
+MemoryLimit memory_limit(const std::optional<std::string>& option) {
+  auto parse = [](const std::string& text, const std::string& where) {
+    Bytes limit{0};
+    try {
+      limit = parse_bytes(text);
+    } catch (const UnitError& e) {
+      throw_input_error({where, 0, 0}, "", e.what());
+    }
+    if (limit.count() == 0) throw_input_error({where, 0, 0}, "", "must be > 0, got 0 B");
+    return limit;
+  };
+  if (option) return {parse(*option, "--max-memory " + *option), "--max-memory"};
+  if (const char* env = std::getenv("SNSIM_MAX_MEMORY"); env && *env)
+    return {parse(env, fmt::format("SNSIM_MAX_MEMORY={}", env)), "SNSIM_MAX_MEMORY"};
+  const auto pages = static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES));
+  const auto page = static_cast<std::uint64_t>(sysconf(_SC_PAGE_SIZE));
+  const Bytes physical{pages * page};
+  return {Bytes{physical.count() / 4 * 3},
+          fmt::format("3/4 of this machine's {}; set --max-memory or SNSIM_MAX_MEMORY", physical)};
+}
+
+void check_memory(const MemoryEstimate& estimate, const MemoryLimit& limit, const std::string& scenario) {
+  if (estimate.total <= limit.bytes) return;
+  throw_input_error({scenario, 0, 0}, "memory",
+                    fmt::format("the run needs about {} ({}), more than the limit of {} ({})", estimate.total,
+                                estimate.breakdown(), limit.bytes, limit.source));
+}
+
+}  // namespace snsim::workloads

@@ -1,0 +1,59 @@
+// Memory limits: a scenario too large for this machine is refused before it runs, with the estimate and the limit
+// (exit 2), instead of being killed by the kernel part way (issue 9).
+//
+// The estimate adds, for what the scenario fixes before it runs, a cost per item measured on the 2-core, 23 GiB
+// development machine (peak RSS of whole `snsim run --out` processes, GNU time; scenario/limits.cpp has the
+// figures): the process with SimGrid; every endpoint (its host, actor, HBM link) and channel (its link, graph edge,
+// spare link); every route of a platform routed up front (up to Simulation::EAGER_ENDPOINTS endpoints); every op
+// after repeats (its record, and its lines in report.json, report.csv, timeline.json); every put and get (a mailbox
+// and a helper actor that SimGrid keeps); and the most collective transfers in flight at once (every rank's largest
+// collective fan-out: n - 1 flows for all-to-all and one/two-shot, 2 for the others). It is an upper bound for the
+// runs measured (estimate / measured peak: 1.05 for 10,008 GPUs, 1.18 for 800,000 ops, up to 1.6 for NVL576), not
+// a promise: failures, UVM page maps, waits and SimGrid's own queues are not counted.
+//
+// The limit: `snsim run --max-memory SIZE`, else the environment's SNSIM_MAX_MEMORY, else 3/4 of the machine's
+// physical memory.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "program/program.hpp"
+#include "sim/fabric.hpp"
+#include "sim/units.hpp"
+
+namespace snsim::workloads {
+
+/// What a run will hold at its peak, by part.
+struct MemoryEstimate {
+  std::uint64_t endpoints = 0;  // GPUs, host, NVMe drives
+  std::uint64_t channels = 0;   // directed channels of the fabric
+  std::uint64_t routes = 0;     // routed up front (small platforms), else 0
+  std::uint64_t ops = 0;        // after repeats, every rank
+  std::uint64_t pgas = 0;       // puts and gets, after repeats
+  std::uint64_t flows = 0;      // collective transfers in flight at once, at most
+  Bytes total{0};
+  /// "8 endpoints, 1,000,000 ops (1.4 GiB), ..." : the counts and what the largest parts cost.
+  std::string breakdown() const;
+};
+
+/// Estimates a run's peak memory from its fabric and programs (Scenario::programs()). Saturates at 2^64 - 1 bytes.
+MemoryEstimate estimate_memory(const Fabric& fabric, const std::vector<Program>& programs);
+
+/// The memory a run may use, and where that figure came from.
+struct MemoryLimit {
+  Bytes bytes{0};
+  std::string source;  // "--max-memory", "SNSIM_MAX_MEMORY", "3/4 of this machine's 23.4 GiB"
+};
+
+/// `option` (a --max-memory value), else SNSIM_MAX_MEMORY, else 3/4 of the physical memory. A value that is not a
+/// size, or is 0, is an InputError naming where it came from.
+MemoryLimit memory_limit(const std::optional<std::string>& option);
+
+/// Throws an InputError "`scenario`: memory: the run needs about E (...), more than the limit L (source)" when the
+/// estimate exceeds the limit.
+void check_memory(const MemoryEstimate& estimate, const MemoryLimit& limit, const std::string& scenario);
+
+}  // namespace snsim::workloads

@@ -1,0 +1,95 @@
+// Memory limits (scenario/limits.hpp): what the estimate counts, the limit's sources and its messages, and the
+// figures it gives for the bench scenarios. No simulation runs here.
+#include <doctest/doctest.h>
+
+#include "scenario/test_support.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+
+#include "scenario/limits.hpp"
+#include "sim/error.hpp"
+
+#include <fmt/format.h>
+
+using namespace snsim;
+using namespace snsim::literals;
+using namespace snsim::workloads;
+using namespace snsim::workloads::testing;
+
+namespace {
+Scenario bench(const std::string& file) {
+  const auto path = std::filesystem::path(SNSIM_SOURCE_DIR) / "workloads" / "bench" / file;
+  return Scenario::load(ConfigDocument::load_file(path.string()));
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+}  // namespace
+
+TEST_CASE("limits: ops are counted after repeats and streams, collectives by their fan-out") {
+  const auto s = load(
+      "topology: {type: hgx, gpus: 8}\n"
+      "workloads:\n"
+      "  - type: program\n"
+      "    ops:\n"
+      "      - repeat: 1000\n"
+      "        ops: [{compute: {time: 1us}}, {streams: [[{put: {to: next, bytes: 8B}}], [{quiet: {}}]]}]\n"
+      "      - {collective: {op: all_reduce, bytes: 1MiB}}\n"
+      "  - type: program\n"
+      "    ops: [{collective: {op: all_to_all, bytes: 1MiB}}]\n");
+  const auto e = estimate_memory(s.fabric(), s.programs());
+  CHECK(e.ops == 8 * (3000 + 1 + 1));  // the free barrier between the workloads is not an op
+  CHECK(e.pgas == 8 * 1000);
+  CHECK(e.flows == 8 * 7);  // all-to-all: every rank sends to its 7 peers at once
+  CHECK(e.endpoints == 9);  // 8 GPUs and the host
+  CHECK(e.routes == 9 * 8);
+  CHECK(e.total > 36_MiB);
+}
+
+TEST_CASE("limits: the 4,096-GPU superpod bench scenario is accepted and its estimate bounds its measured peak") {
+  const auto s = bench("superpod4096_dp_step.yaml");
+  const auto e = estimate_memory(s.fabric(), s.programs());
+  CHECK(e.routes == 0);      // routed on first use
+  CHECK(e.ops == 4096 * 4);  // a kernel, and three collectives per rank
+  // README, "Performance targets": 339 MiB peak measured; the target is 2 GiB.
+  CHECK(e.total >= 339_MiB);
+  CHECK(e.total <= 1_GiB);
+  CHECK_NOTHROW(check_memory(e, {2_GiB, "the performance target"}, "superpod4096_dp_step.yaml"));
+}
+
+TEST_CASE("limits: over the limit, the message states the estimate, what it counts, and the limit") {
+  const auto s = load("topology: {type: hgx, gpus: 2}\nworkloads: [{type: program, ops: [{compute: {time: 1us}}]}]\n");
+  const auto e = estimate_memory(s.fabric(), s.programs());
+  CHECK(error_of([&] {
+          check_memory(e, {1_MiB, "--max-memory"}, "t.yaml");
+        }) == fmt::format("t.yaml: memory: the run needs about {} ({}), more than the limit of 1 MiB (--max-memory)",
+                          e.total, e.breakdown()));
+  CHECK_NOTHROW(check_memory(e, {e.total, "--max-memory"}, "t.yaml"));
+}
+
+TEST_CASE("limits: --max-memory, then SNSIM_MAX_MEMORY, then 3/4 of the machine") {
+  unsetenv("SNSIM_MAX_MEMORY");
+  const auto physical = memory_limit(std::nullopt);
+  CHECK(physical.bytes > 0_B);
+  CHECK(physical.source.starts_with("3/4 of this machine's "));
+  CHECK(memory_limit(std::string("8GiB")).bytes == 8_GiB);
+  CHECK(memory_limit(std::string("8GiB")).source == "--max-memory");
+  setenv("SNSIM_MAX_MEMORY", "512MiB", 1);
+  CHECK(memory_limit(std::nullopt).bytes == 512_MiB);
+  CHECK(memory_limit(std::nullopt).source == "SNSIM_MAX_MEMORY");
+  CHECK(memory_limit(std::string("1GiB")).bytes == 1_GiB);  // the option wins
+  setenv("SNSIM_MAX_MEMORY", "lots", 1);
+  CHECK(error_of([] { memory_limit(std::nullopt); }) ==
+        "SNSIM_MAX_MEMORY=lots: cannot parse 'lots' as a size: expected a number and a unit, like '64MiB'");
+  unsetenv("SNSIM_MAX_MEMORY");
+  CHECK(error_of([] { memory_limit(std::string("0GiB")); }) == "--max-memory 0GiB: must be > 0, got 0 B");
+  CHECK(error_of([] { memory_limit(std::string("-1GiB")); }).starts_with("--max-memory -1GiB: "));
+}

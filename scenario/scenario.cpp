@@ -1,0 +1,152 @@
+#include "scenario/scenario.hpp"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <limits>
+
+#include <xbt/log.h>
+
+#include "models/params.hpp"
+#include "runtime/runner.hpp"
+#include "sim/invariants.hpp"
+#include "topologies/register.hpp"
+
+namespace snsim::workloads {
+namespace {
+bool forces_nvls(const std::vector<Op>& ops) {
+  return std::ranges::any_of(ops, [](const Op& op) {
+    if (const auto* r = std::get_if<RepeatOp>(&op.what)) return forces_nvls(r->body);
+    const auto* c = std::get_if<CollectiveOp>(&op.what);
+    return c && c->algorithm == models::Algorithm::nvls;
+  });
+}
+
+/// "deadlock: " and, per stuck rank, each op it left unended and what that op waits for; at most MAX_NAMED of them,
+/// the rest counted (report.json's invariants.unended lists them all).
+std::string deadlock_outcome(const std::vector<int>& stuck, const std::vector<UnendedOp>& unended) {
+  constexpr std::size_t MAX_NAMED = 8;
+  std::vector<std::string> all;
+  for (int rank : stuck) {
+    const auto before = all.size();
+    for (const auto& u : unended)
+      if (u.rank == rank) all.push_back(u.describe());
+    // A stuck rank always has an op in progress; said anyway, should that ever change.
+    if (all.size() == before) all.push_back(fmt::format("rank {}: did not finish its program", rank));
+  }
+  if (all.size() > MAX_NAMED) {
+    const std::size_t more = all.size() - MAX_NAMED;
+    all.resize(MAX_NAMED);
+    all.push_back(fmt::format("and {} more (report.json: invariants.unended)", more));
+  }
+  return fmt::format("deadlock: {}", fmt::join(all, "; "));
+}
+}  // namespace
+
+Scenario Scenario::load(std::shared_ptr<ConfigDocument> document) {
+  Scenario s;
+  s.document_ = document;
+  const ConfigNode root = document->root();
+  s.name_ = root.optional<std::string>("name", "unnamed");
+  s.seed_ = root.optional<std::uint64_t>("seed", 1);
+
+  Registry<Topology> topologies("topology");
+  topologies::register_topologies(topologies);
+  s.fabric_ = topologies.create(root.child("topology"))->build();
+  // One check for every topology, built-in or custom: connected, switch port counts within their radix.
+  if (auto problem = s.fabric_.check()) root.child("topology").fail(*problem);
+
+  models::apply_params(*document);
+  s.models_ = models::Models::load(root.section("models"));
+  s.models_.slow->check(static_cast<int>(s.fabric_.gpus().size()));
+
+  WorkloadRegistry workloads("workload");
+  register_workloads(workloads);
+  const ConfigNode list = root.child("workloads");
+  const auto items = list.elements();
+  if (items.empty()) list.fail("no workload to run");
+  for (const auto& item : items) {
+    s.workloads_.push_back(workloads.create(item, s.fabric_));
+    s.workloads_.back()->set_seed(s.seed_);
+  }
+
+  s.failures_ = parse_failures(root.maybe_child("failures"), s.fabric_);
+  s.timeline_ = root.section("output").optional<bool>("timeline", false);
+  if (const auto gpus = root.section("output").maybe_child("timeline_gpus"))
+    s.timeline_gpus_ = parse_ranks(*gpus, static_cast<int>(s.fabric_.gpus().size()));
+  document->reject_unknown_keys();
+
+  const auto programs = s.programs();
+  for (std::size_t r = 0; r < programs.size(); ++r)
+    if (const auto n = expanded_size(programs[r].ops); n > MAX_OPS_PER_RANK)
+      list.fail(n == std::numeric_limits<std::uint64_t>::max()
+                    ? fmt::format("rank {} would run more than 2^64 ops; the limit is {} per rank", r, MAX_OPS_PER_RANK)
+                    : fmt::format("rank {} would run {} ops; the limit is {} per rank", r, n, MAX_OPS_PER_RANK));
+  if (!s.models_.collective->nvls_enabled &&
+      std::ranges::any_of(programs, [](const auto& p) { return forces_nvls(p.ops); }))
+    root.section("models").section("collective").fail_key("nvls", "is false, but a collective forces algorithm: nvls");
+  return s;
+}
+
+std::vector<Program> Scenario::programs() const {
+  std::vector<Program> programs(fabric_.gpus().size());
+  std::vector<int> all(programs.size());
+  for (std::size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int>(r);
+  const Group everyone = std::make_shared<const std::vector<int>>(all);
+  for (std::size_t phase = 0; phase < workloads_.size(); ++phase) {
+    if (phase > 0)
+      for (auto& p : programs) p.ops.push_back(Op{BarrierOp{everyone, true}, static_cast<int>(phase), -1});
+    workloads_[phase]->emit(programs, static_cast<int>(phase));
+  }
+  return programs;
+}
+
+Report Scenario::run(const std::vector<std::string>& engine_args) const {
+  // The report names what each stuck rank waits for; SimGrid's own deadlock listing (its actors' addresses) would
+  // only add noise on stderr. Set before the engine reads --log options, so that a user's --log=ker_engine... wins.
+  xbt_log_control_set("ker_engine.app:file:/dev/null");
+  Simulation simulation(fabric_, engine_args, models_.compute->comm_sm_share);
+  InvariantMonitor monitor;
+  Runner runner(simulation, models_, programs(), seed_);
+  FailureLog failures;
+  // First: failures at 0 s apply before any op starts. A slowed GPU changes the rates the runner's kernels read.
+  schedule_failures(simulation, failures_, failures, {.slow_gpu = [&runner](int rank, double compute, double hbm) {
+                      runner.slow_gpu(rank, compute, hbm);
+                    }});
+  if (std::ranges::any_of(failures_, [](const Failure& f) {
+        return f.kind != Failure::Kind::slowed && f.kind != Failure::Kind::gpu_lost;  // lanes, planes, trays
+      }))
+    runner.expect_fabric_failures();
+  runner.launch();
+  Report report;
+  report.scenario = name_;
+  report.seed = seed_;
+  report.config = document_->effective();
+  report.simulated_time = simulation.run();
+  report.ops = runner.records();
+  report.wait_spans = runner.waits();
+  report.record_kinds = record_kinds();
+  report.waits = wait_table(report.ops, report.wait_spans, fabric_.gpus().size());
+  report.links = simulation.links();
+  const auto stuck = runner.unfinished();
+  report.invariants = monitor.finish(!failures.outcome && stuck.empty());
+  runner.check(report.invariants);
+  if (failures.outcome)
+    report.outcome = *failures.outcome;  // a lost GPU stopped every rank: not a deadlock
+  else if (!stuck.empty())
+    report.outcome = deadlock_outcome(stuck, report.invariants.unended);
+  for (std::size_t phase = 0; phase < workloads_.size(); ++phase)
+    for (auto& t : workloads_[phase]->summarize(report.ops, static_cast<int>(phase)))
+      report.tables.push_back(std::move(t));
+  if (!failures_.empty()) {
+    Table applied{"failures applied", {"at_us", "what", "links_changed"}, {}};
+    for (const auto& f : failures.applied)
+      applied.rows.push_back({f.at.count() * 1e6, f.what, fmt::format("{}", fmt::join(f.links, " "))});
+    report.tables.push_back(std::move(applied));
+  }
+  if (auto uvm = runner.uvm_table()) report.tables.push_back(std::move(*uvm));
+  if (auto path = runner.fabric_path_table()) report.tables.push_back(std::move(*path));
+  return report;
+}
+
+}  // namespace snsim::workloads

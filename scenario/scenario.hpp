@@ -1,0 +1,61 @@
+// Scenario: one YAML file, parsed and validated before anything runs, and the run that turns it into a Report.
+//
+//   name: hgx-h200-default
+//   seed: 42
+//   topology: {type: hgx, gpu: h200, gpus: 8}
+//   models: {copy: {ce: {efficiency: 0.88}}}   # optional: every model has sourced defaults
+//   workloads:                                 # run one after another, as phases
+//     - {type: collective_sweep, ops: all_reduce, sizes: {from: 8B, to: 1GiB}}
+//   failures: [{at: 1ms, link: {gpu: 3, lanes: 1}}]  # optional what-ifs (scenario/failures.hpp)
+//   output: {timeline: true, timeline_gpus: "0-7"}  # timeline.json (Perfetto) of GPUs 0-7 (default all)
+//
+// Every input check happens in Scenario::load, because an exception escaping a SimGrid actor aborts the process.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/models.hpp"
+#include "scenario/failures.hpp"
+#include "sim/config.hpp"
+#include "sim/report.hpp"
+#include "workloads/workload.hpp"
+
+namespace snsim::workloads {
+
+class Scenario {
+ public:
+  /// Parses and validates the whole scenario; any mistake is an InputError naming file:line:col and key.
+  static Scenario load(std::shared_ptr<ConfigDocument> document);
+
+  const std::string& name() const { return name_; }
+  std::uint64_t seed() const { return seed_; }
+  const Fabric& fabric() const { return fabric_; }
+  const models::Models& models() const { return models_; }
+  bool timeline() const { return timeline_; }
+  /// output.timeline_gpus: the GPUs the timeline writes (empty: all).
+  const std::vector<int>& timeline_gpus() const { return timeline_gpus_; }
+
+  /// Every rank's program: each workload in turn, separated by a free barrier across all ranks.
+  std::vector<Program> programs() const;
+
+  /// Runs the scenario in this process (once per process: see sim/simulation.hpp) and returns the report.
+  Report run(const std::vector<std::string>& engine_args = {}) const;
+
+ private:
+  std::shared_ptr<ConfigDocument> document_;
+  std::string name_;
+  std::uint64_t seed_ = 0;
+  Fabric fabric_;
+  models::Models models_;
+  std::vector<std::unique_ptr<Workload>> workloads_;
+  bool timeline_ = false;
+  std::vector<int> timeline_gpus_;
+  std::vector<Failure> failures_;  // what-ifs applied at their times (scenario/failures.hpp)
+};
+
+/// Refuses programs larger than this many ops after expanding repeats (a million ops per rank).
+inline constexpr std::uint64_t MAX_OPS_PER_RANK = 1'000'000;
+
+}  // namespace snsim::workloads

@@ -1,0 +1,68 @@
+// Helpers shared by the workloads tests: a scenario from YAML text, and the spans and errors they assert on.
+// Included by test files only.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "scenario/scenario.hpp"
+#include "sim/config.hpp"
+#include "sim/isolated.hpp"
+
+namespace snsim::workloads::testing {
+
+/// A scenario from YAML text, named "t.yaml" in its error messages.
+inline Scenario load(const std::string& yaml) {
+  return Scenario::load(ConfigDocument::load_string(yaml, "t.yaml"));
+}
+
+/// From the first start to the last end of the ops of one phase.
+inline double span(const Report& report, int phase = 0) {
+  double first = 1e300, last = 0;
+  for (const auto& o : report.ops)
+    if (o.phase == phase) {
+      first = std::min(first, o.start.count());
+      last = std::max(last, o.end.count());
+    }
+  return last - first;
+}
+
+inline double relative_error(double a, double b) {
+  return std::abs(a - b) / std::abs(b);
+}
+
+/// A run under one `models.fabric.path`: its simulated time and the collectives each path ran (the report's
+/// "fabric path" table).
+struct PathOutcome {
+  double span = 0;   // simulated time of the whole run
+  int exact = 0;     // collectives on the exact path
+  int crossbar = 0;  // on the crossbar fast path
+  int ring = 0;      // on the ring fast path
+};
+
+/// Runs `yaml` with models.fabric.path set to `path` in a child process.
+inline PathOutcome run_with_path(const std::string& yaml, const std::string& path) {
+  const std::string text = run_isolated([&] {
+    auto document = ConfigDocument::load_string(yaml, "t.yaml");
+    document->set("models.fabric.path=" + path);
+    const Report r = Scenario::load(document).run();
+    int exact = 0, crossbar = 0, ring = 0;
+    for (const auto& t : r.tables)
+      if (t.title.starts_with("fabric path"))
+        for (const auto& row : t.rows) {
+          if (row[0] == "exact") exact = row[1].get<int>();
+          if (row[0] == "crossbar fast") crossbar = row[1].get<int>();
+          if (row[0] == "ring fast") ring = row[1].get<int>();
+        }
+    return fmt::format("{:.17g} {} {} {}", r.simulated_time.count(), exact, crossbar, ring);
+  });
+  PathOutcome o;
+  std::istringstream(text) >> o.span >> o.exact >> o.crossbar >> o.ring;
+  return o;
+}
+
+}  // namespace snsim::workloads::testing
