@@ -79,19 +79,29 @@ json metrics_of(const Report& report, const workloads::Scenario& scenario) {
 
 // ---- the report --------------------------------------------------------------------------------------------------
 
-SweepReport write_sweep_report(const std::string& dir, const json& meta, const std::vector<json>& results) {
-  // One row per point: the mean of each metric over its trials.
-  struct Row {
-    json labels;
-    std::size_t trials = 0;
-    std::string outcome = "completed";
-    std::map<std::string, double> sums;
-    std::map<std::string, std::string> text;  // non-numeric metrics (the topology)
-  };
-  std::map<std::size_t, Row> rows;
-  std::set<std::string> metric_names;
+namespace {
+
+/// One point of the report: its trials' metrics, summed, so that the table shows their means.
+struct PointRow {
+  json labels;
+  std::size_t trials = 0;
+  std::string outcome = "completed";  // the first other outcome of a trial, if any
+  std::map<std::string, double> sums;
+  std::map<std::string, std::string> text;  // non-numeric metrics (the topology)
+
+  std::optional<double> mean(const std::string& metric) const {
+    const auto it = sums.find(metric);
+    if (it == sums.end()) return std::nullopt;
+    return it->second / static_cast<double>(trials);
+  }
+};
+using PointRows = std::map<std::size_t, PointRow>;
+
+/// The results by point; `metric_names` receives every numeric metric's name.
+PointRows point_rows(const std::vector<json>& results, std::set<std::string>& metric_names) {
+  PointRows rows;
   for (const auto& r : results) {
-    Row& row = rows[r["point"].get<std::size_t>()];
+    PointRow& row = rows[r["point"].get<std::size_t>()];
     row.labels = r.value("labels", json::object());
     ++row.trials;
     if (r["outcome"] != "completed" && row.outcome == "completed") row.outcome = r["outcome"].get<std::string>();
@@ -106,6 +116,67 @@ SweepReport write_sweep_report(const std::string& dir, const json& meta, const s
       }
     }
   }
+  return rows;
+}
+
+/// The table of sweep.md: a row per point, its axes' labels, then the means of `metrics`.
+std::string results_table(const PointRows& rows, const std::vector<std::string>& axes,
+                          const std::vector<std::string>& metrics) {
+  std::vector<std::string> header{"point"};
+  header.insert(header.end(), axes.begin(), axes.end());
+  for (const char* extra : {"topology", "trials", "outcome"}) header.emplace_back(extra);
+  header.insert(header.end(), metrics.begin(), metrics.end());
+  std::string md = fmt::format("| {} |\n|", fmt::join(header, " | "));
+  for (std::size_t i = 0; i < header.size(); ++i) md += i < 1 + axes.size() + 3 ? "---|" : "---:|";
+  md += "\n";
+  for (const auto& [p, row] : rows) {
+    std::vector<std::string> cells{std::to_string(p)};
+    for (const auto& a : axes) cells.push_back(row.labels.contains(a) ? row.labels[a].get<std::string>() : "-");
+    cells.push_back(row.text.contains("topology") ? row.text.at("topology") : "-");
+    cells.push_back(std::to_string(row.trials));
+    cells.push_back(row.outcome);
+    for (const auto& m : metrics) {
+      const auto v = row.mean(m);
+      cells.push_back(v ? format_number(*v) : "-");
+    }
+    md += fmt::format("| {} |\n", fmt::join(cells, " | "));
+  }
+  return md;
+}
+
+/// The answer to the plan's goal: among completed points within the bound, the one with the least cost (ties: the
+/// better metric, then the lower point).
+std::string goal_answer(const json& goal, const PointRows& rows) {
+  const std::string metric = goal["metric"], minimize = goal["minimize"];
+  const bool at_least = goal.contains("at_least");
+  const double bound = at_least ? goal["at_least"].get<double>() : goal["at_most"].get<double>();
+  std::optional<std::size_t> best;
+  for (const auto& [p, row] : rows) {
+    const auto v = row.mean(metric), cost = row.mean(minimize);
+    if (row.outcome != "completed" || !v || !cost || (at_least ? *v < bound : *v > bound)) continue;
+    if (!best) {
+      best = p;
+      continue;
+    }
+    const PointRow& b = rows.at(*best);
+    const double bc = *b.mean(minimize), bv = *b.mean(metric);
+    if (*cost < bc || (*cost == bc && (at_least ? *v > bv : *v < bv))) best = p;
+  }
+  std::string md = fmt::format("\n## Answer\n\nGoal: `{}` {} {} with the least `{}`. ", metric,
+                               at_least ? ">=" : "<=", format_number(bound), minimize);
+  if (!best) return md + "No completed point meets it.\n";
+  const PointRow& b = rows.at(*best);
+  std::vector<std::string> labels;
+  for (const auto& [name, label] : b.labels.items()) labels.push_back(name + "=" + label.get<std::string>());
+  return md + fmt::format("**Point {} ({})**: {} {}, {} {}.\n", *best, fmt::join(labels, ", "), minimize,
+                          format_number(*b.mean(minimize)), metric, format_number(*b.mean(metric)));
+}
+
+}  // namespace
+
+SweepReport write_sweep_report(const std::string& dir, const json& meta, const std::vector<json>& results) {
+  std::set<std::string> metric_names;
+  const PointRows rows = point_rows(results, metric_names);
   std::vector<std::string> axes;
   for (const auto& a : meta.value("axes", json::array())) axes.push_back(a["name"]);
   if (axes.empty())
@@ -120,69 +191,17 @@ SweepReport write_sweep_report(const std::string& dir, const json& meta, const s
     if (std::ranges::find(metrics, m) == metrics.end() && std::ranges::find(axes, m) == axes.end())
       metrics.push_back(m);
 
-  auto mean = [](const Row& row, const std::string& m) -> std::optional<double> {
-    const auto it = row.sums.find(m);
-    if (it == row.sums.end()) return std::nullopt;
-    return it->second / static_cast<double>(row.trials);
-  };
   std::string md = fmt::format("# Sweep: {}\n\n", meta.value("plan", std::string("(unnamed)")));
   if (meta.contains("base"))
     md += fmt::format("Base scenario `{}`, design {}, {} points x {} trials; {} points in these results.\n\n",
                       meta["base"].get<std::string>(), meta["design"].get<std::string>(), meta["points"].dump(),
                       meta["trials"].dump(), rows.size());
-  std::vector<std::string> header{"point"};
-  header.insert(header.end(), axes.begin(), axes.end());
-  for (const char* extra : {"topology", "trials", "outcome"}) header.emplace_back(extra);
-  header.insert(header.end(), metrics.begin(), metrics.end());
-  md += fmt::format("| {} |\n|", fmt::join(header, " | "));
-  for (std::size_t i = 0; i < header.size(); ++i) md += i < 1 + axes.size() + 3 ? "---|" : "---:|";
-  md += "\n";
-  for (const auto& [p, row] : rows) {
-    std::vector<std::string> cells{std::to_string(p)};
-    for (const auto& a : axes) cells.push_back(row.labels.contains(a) ? row.labels[a].get<std::string>() : "-");
-    cells.push_back(row.text.contains("topology") ? row.text.at("topology") : "-");
-    cells.push_back(std::to_string(row.trials));
-    cells.push_back(row.outcome);
-    for (const auto& m : metrics) {
-      const auto v = mean(row, m);
-      cells.push_back(v ? format_number(*v) : "-");
-    }
-    md += fmt::format("| {} |\n", fmt::join(cells, " | "));
-  }
+  md += results_table(rows, axes, metrics);
   md +=
       "\nMetrics are means over a point's trials: `makespan_s` is the simulated time of the whole run; for a "
       "training workload `step_time_s` is the mean step, `samples_per_s` the global batch per step time and "
       "`mfu_pct` the model FLOPs per step / (step time x GPUs x peak); `wall_s` is what simulating it took.\n";
-
-  if (meta.contains("goal")) {
-    const json& goal = meta["goal"];
-    const std::string metric = goal["metric"], minimize = goal["minimize"];
-    const bool at_least = goal.contains("at_least");
-    const double bound = at_least ? goal["at_least"].get<double>() : goal["at_most"].get<double>();
-    std::optional<std::size_t> best;
-    for (const auto& [p, row] : rows) {
-      const auto v = mean(row, metric), cost = mean(row, minimize);
-      if (row.outcome != "completed" || !v || !cost || (at_least ? *v < bound : *v > bound)) continue;
-      if (!best) {
-        best = p;
-        continue;
-      }
-      const Row& b = rows.at(*best);
-      const double bc = *mean(b, minimize), bv = *mean(b, metric);
-      if (*cost < bc || (*cost == bc && (at_least ? *v > bv : *v < bv))) best = p;
-    }
-    md += fmt::format("\n## Answer\n\nGoal: `{}` {} {} with the least `{}`. ", metric,
-                      at_least ? ">=" : "<=", format_number(bound), minimize);
-    if (best) {
-      const Row& b = rows.at(*best);
-      std::vector<std::string> labels;
-      for (const auto& [name, label] : b.labels.items()) labels.push_back(name + "=" + label.get<std::string>());
-      md += fmt::format("**Point {} ({})**: {} {}, {} {}.\n", *best, fmt::join(labels, ", "), minimize,
-                        format_number(*mean(b, minimize)), metric, format_number(*mean(b, metric)));
-    } else {
-      md += "No completed point meets it.\n";
-    }
-  }
+  if (meta.contains("goal")) md += goal_answer(meta["goal"], rows);
 
   // The plot: drawn by plot_sweep.py (tools/plot/) when a python3 with matplotlib is there (CI requires it).
   const fs::path png = fs::path(dir) / "sweep.png";

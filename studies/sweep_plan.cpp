@@ -86,6 +86,83 @@ std::vector<AxisValue::Assignment> assignments(const ConfigNode& set) {
   return out;
 }
 
+/// One axis of `axes:`; `names` holds the names of the axes before it.
+Axis read_axis(const ConfigNode& a, std::set<std::string>& names) {
+  if (!a.is_map()) a.fail("expected an axis: {name: ..., key: key.path, values: [...]} ");
+  Axis axis;
+  axis.name = a.required<std::string>("name");
+  if (axis.name.empty() || axis.name.find_first_of(" =") != std::string::npos)
+    a.fail_key("name", fmt::format("'{}' is not a name (no spaces or '=')", axis.name));
+  if (!names.insert(axis.name).second) a.fail_key("name", fmt::format("axis '{}' is named twice", axis.name));
+  const auto key = a.maybe<std::string>("key");
+  const ConfigNode values = a.child("values");
+  if (!values.is_sequence() || values.elements().empty()) values.fail("expected a non-empty list of values");
+  std::set<std::string> labels;
+  for (const ConfigNode& v : values.elements()) {
+    AxisValue value;
+    if (v.is_map()) {
+      value.label = v.required<std::string>("label");
+      value.sets = assignments(v.child("set"));
+    } else {
+      if (!key)
+        v.fail(
+            fmt::format("a plain value needs the axis's `key` (the key.path it sets); or give {{label: ..., set: "
+                        "{{key.path: value, ...}}}}"));
+      value.label = flow_yaml(v);
+      value.sets.push_back({*key + "=" + flow_yaml(v), v.location().to_string()});
+    }
+    if (!labels.insert(value.label).second)
+      v.fail(fmt::format("the label '{}' is used twice on axis '{}'", value.label, axis.name));
+    axis.values.push_back(std::move(value));
+  }
+  return axis;
+}
+
+/// The points of a design over `axes` (grid: all of them, the first axis slowest; random: `samples` distinct ones).
+std::vector<std::vector<std::size_t>> design_points(const ConfigNode& root, const std::string& design,
+                                                    const std::vector<Axis>& axes) {
+  std::size_t grid = 1;
+  for (const auto& axis : axes) {
+    if (grid > MAX_POINTS / axis.values.size()) {
+      grid = MAX_POINTS + 1;
+      break;
+    }
+    grid *= axis.values.size();
+  }
+  std::vector<std::vector<std::size_t>> points;
+  if (design == "grid") {
+    for (const char* key : {"samples", "sample_seed"})
+      if (root.has(key)) root.fail_key(key, "only with design: random");
+    if (grid > MAX_POINTS)
+      root.fail_key("axes", fmt::format("the grid has more than {} points; use design: random", MAX_POINTS));
+    for (std::size_t i = 0; i < grid; ++i) {
+      std::vector<std::size_t> p(axes.size());
+      for (std::size_t a = axes.size(), index = i; a-- > 0;) {
+        p[a] = index % axes[a].values.size();
+        index /= axes[a].values.size();
+      }
+      points.push_back(std::move(p));
+    }
+  } else if (design == "random") {
+    const auto samples = root.required<int>("samples");
+    check_between(root, "samples", samples, 1, static_cast<int>(std::min<std::size_t>(grid, MAX_POINTS)));
+    const auto seed = root.optional<std::uint64_t>("sample_seed", 1);
+    // Distinct points, one value per axis drawn from the plan's own stream, listed in grid order: the sample
+    // depends on nothing but the plan, however large the grid.
+    RandomStream rng(seed, "sweep.random");
+    std::set<std::vector<std::size_t>> chosen;
+    while (chosen.size() < static_cast<std::size_t>(samples)) {
+      std::vector<std::size_t> p;
+      for (const auto& axis : axes) p.push_back(rng.below(axis.values.size()));
+      chosen.insert(std::move(p));
+    }
+    points.assign(chosen.begin(), chosen.end());
+  } else {
+    root.fail_key("design", fmt::format("expected grid or random, found '{}'", design));
+  }
+  return points;
+}
+
 }  // namespace
 
 SweepPlan SweepPlan::load(const std::string& path) {
@@ -107,78 +184,11 @@ SweepPlan SweepPlan::load(const std::string& path) {
   const ConfigNode axes = root.child("axes");
   if (!axes.is_sequence()) axes.fail("expected a list of axes: [{name: ..., key: ..., values: [...]}, ...]");
   std::set<std::string> names;
-  for (const ConfigNode& a : axes.elements()) {
-    if (!a.is_map()) a.fail("expected an axis: {name: ..., key: key.path, values: [...]} ");
-    Axis axis;
-    axis.name = a.required<std::string>("name");
-    if (axis.name.empty() || axis.name.find_first_of(" =") != std::string::npos)
-      a.fail_key("name", fmt::format("'{}' is not a name (no spaces or '=')", axis.name));
-    if (!names.insert(axis.name).second) a.fail_key("name", fmt::format("axis '{}' is named twice", axis.name));
-    const auto key = a.maybe<std::string>("key");
-    const ConfigNode values = a.child("values");
-    if (!values.is_sequence() || values.elements().empty()) values.fail("expected a non-empty list of values");
-    std::set<std::string> labels;
-    for (const ConfigNode& v : values.elements()) {
-      AxisValue value;
-      if (v.is_map()) {
-        value.label = v.required<std::string>("label");
-        value.sets = assignments(v.child("set"));
-      } else {
-        if (!key)
-          v.fail(
-              fmt::format("a plain value needs the axis's `key` (the key.path it sets); or give {{label: ..., set: "
-                          "{{key.path: value, ...}}}}"));
-        value.label = flow_yaml(v);
-        value.sets.push_back({*key + "=" + flow_yaml(v), v.location().to_string()});
-      }
-      if (!labels.insert(value.label).second)
-        v.fail(fmt::format("the label '{}' is used twice on axis '{}'", value.label, axis.name));
-      axis.values.push_back(std::move(value));
-    }
-    plan.axes.push_back(std::move(axis));
-  }
+  for (const ConfigNode& a : axes.elements()) plan.axes.push_back(read_axis(a, names));
   if (plan.axes.empty()) axes.fail("expected at least one axis");
 
-  std::size_t grid = 1;
-  for (const auto& axis : plan.axes) {
-    if (grid > MAX_POINTS / axis.values.size()) {
-      grid = MAX_POINTS + 1;
-      break;
-    }
-    grid *= axis.values.size();
-  }
-  auto point_of = [&plan](std::size_t index) {
-    std::vector<std::size_t> p(plan.axes.size());
-    for (std::size_t a = plan.axes.size(); a-- > 0;) {
-      p[a] = index % plan.axes[a].values.size();
-      index /= plan.axes[a].values.size();
-    }
-    return p;
-  };
   plan.design = root.optional<std::string>("design", "grid");
-  if (plan.design == "grid") {
-    for (const char* key : {"samples", "sample_seed"})
-      if (root.has(key)) root.fail_key(key, "only with design: random");
-    if (grid > MAX_POINTS)
-      root.fail_key("axes", fmt::format("the grid has more than {} points; use design: random", MAX_POINTS));
-    for (std::size_t i = 0; i < grid; ++i) plan.points.push_back(point_of(i));
-  } else if (plan.design == "random") {
-    const auto samples = root.required<int>("samples");
-    check_between(root, "samples", samples, 1, static_cast<int>(std::min<std::size_t>(grid, MAX_POINTS)));
-    const auto seed = root.optional<std::uint64_t>("sample_seed", 1);
-    // Distinct points, one value per axis drawn from the plan's own stream, listed in grid order: the sample
-    // depends on nothing but the plan, however large the grid.
-    RandomStream rng(seed, "sweep.random");
-    std::set<std::vector<std::size_t>> chosen;
-    while (chosen.size() < static_cast<std::size_t>(samples)) {
-      std::vector<std::size_t> p;
-      for (const auto& axis : plan.axes) p.push_back(rng.below(axis.values.size()));
-      chosen.insert(std::move(p));
-    }
-    plan.points.assign(chosen.begin(), chosen.end());
-  } else {
-    root.fail_key("design", fmt::format("expected grid or random, found '{}'", plan.design));
-  }
+  plan.points = design_points(root, plan.design, plan.axes);
 
   if (auto g = root.maybe_child("goal")) {
     Goal goal;
