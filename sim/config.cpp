@@ -2,14 +2,14 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
+
+#include "sim/files.hpp"
 
 namespace snsim {
 namespace {
@@ -340,11 +340,7 @@ std::shared_ptr<ConfigDocument> ConfigDocument::load_string(const std::string& t
 }
 
 std::shared_ptr<ConfigDocument> ConfigDocument::load_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw_input_error({path, 0, 0}, "", "cannot open the file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return load_string(text.str(), path);
+  return load_string(read_file(path), path);
 }
 
 ConfigNode ConfigDocument::root() {

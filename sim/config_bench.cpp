@@ -2,14 +2,13 @@
 // reads every value through ConfigNode, sizes as Bytes, and then rejects unknown keys, the way plugins do).
 // The full Scenario::load of the same files is in workloads/scenario_bench.cpp.
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
 #include "sim/config.hpp"
+#include "sim/files.hpp"
 
 namespace {
 
@@ -18,8 +17,7 @@ const std::string& default_scenario_text() {
   static const std::string text = [] {
     const auto path = std::filesystem::path(__FILE__).parent_path().parent_path() / "workloads" / "examples" /
                       "hgx_h200_default.yaml";
-    std::ifstream in(path);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return snsim::read_file(path);
   }();
   return text;
 }

@@ -72,6 +72,28 @@ nlohmann::json Invariants::to_json() const {
           {"held", violations.empty()}};
 }
 
+const Table* find_table(const std::vector<Table>& tables, std::string_view title) {
+  for (const auto& t : tables)
+    if (t.title == title) return &t;
+  return nullptr;
+}
+
+const nlohmann::json* find_metric(const Table& table, std::string_view metric) {
+  for (const auto& row : table.rows)
+    if (row.size() >= 2 && row[0].is_string() && row[0].get_ref<const std::string&>() == metric) return &row[1];
+  return nullptr;
+}
+
+nlohmann::json to_json(const Table& table) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : table.rows) {
+    nlohmann::json row;
+    for (std::size_t i = 0; i < table.columns.size() && i < r.size(); ++i) row[table.columns[i]] = r[i];
+    rows.push_back(std::move(row));
+  }
+  return {{"title", table.title}, {"columns", table.columns}, {"rows", std::move(rows)}};
+}
+
 nlohmann::json Report::to_json() const {
   nlohmann::json out;
   out["scenario"] = scenario;
@@ -99,15 +121,7 @@ nlohmann::json Report::to_json() const {
                         {"start_s", o.start.count()},
                         {"end_s", o.end.count()}});
   auto& tables_json = out["tables"] = nlohmann::json::array();
-  for (const auto& t : tables) {
-    nlohmann::json rows = nlohmann::json::array();
-    for (const auto& r : t.rows) {
-      nlohmann::json row;
-      for (std::size_t i = 0; i < t.columns.size() && i < r.size(); ++i) row[t.columns[i]] = r[i];
-      rows.push_back(std::move(row));
-    }
-    tables_json.push_back({{"title", t.title}, {"columns", t.columns}, {"rows", std::move(rows)}});
-  }
+  for (const auto& t : tables) tables_json.push_back(snsim::to_json(t));
   auto& waits_json = out["waits"] = nlohmann::json::array();
   for (const auto& w : waits) waits_json.push_back(snsim::to_json(w));
   out["invariants"] = invariants.to_json();

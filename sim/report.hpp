@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -51,6 +52,13 @@ struct Table {
   std::vector<std::string> columns;  // with units: "time_us", "busbw_GBps"
   std::vector<std::vector<nlohmann::json>> rows;
 };
+
+/// The first of `tables` titled `title` exactly (a table's title is its name), or null.
+const Table* find_table(const std::vector<Table>& tables, std::string_view title);
+/// The value of the row named `metric` (its first cell) of a (metric, value) table, or null.
+const nlohmann::json* find_metric(const Table& table, std::string_view metric);
+/// A table as report.json holds it: title, columns, and each row as an object by column.
+nlohmann::json to_json(const Table& table);
 
 /// How one rank spent the run: in ops, or blocked on other ranks (runtime/waits.hpp computes it from the ops
 /// and the waits the Runner attributes). busy + waiting <= span; the rest of the span it was between ops.

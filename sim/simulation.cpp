@@ -52,6 +52,18 @@ std::string device_list(const Fabric& fabric, const std::set<DeviceId>& ids) {
 
 }  // namespace
 
+std::string_view to_string(LinkKind kind) {
+  switch (kind) {
+    case LinkKind::hbm:
+      return "hbm";
+    case LinkKind::gpu_egress:
+      return "gpu_egress";
+    case LinkKind::fabric:
+      return "fabric";
+  }
+  return "?";
+}
+
 std::string Simulation::hop_name(const Fabric& fabric, const Hop& hop) {
   std::set<DeviceId> from, to;
   for (auto c : hop.channels) {
@@ -127,7 +139,7 @@ Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& eng
     if (d.gpu) {  // SHARED (the default policy): reads and writes draw on one HBM bandwidth
       const std::string name = fmt::format("hbm:{}", d.name);
       s4u_links_.push_back(zone->create_link(name, d.gpu->hbm_bandwidth.count())->set_latency(0)->seal());
-      links_.push_back({name, d.gpu->hbm_bandwidth, Bytes{0}, Bytes{0}});
+      links_.push_back({name, LinkKind::hbm, d.gpu->hbm_bandwidth, Bytes{0}, Bytes{0}});
       link_channels_.emplace_back();
       memory_links_[v] = links_.size() - 1;
     }
@@ -188,7 +200,10 @@ std::size_t Simulation::link_for(const Hop& hop) {
   }
   // Registered before set_bandwidth, a simcall during which other actors run and may want the same hop.
   s4u_links_.push_back(link);
-  links_.push_back({name, BytesPerSecond{bandwidth}, Bytes{0}, Bytes{0}});
+  const bool out_of_gpu = std::ranges::all_of(
+      hop.channels, [this](ChannelId c) { return fabric_.device(fabric_.source(c)).kind == DeviceKind::gpu; });
+  links_.push_back(
+      {name, out_of_gpu ? LinkKind::gpu_egress : LinkKind::fabric, BytesPerSecond{bandwidth}, Bytes{0}, Bytes{0}});
   link_channels_.push_back(key);
   const std::size_t index = links_.size() - 1;
   link_of_hop_.emplace(std::move(key), index);

@@ -51,9 +51,19 @@
 
 namespace snsim {
 
+/// What a platform link stands for, so that readers of a run's links need not parse their names (a GPU of a custom
+/// fabric may be called anything, a switch "gpu_tray").
+enum class LinkKind {
+  hbm,         ///< a GPU's memory, read and written by every transfer that starts or ends there ("hbm:gpu3")
+  gpu_egress,  ///< a fabric hop out of a GPU: its NVLink, PCIe or NIC lanes
+  fabric,      ///< any other fabric hop: out of a switch, a NIC, the host or a drive
+};
+std::string_view to_string(LinkKind kind);
+
 /// One SimGrid link of the platform and what crossed it.
 struct LinkUsage {
-  std::string name;          // "gpu0->nvswitch[0-3]"
+  std::string name;  // "gpu0->nvswitch[0-3]"
+  LinkKind kind;
   BytesPerSecond bandwidth;  // capacity, one direction
   Bytes wire_bytes;          // bytes on the wire, headers and protocol overhead included
   Bytes payload_bytes;       // bytes the programs asked to move

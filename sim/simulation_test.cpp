@@ -6,6 +6,8 @@
 #include <xbt/config.hpp>
 
 #include <cstdlib>
+#include <map>
+#include <string>
 
 using namespace snsim;
 using namespace snsim::literals;
@@ -103,6 +105,28 @@ TEST_CASE("simulation: links count every byte that crossed them") {
     CHECK(l.wire_bytes == Bytes{on_route ? 1200u : 0u});
     CHECK(l.payload_bytes == Bytes{on_route ? 1000u : 0u});
   }
+}
+
+TEST_CASE("simulation: links say what they are, whatever the devices are called") {
+  // A custom fabric (topology type file) may call a GPU "g0" and a switch "gpu_tray": the kind comes from the
+  // devices, not from their names.
+  Fabric f;
+  const auto sw = f.add_device({"gpu_tray", DeviceKind::nvswitch, 0, {}});
+  for (const char* name : {"g0", "accel1"}) {
+    const auto g = f.add_device({name, DeviceKind::gpu, static_cast<int>(f.gpus().size()),
+                                 GpuSpec{"test", FlopsPerSecond{1e15}, 4800_GBps, 1_GiB}});
+    f.add_duplex(g, sw, {ChannelKind::nvlink, 1, 100_GBps, Seconds{0}});
+  }
+  Simulation sim(f);
+  std::map<std::string, LinkKind> kinds;
+  for (const auto& l : sim.links()) kinds[l.name] = l.kind;
+  CHECK(kinds == std::map<std::string, LinkKind>{{"hbm:g0", LinkKind::hbm},
+                                                 {"hbm:accel1", LinkKind::hbm},
+                                                 {"g0->gpu_tray", LinkKind::gpu_egress},
+                                                 {"accel1->gpu_tray", LinkKind::gpu_egress},
+                                                 {"gpu_tray->g0", LinkKind::fabric},
+                                                 {"gpu_tray->accel1", LinkKind::fabric}});
+  CHECK(to_string(LinkKind::gpu_egress) == "gpu_egress");
 }
 
 TEST_CASE("simulation: kernels and a local copy on one GPU share its HBM, and SM holders take their share") {

@@ -2,12 +2,15 @@
 
 #include "models/params.hpp"
 #include "sim/config.hpp"
-#include "tools/command_io.hpp"
+#include "sim/files.hpp"
+#include "studies/inputs.hpp"
+#include "tools/command_line.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -20,6 +23,9 @@
 
 namespace snsim::tools {
 namespace {
+
+using studies::apply_overrides;
+using studies::make_output_dir;
 
 /// The scenario file, or the embedded default when none is given.
 std::shared_ptr<ConfigDocument> load_document(const std::string& scenario) {
@@ -159,6 +165,43 @@ int topo_command(const std::string& scenario_path, const std::vector<std::string
   fmt::print("# bisection bandwidth (first half of the GPUs to the second, one direction): {}\n",
              f.bisection_bandwidth());
   return 0;
+}
+
+void add_run_command(CommandLine& cli) {
+  auto run = std::make_shared<RunOptions>();
+  auto& cmd = cli.add("run", "simulate a scenario (the embedded 8xH200 default when none is given)",
+                      [run] { return run_command(*run); });
+  cmd.add_option("scenario", run->scenario, "scenario YAML file");
+  auto* out = cmd.add_option("--out", run->out, "write report.json, report.csv, run.json (and timeline.json) here");
+  cmd.add_option("--seed", run->seed, "override the scenario's seed");
+  cmd.add_option("--params", run->params,
+                 "calibrated parameters: a file from `snsim calibrate`, or a preset (h200, h100, gb200)");
+  cmd.add_option("--set", run->sets, "override one value: key.path=value (YAML scalar), repeatable");
+  cmd.add_option("--engine", run->engine, "pass an option to SimGrid, e.g. --engine=--log=snsim_runner.thres:debug");
+  cmd.add_option("--max-memory", run->max_memory,
+                 "refuse a scenario whose estimated memory is above this size, e.g. 8GiB (default: "
+                 "SNSIM_MAX_MEMORY, else 3/4 of the machine's memory)");
+  cmd.add_flag("--quiet", run->quiet, "print nothing; write only the --out files");
+  cmd.add_flag("--timeline", run->timeline,
+               "also write timeline.json (Perfetto / Chrome trace) into --out, as `output: {timeline: true}` does")
+      ->needs(out);
+}
+
+void add_info_command(CommandLine& cli) {
+  cli.add("info", "list every topology, model and workload with parameters and defaults",
+          [] { return info_command(); });
+}
+
+void add_topo_command(CommandLine& cli) {
+  struct TopoOptions {
+    std::string scenario;
+    std::vector<std::string> sets;
+  };
+  auto topo = std::make_shared<TopoOptions>();
+  auto& cmd = cli.add("topo", "print a scenario's fabric: devices, channels, routes, bisection",
+                      [topo] { return topo_command(topo->scenario, topo->sets); });
+  cmd.add_option("scenario", topo->scenario, "scenario YAML file (default: the embedded default)");
+  cmd.add_option("--set", topo->sets, "override one value: key.path=value");
 }
 
 }  // namespace snsim::tools

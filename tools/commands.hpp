@@ -1,5 +1,6 @@
-// The subcommands of `snsim`. Each returns an exit code (design.md): 0 ok, 1 a check failed, 2 bad input,
-// 3 internal error; input problems are thrown as InputError and mapped in main().
+// `snsim run`, `snsim info` and `snsim topo`. Each returns an exit code (tools/command_line.hpp): 0 ok, 2 bad input,
+// 3 internal error or a failed run; input problems are thrown as InputError and take the command line's one error
+// path.
 #pragma once
 
 #include <optional>
@@ -7,6 +8,8 @@
 #include <vector>
 
 namespace snsim::tools {
+
+class CommandLine;
 
 extern const char* const DEFAULT_SCENARIO;
 extern const char* const DEFAULT_SCENARIO_NAME;
@@ -26,5 +29,10 @@ struct RunOptions {
 int run_command(const RunOptions& options);
 int info_command();
 int topo_command(const std::string& scenario, const std::vector<std::string>& sets);
+
+/// Declares `snsim run`, `snsim info` and `snsim topo`.
+void add_run_command(CommandLine& cli);
+void add_info_command(CommandLine& cli);
+void add_topo_command(CommandLine& cli);
 
 }  // namespace snsim::tools

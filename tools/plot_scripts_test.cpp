@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "tools/python.hpp"
+#include "studies/python.hpp"
 #include "tools/test_support.hpp"
 
 using namespace snsim::testing;
@@ -22,8 +22,8 @@ std::string script(const std::string& name) {
 /// Any python3: bad input is found before matplotlib is imported.
 std::optional<std::string> any_python() {
   std::vector<std::string> tried;
-  const std::string python = snsim::tools::find_python(tried).value_or("python3");
-  if (snsim::tools::run_program(python, {"-c", "pass"}, /*quiet=*/true) != 0) {
+  const std::string python = snsim::studies::find_python(tried).value_or("python3");
+  if (snsim::studies::run_program(python, {"-c", "pass"}, /*quiet=*/true) != 0) {
     MESSAGE("skipped: no python3");
     return std::nullopt;
   }
@@ -143,4 +143,47 @@ TEST_CASE("plot_study.py and plot_compare.py: bad input exits 2 with one line na
   CHECK(r.code == 2);
   CHECK(r.err == expected);
   CHECK_FALSE(fs::exists(dir.path() / "x.png"));
+}
+
+TEST_CASE("plot scripts: snsim finds them in share/snsim/plot above its own folder, wherever it is copied or linked") {
+  // As installed: PREFIX/bin/snsim and PREFIX/share/snsim/plot, with no source tree in sight.
+  TempDir dir;
+  fs::create_directories(dir.path() / "prefix" / "bin");
+  const fs::path snsim = dir.path() / "prefix" / "bin" / "snsim";
+  fs::copy_file(SNSIM_BINARY, snsim);
+  fs::create_directories(dir.path() / "elsewhere");
+  fs::create_symlink(snsim, dir.path() / "elsewhere" / "snsim");  // started through a link on PATH
+  const std::string trace = std::string(SNSIM_SOURCE_DIR) + "/validation/importers/samples/snsim_trace.jsonl";
+  auto plot = [&](const fs::path& binary) {
+    const std::string command = fmt::format("cd {} && {} traces plot {} --out plots >.stdout 2>.stderr",
+                                            quote(dir.path().string()), quote(binary.string()), quote(trace));
+    const int status = std::system(command.c_str());
+    Result r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = read_file(dir.path() / ".stdout");
+    r.err = read_file(dir.path() / ".stderr");
+    return r;
+  };
+
+  const fs::path share = dir.path() / "prefix" / "share" / "snsim" / "plot";
+  const Result missing = plot(snsim);
+  CHECK(missing.code == 3);
+  CHECK(missing.err == "snsim traces plot: the plotting script " + (share / "plot_trace.py").string() +
+                           " is missing (it is installed with snsim, in share/snsim/plot)\n");
+
+  fs::create_directories(share);
+  for (const auto& entry : fs::directory_iterator(fs::path(SNSIM_SOURCE_DIR) / "tools" / "plot"))
+    if (entry.path().extension() == ".py") fs::copy_file(entry.path(), share / entry.path().filename());
+  for (const fs::path& binary : {snsim, dir.path() / "elsewhere" / "snsim"}) {
+    CAPTURE(binary);
+    const Result found = plot(binary);
+    if (python_with_matplotlib()) {
+      CHECK(found.code == 0);
+      CHECK(fs::exists(dir.path() / "plots" / "snsim_trace_copy_bandwidth.png"));
+    } else {
+      // The script was found: what is missing now is matplotlib.
+      CHECK(found.code == 3);
+      CHECK(found.err.find("needs python3 with matplotlib") != std::string::npos);
+    }
+  }
 }

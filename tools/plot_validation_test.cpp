@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "tools/python.hpp"
+#include "studies/python.hpp"
 #include "tools/test_support.hpp"
 
 namespace {
@@ -143,8 +143,8 @@ TEST_CASE("plot_validation.py: one figure per test and variant, and a summary") 
 // Bad input is found before matplotlib is imported: any python3 will do.
 TEST_CASE("plot_validation.py: bad input exits 2 with one line naming the file and the field") {
   std::vector<std::string> tried;
-  const std::string python = snsim::tools::find_python(tried).value_or("python3");
-  if (snsim::tools::run_program(python, {"-c", "pass"}, /*quiet=*/true) != 0) {
+  const std::string python = snsim::studies::find_python(tried).value_or("python3");
+  if (snsim::studies::run_program(python, {"-c", "pass"}, /*quiet=*/true) != 0) {
     MESSAGE("skipped: no python3");
     return;
   }

@@ -1,22 +1,15 @@
-// `snsim study slow-node`: its statistics and parsing in process, then the command through the built binary
-// (tools/test_support.hpp): the physics of the sweep, determinism across seeds and --jobs, the error messages.
+// `snsim study slow-node` through the built binary (tools/test_support.hpp): the physics of the sweep, determinism
+// across seeds and --jobs, the error messages. Its parsing and statistics are tested in process in studies/ and sim/.
 #include <doctest/doctest.h>
 
-#include <cmath>
-#include <set>
-#include <sstream>
-#include <stdexcept>
+#include <algorithm>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "scenario/scenario.hpp"
-#include "sim/error.hpp"
-#include "sim/isolated.hpp"
-#include "tools/study_command.hpp"
 #include "tools/test_support.hpp"
 
-using namespace snsim;
-using namespace snsim::tools;
 using namespace snsim::testing;
 
 namespace {
@@ -50,115 +43,11 @@ void check_input_error(const Result& r, const std::string& line) {
   CHECK(r.out.empty());
 }
 
-std::vector<workloads::Program> programs_of(const std::string& yaml) {
-  return workloads::Scenario::load(ConfigDocument::load_string(yaml, "t.yaml")).programs();
-}
-
 std::string example(const std::string& name) {
   return std::string(SNSIM_SOURCE_DIR) + "/workloads/examples/" + name;
 }
 
 }  // namespace
-
-// ---- in process --------------------------------------------------------------------------------------------------
-
-TEST_CASE("study: --slow points parse as GPU:FACTOR or GPU:N%, several GPUs joined by commas") {
-  const SlowPoint a = parse_slow_point("3:1.05", 8);
-  REQUIRE(a.gpus.size() == 1);
-  CHECK(a.gpus[0].gpu == 3);
-  CHECK(a.gpus[0].compute == 1.05);
-  CHECK(a.label() == "gpu3 x1.05");
-  CHECK(a.yaml() == "[{gpu: 3, compute: 1.05}]");
-  CHECK(a.slowdown() == doctest::Approx(1 - 1 / 1.05));
-  const SlowPoint b = parse_slow_point("0:20%,7:1.1", 8);
-  REQUIRE(b.gpus.size() == 2);
-  CHECK(b.gpus[0].compute == doctest::Approx(1.2));
-  CHECK(b.label() == "gpu0 x1.2+gpu7 x1.1");
-  CHECK(b.slowdown() == doctest::Approx(1 - 1 / 1.2));  // the slowest GPU's
-  CHECK(SlowPoint{}.label() == "healthy");
-  CHECK(SlowPoint{}.yaml() == "[]");
-  CHECK(SlowPoint{}.slowdown() == 0);
-  const SlowPoint c = parse_slow_point("2:1.1:1.3", 8);
-  CHECK(c.gpus[0].hbm == 1.3);
-  CHECK(c.label() == "gpu2 x1.1 hbm x1.3");
-  CHECK(c.yaml() == "[{gpu: 2, compute: 1.1, hbm: 1.3}]");
-  CHECK(c.slowdown() == doctest::Approx(1 - 1 / 1.3));
-  CHECK_THROWS_WITH_AS(parse_slow_point("3=1.05", 8),
-                       "--slow 3=1.05: expected GPU:FACTOR[:HBM_FACTOR], such as 3:1.05 or 3:5% (GPU 3's kernels "
-                       "take 5 % longer)",
-                       InputError);
-  CHECK_THROWS_WITH_AS(parse_slow_point("3:1:1:1", 8),
-                       "--slow 3:1:1:1: expected GPU:FACTOR[:HBM_FACTOR], such as 3:1.05 or 3:5% (GPU 3's kernels "
-                       "take 5 % longer)",
-                       InputError);
-  CHECK_THROWS_WITH_AS(parse_slow_point("x:1.05", 8), "--slow x:1.05: expected a GPU index before ':', found 'x'",
-                       InputError);
-  CHECK_THROWS_WITH_AS(parse_slow_point("8:1.05", 8),
-                       "--slow 8:1.05: GPU 8 does not exist (the topology has 8 GPUs: 0-7)", InputError);
-  CHECK_THROWS_WITH_AS(
-      parse_slow_point("3:fast", 8),
-      "--slow 3:fast: expected a compute-time factor after ':' (1.05, or 5% for the same), found 'fast'", InputError);
-  CHECK_THROWS_WITH_AS(parse_slow_point("3:0", 8), "--slow 3:0: the compute-time factor must be > 0, got 0",
-                       InputError);
-  CHECK_THROWS_WITH_AS(parse_slow_point("3:1.1:-100%", 8), "--slow 3:1.1:-100%: the HBM-time factor must be > 0, got 0",
-                       InputError);
-  CHECK_THROWS_WITH_AS(parse_slow_point("3:1.1,3:1.2", 8), "--slow 3:1.1,3:1.2: GPU 3 is named twice", InputError);
-}
-
-TEST_CASE("study: the step count is the top-level repeat count when every workload is one repeat of it") {
-  CHECK(infer_steps(programs_of(BSP)).count == 3);
-  const std::string two_phases =
-      "topology: {type: hgx, gpus: 2}\n"
-      "workloads:\n"
-      "  - {type: program, ops: [{repeat: 5, ops: [{compute: {time: 1ms}}]}]}\n"
-      "  - {type: program, ops: [{repeat: 5, ops: [{collective: {op: all_reduce, bytes: 1MiB}}]}]}\n";
-  CHECK(infer_steps(programs_of(two_phases)).count == 5);
-  const std::string mixed =
-      "topology: {type: hgx, gpus: 2}\n"
-      "workloads:\n"
-      "  - {type: program, ops: [{compute: {time: 1ms}}, {repeat: 5, ops: [{compute: {time: 1ms}}]}]}\n";
-  const Steps steps = infer_steps(programs_of(mixed));
-  CHECK(steps.count == 1);
-  CHECK(steps.why.find("--steps") != std::string::npos);
-}
-
-TEST_CASE("study: summaries give type-7 quantiles and a Student t interval of the mean") {
-  const Summary s = summarize({4, 1, 3, 2});
-  CHECK(s.n == 4);
-  CHECK(s.mean == 2.5);
-  CHECK(s.p50 == 2.5);
-  CHECK(s.p99 == doctest::Approx(3.97));  // 1 + 3 x 0.99 between order statistics 3 and 4
-  CHECK(s.stddev == doctest::Approx(std::sqrt(5.0 / 3)));
-  REQUIRE(s.ci95_low);
-  CHECK(*s.ci95_high - 2.5 == doctest::Approx(3.1824 * std::sqrt(5.0 / 3) / 2));
-  CHECK(2.5 - *s.ci95_low == doctest::Approx(*s.ci95_high - 2.5));
-  const Summary one = summarize({7});
-  CHECK(one.p99 == 7);
-  CHECK(!one.ci95_low);
-  // The table's last entry, and the expansion just beyond it and far out (R: qt(0.975, df)).
-  CHECK(t_975(30) == doctest::Approx(2.0423).epsilon(1e-4));
-  CHECK(t_975(31) == doctest::Approx(2.0395).epsilon(1e-4));
-  CHECK(t_975(60) == doctest::Approx(2.0003).epsilon(1e-4));
-  CHECK(t_975(1000) == doctest::Approx(1.9623).epsilon(1e-4));
-}
-
-TEST_CASE("study: isolated children return their results in index order whatever the parallelism") {
-  std::vector<std::size_t> finished;
-  const auto texts = run_isolated_each(
-      7, 3, [](std::size_t i) { return std::to_string(i * i); }, [&](std::size_t i) { finished.push_back(i); });
-  CHECK(texts == std::vector<std::string>{"0", "1", "4", "9", "16", "25", "36"});
-  CHECK(std::set<std::size_t>(finished.begin(), finished.end()).size() == 7);
-  // The lowest failing index wins, and an input error stays one.
-  CHECK_THROWS_WITH_AS(run_isolated_each(6, 2,
-                                         [](std::size_t i) -> std::string {
-                                           if (i == 2) throw InputError("x.yaml:1:1: bad");
-                                           if (i == 3) throw std::runtime_error("broken");
-                                           return "ok";
-                                         }),
-                       "x.yaml:1:1: bad", InputError);
-}
-
-// ---- through the binary ------------------------------------------------------------------------------------------
 
 TEST_CASE("study: a slow GPU in a BSP step costs the job at least its extra compute, and the others wait on it") {
   TempDir dir;

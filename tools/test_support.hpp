@@ -1,5 +1,5 @@
 // Helpers of the tests that run the built `snsim` binary (SNSIM_BINARY) as a user would, each in a fresh
-// temporary directory. Header-only; included by test files only.
+// temporary directory (TempDir, studies/test_support.hpp). Header-only; included by test files only.
 #pragma once
 
 #include <stdlib.h>
@@ -8,55 +8,18 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
-#include <stdexcept>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <doctest/doctest.h>
 
-#include <optional>
-
-#include "tools/python.hpp"
+#include "studies/python.hpp"
+#include "studies/test_support.hpp"
 
 namespace snsim::testing {
 
 namespace fs = std::filesystem;
-
-/// A fresh directory under $TMPDIR (or /tmp), removed with everything in it at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/snsim-test-XXXXXX";
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed for " + pattern);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const fs::path& path() const { return path_; }
-
-  /// Writes `text` to `name` inside the directory; returns the name (relative to the directory).
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream out(path_ / name, std::ios::binary);
-    out << text;
-    REQUIRE(out.good());
-    return name;
-  }
-
- private:
-  fs::path path_;
-};
-
-inline std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 /// Quotes one argument for /bin/sh.
 inline std::string quote(const std::string& arg) {
@@ -95,7 +58,7 @@ inline Result run_snsim(const TempDir& dir, const std::vector<std::string>& args
 /// SNSIM_REQUIRE_PLOTS, so that a missing matplotlib fails there instead of passing unseen.
 inline std::optional<std::string> python_with_matplotlib() {
   std::vector<std::string> tried;
-  auto python = snsim::tools::find_python(tried);
+  auto python = snsim::studies::find_python(tried);
   if (!python) {
     if (std::getenv("SNSIM_REQUIRE_PLOTS")) FAIL("SNSIM_REQUIRE_PLOTS is set but no python3 has matplotlib");
     MESSAGE("skipped: no python3 with matplotlib (apt install python3-matplotlib)");

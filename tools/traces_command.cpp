@@ -2,18 +2,20 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <set>
-#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "tools/command_io.hpp"
-#include "tools/python.hpp"
+#include "sim/error.hpp"
+#include "sim/files.hpp"
+#include "studies/inputs.hpp"
+#include "studies/python.hpp"
+#include "tools/command_line.hpp"
 #include "validation/importers/import.hpp"
 
 namespace snsim::tools {
@@ -109,18 +111,10 @@ int show(const std::vector<std::string>& files) {
   return exit_code;
 }
 
-std::string read_text(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw_input_error({file, 0, 0}, "", "cannot open the file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 int plot(const std::string& file, const std::string& out_dir, const std::string& image_format) {
-  const std::string text = read_text(file);
+  const std::string text = read_file(file);
   const Trace trace = validation::import_text(text, file);  // validates before anything is drawn
-  fs::create_directories(out_dir);
+  studies::make_output_dir(out_dir);
   // The script reads snsim traces only: other formats are converted first, and the conversion is kept.
   std::string jsonl = file;
   if (validation::sniff_format(text) != validation::TraceFormat::snsim_trace) {
@@ -128,7 +122,8 @@ int plot(const std::string& file, const std::string& out_dir, const std::string&
     validation::write_trace_file(trace, jsonl);
     std::cout << fmt::format("wrote {} (converted to an snsim trace)\n", jsonl) << std::flush;
   }
-  const ScriptRun run = run_python_script(SNSIM_PLOT_SCRIPT, {jsonl, "--out", out_dir, "--format", image_format});
+  const studies::ScriptRun run =
+      studies::run_plot_script("plot_trace.py", {jsonl, "--out", out_dir, "--format", image_format});
   if (!run.status) {
     std::cerr << fmt::format("snsim traces plot: {}\n", run.problem);
     return 3;
@@ -189,42 +184,39 @@ std::string trace_summary(const Trace& trace) {
   return out;
 }
 
-void add_traces_command(CLI::App& app, int& exit_code) {
-  CLI::App* traces = app.add_subcommand("traces", "Look at captured or imported measurement traces");
-  traces->require_subcommand(1);
+void add_traces_command(CommandLine& cli) {
+  CLI::App& traces = cli.add_group("traces", "Look at captured or imported measurement traces");
 
-  // The option values live as long as the App, which owns the callbacks that read them.
   auto files = std::make_shared<std::vector<std::string>>();
-  CLI::App* show_cmd = traces->add_subcommand("show", "Summarise traces: header, completeness, records per family");
-  show_cmd->add_option("files", *files, "trace files (snsim JSONL or any importable format)")->required();
-  show_cmd->callback([files, &exit_code] { exit_code = guarded("traces show", [&] { return show(*files); }); });
+  auto& show_cmd = cli.add(
+      "show", "Summarise traces: header, completeness, records per family", [files] { return show(*files); }, &traces);
+  show_cmd.add_option("files", *files, "trace files (snsim JSONL or any importable format)")->required();
 
   struct PlotOptions {
     std::string file;
     std::string out = "trace-plots";
     std::string format = "png";
   };
-  auto plot_options = std::make_shared<PlotOptions>();
-  CLI::App* plot_cmd = traces->add_subcommand("plot", "Draw bandwidth-against-size curves and latency distributions");
-  plot_cmd->add_option("file", plot_options->file, "trace file (snsim JSONL or any importable format)")->required();
-  plot_cmd->add_option("--out", plot_options->out, "folder for the images")->capture_default_str();
-  plot_cmd->add_option("--format", plot_options->format, "image format")
+  auto p = std::make_shared<PlotOptions>();
+  auto& plot_cmd = cli.add(
+      "plot", "Draw bandwidth-against-size curves and latency distributions",
+      [p] { return plot(p->file, p->out, p->format); }, &traces);
+  plot_cmd.add_option("file", p->file, "trace file (snsim JSONL or any importable format)")->required();
+  plot_cmd.add_option("--out", p->out, "folder for the images")->capture_default_str();
+  plot_cmd.add_option("--format", p->format, "image format")
       ->capture_default_str()
       ->check(CLI::IsMember({"png", "svg"}));
-  plot_cmd->callback([plot_options, &exit_code] {
-    exit_code =
-        guarded("traces plot", [&] { return plot(plot_options->file, plot_options->out, plot_options->format); });
-  });
 
-  auto import_options = std::make_shared<std::pair<std::string, std::string>>();
-  CLI::App* import_cmd =
-      traces->add_subcommand("import", "Convert nccl-tests, nvbandwidth, p2pBandwidthLatencyTest or perftest output");
-  import_cmd->add_option("file", import_options->first, "output of a benchmark tool")->required();
-  import_cmd->add_option("--out", import_options->second, "the snsim trace to write (.jsonl)")->required();
-  import_cmd->callback([import_options, &exit_code] {
-    exit_code =
-        guarded("traces import", [&] { return import_to_snsim(import_options->first, import_options->second); });
-  });
+  struct ImportOptions {
+    std::string file;
+    std::string out;
+  };
+  auto i = std::make_shared<ImportOptions>();
+  auto& import_cmd = cli.add(
+      "import", "Convert nccl-tests, nvbandwidth, p2pBandwidthLatencyTest or perftest output",
+      [i] { return import_to_snsim(i->file, i->out); }, &traces);
+  import_cmd.add_option("file", i->file, "output of a benchmark tool")->required();
+  import_cmd.add_option("--out", i->out, "the snsim trace to write (.jsonl)")->required();
 }
 
 }  // namespace snsim::tools

@@ -2,14 +2,16 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
+#include <memory>
 
 #include <fmt/format.h>
 
 #include "sim/error.hpp"
-#include "tools/command_io.hpp"
-#include "tools/python.hpp"
+#include "sim/files.hpp"
+#include "studies/inputs.hpp"
+#include "studies/python.hpp"
+#include "tools/command_line.hpp"
 #include "validation/calibrate.hpp"
 #include "validation/importers/import.hpp"
 #include "validation/validate.hpp"
@@ -35,14 +37,6 @@ std::string bound_text(const FamilySummary& f) {
   return text;
 }
 
-std::string read_text(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw_input_error({file, 0, 0}, "", "cannot open the file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 struct ValidateOptions {
   std::vector<std::string> traces;
   std::string params;
@@ -55,7 +49,7 @@ struct ValidateOptions {
 int run_validate(const ValidateOptions& o) {
   const auto traces = read_traces(o.traces);
   const auto bounds = o.bounds.empty() ? validation::load_bounds(DEFAULT_BOUNDS, "validation/bounds.yaml")
-                                       : validation::load_bounds(read_text(o.bounds), o.bounds);
+                                       : validation::load_bounds(read_file(o.bounds), o.bounds);
   validation::TwinOptions options;
   if (!o.params.empty()) options.params = o.params;
   options.max_samples = o.samples;
@@ -95,14 +89,14 @@ int run_validate(const ValidateOptions& o) {
     if (!f.note.empty()) std::cout << fmt::format("    {}\n", f.note);
   }
   if (!o.out.empty()) {
-    fs::create_directories(o.out);
-    std::ofstream(fs::path(o.out) / "validation.json") << result.to_json().dump(1) << '\n';
-    std::ofstream(fs::path(o.out) / "validation.csv") << result.to_csv();
+    studies::make_output_dir(o.out);
+    write_file(fs::path(o.out) / "validation.json", result.to_json().dump(1) + "\n");
+    write_file(fs::path(o.out) / "validation.csv", result.to_csv());
     std::cout << fmt::format("wrote {}/validation.json and validation.csv\n", o.out);
     // Plots are for looking, not part of pass/fail: without matplotlib, one line says so.
     const std::string plots = (fs::path(o.out) / "plots").string();
-    const auto drawn = run_python_script(SNSIM_VALIDATION_PLOT_SCRIPT,
-                                         {(fs::path(o.out) / "validation.json").string(), "--out", plots, "--quiet"});
+    const auto drawn = studies::run_plot_script(
+        "plot_validation.py", {(fs::path(o.out) / "validation.json").string(), "--out", plots, "--quiet"});
     if (drawn.status == 0)
       std::cout << fmt::format("wrote plots into {}\n", plots);
     else
@@ -125,9 +119,7 @@ int run_calibrate(const CalibrateOptions& o, const std::string& command) {
   const std::string yaml = calibration.to_yaml(command);
   // The file must read back as a parameter file: a fit that writes something the models refuse is a bug here.
   validation::check_params(yaml, o.out);
-  std::ofstream out(o.out, std::ios::binary);
-  if (!out) throw_input_error({o.out, 0, 0}, "", "cannot write the file");
-  out << yaml;
+  write_file(o.out, yaml);
   for (const auto& p : calibration.parameters)
     std::cout << fmt::format("{:<28} {:<18} ({} records)\n", p.key,
                              p.value.size() > 18 ? p.value.substr(0, 15) + "..." : p.value, p.records.size());
@@ -156,30 +148,29 @@ std::vector<validation::Trace> read_traces(const std::vector<std::string>& paths
   return traces;
 }
 
-void add_validation_commands(CLI::App& app, int& exit_code) {
+void add_validation_commands(CommandLine& cli) {
   auto v = std::make_shared<ValidateOptions>();
-  CLI::App* validate = app.add_subcommand(
-      "validate", "simulate the twin of every trace record; print measured, predicted and error per family");
-  validate->add_option("traces", v->traces, "trace files or folders of .jsonl traces")->required();
-  validate->add_option("--params", v->params, "calibrated parameters (a file from `snsim calibrate`, or h200)");
-  validate->add_option("--bounds", v->bounds, "per-family error bounds (default: validation/bounds.yaml)");
-  validate->add_option("--out", v->out, "write validation.json and validation.csv here");
-  validate->add_option("--samples", v->samples, "simulated samples per record (jitter records: all)")
+  auto& validate =
+      cli.add("validate", "simulate the twin of every trace record; print measured, predicted and error per family",
+              [v] { return run_validate(*v); });
+  validate.add_option("traces", v->traces, "trace files or folders of .jsonl traces")->required();
+  validate.add_option("--params", v->params, "calibrated parameters (a file from `snsim calibrate`, or h200)");
+  validate.add_option("--bounds", v->bounds, "per-family error bounds (default: validation/bounds.yaml)");
+  validate.add_option("--out", v->out, "write validation.json and validation.csv here");
+  validate.add_option("--samples", v->samples, "simulated samples per record (jitter records: all)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
-  validate->add_flag("--verbose,-v", v->verbose, "print every comparison");
-  validate->callback([v, &exit_code] { exit_code = guarded("validate", [&] { return run_validate(*v); }); });
+  validate.add_flag("--verbose,-v", v->verbose, "print every comparison");
 
   auto c = std::make_shared<CalibrateOptions>();
-  CLI::App* calibrate = app.add_subcommand(
-      "calibrate", "fit model parameters on the calibration records of traces; write a parameter file");
-  calibrate->add_option("traces", c->traces, "trace files or folders of .jsonl traces")->required();
-  calibrate->add_option("-o,--out", c->out, "the parameter file to write (YAML)")->required();
-  calibrate->callback([c, calibrate, &exit_code] {
-    std::string command = "snsim calibrate";
-    for (const auto& t : c->traces) command += " " + t;
-    exit_code = guarded("calibrate", [&] { return run_calibrate(*c, command); });
-  });
+  auto& calibrate =
+      cli.add("calibrate", "fit model parameters on the calibration records of traces; write a parameter file", [c] {
+        std::string command = "snsim calibrate";
+        for (const auto& t : c->traces) command += " " + t;
+        return run_calibrate(*c, command);
+      });
+  calibrate.add_option("traces", c->traces, "trace files or folders of .jsonl traces")->required();
+  calibrate.add_option("-o,--out", c->out, "the parameter file to write (YAML)")->required();
 }
 
 }  // namespace snsim::tools

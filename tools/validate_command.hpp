@@ -1,4 +1,4 @@
-// `snsim validate` and `snsim calibrate`: the simulator against real measurements (design.md, "Validation").
+// `snsim validate` and `snsim calibrate`: the simulator against real measurements (validation/).
 //
 //   snsim calibrate TRACES... -o params.yaml             fit model parameters on calibration records
 //   snsim validate TRACES... [--params P] [--out DIR]     simulate every record's twin, compare, check bounds
@@ -10,16 +10,16 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "validation/trace.hpp"
 
 namespace snsim::tools {
 
+class CommandLine;
+
 /// Reads every trace named: files as given, folders as their *.jsonl files in name order.
 std::vector<validation::Trace> read_traces(const std::vector<std::string>& paths);
 
-/// Adds `validate` and `calibrate` to `app`; the command that runs stores its exit code in `exit_code`.
-void add_validation_commands(CLI::App& app, int& exit_code);
+/// Declares `snsim validate` and `snsim calibrate`.
+void add_validation_commands(CommandLine& cli);
 
 }  // namespace snsim::tools

@@ -709,7 +709,7 @@ std::vector<Table> Training::summarize(const std::vector<OpRecord>& records, int
     compute_sum += in_compute;
     idle_max = std::max(idle_max, idle);
   }
-  Table summary{"training summary", {"metric", "value"}, {}};
+  Table summary{std::string(SUMMARY_TABLE), {"metric", "value"}, {}};
   auto row = [&](const char* name, nlohmann::json value) { summary.rows.push_back({name, std::move(value)}); };
   row("schedule", c.schedule == Schedule::bsp ? "bsp" : "pgas");
   row("gpus", gpus);

@@ -34,6 +34,7 @@
 #pragma once
 
 #include <memory>
+#include <string_view>
 
 #include "workloads/training/model.hpp"
 #include "workloads/workload.hpp"
@@ -43,6 +44,10 @@ namespace snsim::workloads {
 WorkloadRegistry::Entry training_entry();
 
 namespace training {
+
+/// The title of the (metric, value) table every training workload adds to its run's report: what sweeps and
+/// `snsim compare` read its step time, MFU and throughput from (find_table, sim/report.hpp).
+inline constexpr std::string_view SUMMARY_TABLE = "training summary";
 
 enum class Schedule { bsp, pgas };
 

@@ -1,14 +1,17 @@
-// Running the matplotlib scripts under tools/plot/ from the `snsim` commands that draw (`traces plot`, `validate`).
+// Running the matplotlib scripts (tools/plot/ in the source tree) from the commands and studies that draw
+// (`traces plot`, `validate`, sweeps, the slow-node study, `compare`).
 //
-// snsim itself never links Python: it looks for an interpreter that can import matplotlib and spawns it on a
-// script from the source tree, so that plotting stays optional and a missing matplotlib is one clear line.
+// snsim itself never links Python: it looks for an interpreter that can import matplotlib and spawns it on a script
+// installed beside the executable, so that plotting stays optional and a missing matplotlib is one clear line.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-namespace snsim::tools {
+namespace snsim::studies {
 
 /// Runs `program` (looked up on PATH) with `args`; returns its exit status, or nullopt if it cannot be started or
 /// does not exit normally. `quiet` sends its output to /dev/null. No shell: file names need no quoting.
@@ -27,4 +30,13 @@ struct ScriptRun {
 /// Runs the Python script `script` with `args` (its output goes to ours) on the interpreter find_python chooses.
 ScriptRun run_python_script(const std::string& script, const std::vector<std::string>& args);
 
-}  // namespace snsim::tools
+/// Where the plotting scripts are: share/snsim/plot in the folder above the running executable's, found through
+/// /proc/self/exe. Installed, that is PREFIX/share/snsim/plot beside PREFIX/bin/snsim; in the build tree,
+/// build/share/snsim/plot beside build/tools/snsim, where the build copies them. Neither depends on the source tree,
+/// which a user may not have.
+std::filesystem::path plot_script_dir();
+
+/// Runs the plotting script `name` ("plot_sweep.py") of plot_script_dir() with `args`, as run_python_script does.
+ScriptRun run_plot_script(std::string_view name, const std::vector<std::string>& args);
+
+}  // namespace snsim::studies

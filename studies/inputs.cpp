@@ -1,12 +1,10 @@
-#include "tools/command_io.hpp"
-
-#include <fstream>
+#include "studies/inputs.hpp"
 
 #include <fmt/format.h>
 
 #include "sim/error.hpp"
 
-namespace snsim::tools {
+namespace snsim::studies {
 
 void apply_overrides(ConfigDocument& doc, const std::vector<std::string>& sets, const std::optional<std::string>& seed,
                      const std::optional<std::string>& params) {
@@ -22,10 +20,4 @@ std::filesystem::path make_output_dir(const std::string& dir) {
   return dir;
 }
 
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) throw_input_error({path.string(), 0, 0}, "", "cannot write the file");
-}
-
-}  // namespace snsim::tools
+}  // namespace snsim::studies

@@ -1,4 +1,4 @@
-#include "tools/python.hpp"
+#include "studies/python.hpp"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -14,7 +14,7 @@
 
 extern char** environ;
 
-namespace snsim::tools {
+namespace snsim::studies {
 
 std::optional<int> run_program(const std::string& program, const std::vector<std::string>& args, bool quiet) {
   std::vector<char*> argv;
@@ -57,7 +57,8 @@ std::optional<std::string> find_python(std::vector<std::string>& tried) {
 
 ScriptRun run_python_script(const std::string& script, const std::vector<std::string>& args) {
   if (!std::filesystem::exists(script))
-    return {std::nullopt, fmt::format("the plotting script {} is missing (moved source tree?)", script)};
+    return {std::nullopt,
+            fmt::format("the plotting script {} is missing (it is installed with snsim, in share/snsim/plot)", script)};
   std::vector<std::string> tried;
   const auto python = find_python(tried);
   if (!python)
@@ -72,4 +73,16 @@ ScriptRun run_python_script(const std::string& script, const std::vector<std::st
   return {status, ""};
 }
 
-}  // namespace snsim::tools
+std::filesystem::path plot_script_dir() {
+  // The executable's own path, not argv[0]: snsim may be started through PATH or a symbolic link.
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "share/snsim/plot";
+  return (exe.parent_path().parent_path() / "share" / "snsim" / "plot").lexically_normal();
+}
+
+ScriptRun run_plot_script(std::string_view name, const std::vector<std::string>& args) {
+  return run_python_script((plot_script_dir() / name).string(), args);
+}
+
+}  // namespace snsim::studies
