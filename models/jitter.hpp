@@ -116,7 +116,7 @@ class Variability {
   /// The GPU's rate factors for the whole run: variation / slow (1 for devices that are not GPUs).
   double flop_rate(DeviceId gpu) const { return flop_rate_.at(gpu); }
   double hbm_rate(DeviceId gpu) const { return hbm_rate_.at(gpu); }
-  /// Slows a GPU from now on (a `slowed` failure, sim/failures.hpp): kernels that read its rates later take
+  /// Slows a GPU from now on (a `slowed` failure, scenario/failures.hpp): kernels that read its rates later take
   /// `compute` times longer on the FLOP side and `hbm` times on the HBM side, on top of models.slow.
   void slow(DeviceId gpu, double compute, double hbm);
 

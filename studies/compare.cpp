@@ -148,7 +148,7 @@ std::string markdown_report(const Comparison& c, bool plotted) {
   md += "\n## Per GPU\n\n" + format_markdown(c.split);
   md +=
       "\nTimes in ms over the whole run; compute + comm + waiting + idle is the run's length. A GPU waits (from the "
-      "report's `waits` table, workloads/waits.hpp) in a collective or barrier from its arrival until the last member "
+      "report's `waits` table, runtime/waits.hpp) in a collective or barrier from its arrival until the last member "
       "arrives, blamed on that member; in a signal_wait until the put that made the signal hold, blamed on its "
       "issuer; in a get for the whole get, blamed on the PE read from. `waited_on`: the GPU it waited on longest and "
       "for how long in all. Both reports (`bsp/report.json`, `pgas/report.json`) have every op and the full waits "

@@ -22,7 +22,7 @@ using nlohmann::json;
 
 /// A grid larger than this is a mistake in the plan (and its keys would not fit in memory).
 constexpr std::size_t MAX_POINTS = 1'000'000;
-/// The scenario's seed when it sets none (workloads/scenario.cpp).
+/// The scenario's seed when it sets none (scenario/scenario.cpp).
 constexpr std::uint64_t DEFAULT_SEED = 1;
 
 /// A scalar as YAML flow text: plain when that reads back the same, else double-quoted.

@@ -239,7 +239,7 @@ TEST_CASE("cli: absurd sizes and counts are refused with their limits") {
                     "s.yaml:6:20: workloads[0].ops[0].repeat: expected an integer, found '1e30'");
 }
 
-// ---- memory: a scenario estimated above the limit is refused up front (workloads/limits.hpp) -----------------------
+// ---- memory: a scenario estimated above the limit is refused up front (scenario/limits.hpp) -----------------------
 
 TEST_CASE("cli: a 10,000-GPU superpod is refused under a 1 GiB limit, with the estimate and the limit") {
   TempDir dir;

@@ -50,7 +50,7 @@ int run_command(const RunOptions& options) {
   auto doc = load_document(options.scenario);
   apply_overrides(*doc, options.sets, options.seed, options.params);
   const auto scenario = workloads::Scenario::load(doc);
-  // Refused up front rather than killed part way: the estimate against --max-memory (workloads/limits.hpp).
+  // Refused up front rather than killed part way: the estimate against --max-memory (scenario/limits.hpp).
   const auto estimate = workloads::estimate_memory(scenario.fabric(), scenario.programs());
   workloads::check_memory(estimate, workloads::memory_limit(options.max_memory),
                           options.scenario.empty() ? DEFAULT_SCENARIO_NAME : options.scenario);

@@ -21,7 +21,7 @@ struct RunOptions {
   std::optional<std::string> params;  // a parameter set (preset name or file) instead of the scenario's models.params
   std::vector<std::string> sets;      // --set key.path=value
   std::vector<std::string> engine;    // --log=... / --cfg=... passed to SimGrid
-  std::optional<std::string> max_memory;  // refuse runs estimated above this size (workloads/limits.hpp)
+  std::optional<std::string> max_memory;  // refuse runs estimated above this size (scenario/limits.hpp)
   bool quiet = false;
   bool timeline = false;  // --timeline: write timeline.json whatever the scenario's output.timeline says
 };

@@ -34,7 +34,7 @@ inline constexpr double IB_HOP_NS = 300;
 inline constexpr double NVLINK5_LANE_GBPS = 50.0;
 // A rack's 18 switch chips sit in 9 NVLink switch trays of 2 chips (144 NVLink ports per tray) [spec:
 // nvidia.com/data-center/nvlink, "144 NVLink ports"; docs.nvidia.com Base Command Manager, "9 NVLink switch trays per
-// rack"; reference/hardware.md §1.2]. A tray fails as one (sim/failures.hpp: `tray: N`). Which chips share a tray is
+// rack"; reference/hardware.md §1.2]. A tray fails as one (scenario/failures.hpp: `tray: N`). Which chips share a tray is
 // not published; we pair chips 2t and 2t+1, which changes nothing since every GPU has one lane to each chip.
 inline constexpr int NVL_TRAY_CHIPS = 2;
 // The NVLink5 switch reduces in the switch (SHARP, NVLS). NCCL models NVLS at nvlsEfficiency = 0.74 of the link

@@ -1,5 +1,5 @@
 // Twins of the probe's `nvshmem` family (tools/probe/src/families/nvshmem.cu): PE 0 and PE 1 (the record's first
-// two ranks) run what one kernel of the probe ran, with the ops of workloads/pgas.cpp.
+// two ranks) run what one kernel of the probe ran, with the ops of runtime/pgas_executor.cpp.
 //
 // Latency tests (ping-pong, put + quiet, get, barrier) time `iters_per_sample` dependent iterations inside one
 // kernel and divide by their number. Their twins run a few of these iterations and divide by as many: in the model
