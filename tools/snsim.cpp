@@ -38,6 +38,9 @@ int main(int argc, char** argv) {
       ->needs(run_out);
 
   auto* info_cmd = app.add_subcommand("info", "list every topology, model and workload with parameters and defaults");
+  bool info_markdown = false;
+  info_cmd->add_flag("--markdown", info_markdown,
+                     "print the scenario reference as Markdown (docs/reference/parameters.md)");
 
   std::string topo_scenario;
   std::vector<std::string> topo_sets;
@@ -64,7 +67,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (*run_cmd) return run_command(run);
-    if (*info_cmd) return info_command();
+    if (*info_cmd) return info_command(info_markdown);
     if (*topo_cmd) return topo_command(topo_scenario, topo_sets);
     if (*compare_cmd) return compare_command(compare);
     if (app.got_subcommand("traces")) return traces_exit_code;
