@@ -179,13 +179,13 @@ const ParamTable<SlowGpu>& slow_gpu_params() {
     params.add({.key = "gpu", .unit = "GPU index", .doc = "the GPU slowed", .required = true},
                [](SlowGpu& s) { return &s.gpu; });
     params.add({.key = "compute",
-                .unit = "factor > 0",
+                .unit = "factor",
                 .fallback = 1.0,
                 .check = positive,
                 .doc = "multiplies the FLOP part of its kernels' time"},
                [](SlowGpu& s) { return &s.compute; });
     params.add({.key = "hbm",
-                .unit = "factor > 0",
+                .unit = "factor",
                 .fallback = 1.0,
                 .check = positive,
                 .doc = "multiplies the HBM part of its kernels' and local copies' time"},

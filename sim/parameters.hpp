@@ -5,12 +5,12 @@
 //
 //   const ParamTable<CopyModel>& copy_params() {
 //     static const ParamTable<CopyModel> table = [] {
-//       ParamTable<CopyModel> t;
-//       t.add({.key = "ce.efficiency", .unit = "fraction", .fallback = 0.83, .check = between(0.01, 1.0),
-//              .doc = "rate of a lone CE copy / line rate", .source = "meas nccl#1264"},
-//             [](CopyModel& m) { return &m.ce.efficiency; });
+//       ParamTable<CopyModel> params;
+//       params.add({.key = "ce.efficiency", .unit = "fraction", .fallback = 0.83, .check = between(0.01, 1.0),
+//                   .doc = "rate of a lone CE copy / line rate", .source = "meas nccl#1264"},
+//                  [](CopyModel& m) { return &m.ce.efficiency; });
 //       ...
-//       return t;
+//       return params;
 //     }();
 //     return table;
 //   }
