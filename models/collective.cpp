@@ -16,47 +16,6 @@ constexpr std::array<std::string_view, 3> PROTOCOL_NAMES{"LL", "LL128", "Simple"
 constexpr std::array<std::string_view, 6> ALGORITHM_NAMES{"ring", "tree", "one_shot", "two_shot", "nvls", "direct"};
 constexpr std::array<std::string_view, 2> LAUNCH_NAMES{"stream", "graph"};
 
-// NCCL's tuning model for Hopper inside one node [model: NVIDIA/nccl src/graph/tuning.cc, reference/hardware.md
-// §2.4]: ring base latency {LL 6.6, LL128 14.0, Simple 8.4} us; NVLink hardware latency per ring step
-// {0.6, 1.9, 3.4} us; LL carries 8 data bytes per 16 B line (50 %) and is capped at llMaxBw = 141 GB/s on Hopper;
-// LL128 carries 120 of 128 B (NCCL tunes it at 0.92). Recalibrated from our H200 NCCL traces.
-struct Default {
-  double efficiency, max_gbps, base_us, step_us;
-};
-constexpr std::array<Default, 3> DEFAULTS{{{0.5, 141.0, 6.6, 0.6}, {0.92, 0.0, 14.0, 1.9}, {1.0, 0.0, 8.4, 3.4}}};
-// Channel ramp: NCCL drops channels while bytes < channels x threads x threadThreshold [src: NVIDIA/nccl
-// src/enqueue.cc topoGetAlgoInfo], with threads = NCCL_{LL,LL128,SIMPLE}_MAX_NTHREADS {512, 640, 512}
-// [src/include/device.h] and threadThreshold = NCCL_{LL,LL128,SIMPLE}_THREAD_THRESHOLD {8, 8, 64}
-// [src/include/comm.h]; a ring's LL threshold is multiplied by the ranks [src/graph/tuning.cc].
-constexpr std::array<std::uint64_t, 3> CHANNEL_BYTES{512 * 8, 640 * 8, 512 * 64};
-// Tree: base {6.8, 14.0, 8.4} us, NVLink hwLat {0.6, 1.25, 4.0} us per chain hop; NCCL charges 2(n-1) hops
-// [model: NVIDIA/nccl src/graph/tuning.cc].
-constexpr std::array<std::array<double, 2>, 3> TREE_US{{{6.8, 0.6}, {14.0, 1.25}, {8.4, 4.0}}};
-// NVLS: NCCL's latency is hwLat = 25 us flat with base 0 on one node [model: tuning.cc]; it matches the ~30 us of a
-// forced-NVLS 1 KB all-reduce on 8xH200 (Azure ND_H200_v5_results.md, hardware.md §2.2).
-constexpr double NVLS_US = 25.0;
-// One-shot / two-shot: symmetric-memory kernels start in ~3 us end to end on 8xB200 for the smallest messages
-// [meas: NCCL 2.27 blog, NVIDIA/nccl-tests#333, hardware.md §2.2]; split as base + one step [unverified split].
-constexpr double DIRECT_BASE_US = 2.0;
-constexpr double DIRECT_STEP_US = 1.0;
-// Launch: an empty kernel back to back from a stream 4.80 us, replayed from a CUDA graph 0.52 us on our H200
-// [meas: validation/traces/h200/h200x1-launch.jsonl, back_to_back and graph_back_to_back medians].
-constexpr double STREAM_LAUNCH_US = 4.8;
-constexpr double GRAPH_LAUNCH_US = 0.52;
-// Device-side barrier across the ranks [unverified default; measured by the probe's nvshmem family].
-constexpr double BARRIER_US = 2.0;
-// NCCL moves data in 512 KiB NVLink chunks [src: NVIDIA/nccl src/init.cc P2P_NVL_CHUNKSIZE]; we cap the chunk count
-// so that a 1 GiB broadcast or tree stays a few hundred transfers.
-constexpr std::uint64_t CHAIN_CHUNK = 512 * 1024;
-constexpr int MAX_CHUNKS = 128;
-// Each kind's kernel rate relative to all_reduce's: 1 until calibrated [unverified default; `snsim calibrate` fits
-// it from the probe's collective family, validation/fits/collective_fit.cpp].
-constexpr double RELATIVE_RATE = 1.0;
-
-Bytes ceil_div(Bytes size, std::uint64_t parts) {
-  return Bytes{(size.count() + parts - 1) / parts};
-}
-
 template <std::size_t N>
 std::string_view name_of(const std::array<std::string_view, N>& names, auto value) {
   return names[static_cast<std::size_t>(value)];
@@ -69,50 +28,205 @@ std::optional<T> parse_name(const std::array<std::string_view, N>& names, std::s
   return std::nullopt;
 }
 
-Latencies read_latencies(const ConfigNode& node, double base_us, double step_us) {
-  return {node.optional<Seconds>("base_latency", Seconds{base_us * 1e-6}),
-          node.optional<Seconds>("step_latency", Seconds{step_us * 1e-6})};
-}
+constexpr std::size_t LL = 0, LL128 = 1, SIMPLE = 2;  // indices of CollectiveModel::protocols and ::tree
 
-std::unique_ptr<Model> make(const ConfigNode& node) {
-  auto m = std::make_unique<CollectiveModel>();
-  const ConfigNode tree = node.section("tree");
-  for (std::size_t i = 0; i < DEFAULTS.size(); ++i) {
-    const std::string name(PROTOCOL_NAMES[i]);
-    const ConfigNode p = node.section(name);
-    auto& out = m->protocols[i];
-    out.efficiency = p.optional<double>("efficiency", DEFAULTS[i].efficiency);
-    check_between(p, "efficiency", out.efficiency, 0.01, 1.0);
-    out.max_bandwidth = p.optional<BytesPerSecond>("max_bandwidth", BytesPerSecond{DEFAULTS[i].max_gbps * 1e9});
-    out.base_latency = p.optional<Seconds>("base_latency", Seconds{DEFAULTS[i].base_us * 1e-6});
-    out.step_latency = p.optional<Seconds>("step_latency", Seconds{DEFAULTS[i].step_us * 1e-6});
-    out.channel_bytes = p.optional<Bytes>("channel_bytes", Bytes{CHANNEL_BYTES[i]});
-    m->tree[i] = read_latencies(tree.section(name), TREE_US[i][0], TREE_US[i][1]);
-  }
-  m->one_shot = read_latencies(node.section("one_shot"), DIRECT_BASE_US, DIRECT_STEP_US);
-  m->two_shot = read_latencies(node.section("two_shot"), DIRECT_BASE_US, DIRECT_STEP_US);
-  const ConfigNode direct = node.section("direct");
-  const auto direct_base = direct.maybe<Seconds>("base_latency");
-  const auto direct_step = direct.maybe<Seconds>("step_latency");
-  if (direct_base || direct_step)
-    m->direct = Latencies{direct_base.value_or(Seconds{0}), direct_step.value_or(Seconds{0})};
-  m->nvls_enabled = node.optional<bool>("nvls", true);
-  m->nvls_latency = node.optional<Seconds>("nvls_latency", Seconds{NVLS_US * 1e-6});
-  m->stream_launch = node.optional<Seconds>("stream_launch", Seconds{STREAM_LAUNCH_US * 1e-6});
-  m->graph_launch = node.optional<Seconds>("graph_launch", Seconds{GRAPH_LAUNCH_US * 1e-6});
-  m->barrier_latency = node.optional<Seconds>("barrier_latency", Seconds{BARRIER_US * 1e-6});
-  m->chain_chunk = node.optional<Bytes>("broadcast_chunk", Bytes{CHAIN_CHUNK});
-  check_positive(node, "broadcast_chunk", m->chain_chunk);
-  m->max_chunks = node.optional<int>("max_chunks", MAX_CHUNKS);
-  check_between(node, "max_chunks", m->max_chunks, 1, 4096);
-  for (std::size_t k = 0; k < KIND_NAMES.size(); ++k) {
-    const ConfigNode kind = node.section(std::string(KIND_NAMES[k]));
-    m->relative_rate[k] = kind.optional<double>("relative_rate", RELATIVE_RATE);
-    check_between(kind, "relative_rate", m->relative_rate[k], 0.1, 4.0);
-  }
-  return m;
-}
 }  // namespace
+
+const ParamTable<CollectiveModel>& collective_params() {
+  using M = CollectiveModel;
+  static const ParamTable<M> table = [] {
+    ParamTable<M> params;
+    // NCCL's tuning model for Hopper inside one node [model: NVIDIA/nccl src/graph/tuning.cc,
+    // reference/hardware.md §2.4]: ring base latency {LL 6.6, LL128 14.0, Simple 8.4} us; NVLink hardware
+    // latency per ring step {0.6, 1.9, 3.4} us; LL carries 8 data bytes per 16 B line (50 %) and is capped at
+    // llMaxBw = 141 GB/s on Hopper; LL128 carries 120 of 128 B (NCCL tunes it at 0.92). Recalibrated from our
+    // H200 NCCL traces.
+    // Channel ramp: NCCL drops channels while bytes < channels x threads x threadThreshold [src: NVIDIA/nccl
+    // src/enqueue.cc topoGetAlgoInfo], with threads = NCCL_{LL,LL128,SIMPLE}_MAX_NTHREADS {512, 640, 512}
+    // [src/include/device.h] and threadThreshold = NCCL_{LL,LL128,SIMPLE}_THREAD_THRESHOLD {8, 8, 64}
+    // [src/include/comm.h]; a ring's LL threshold is multiplied by the ranks [src/graph/tuning.cc].
+    params.add({.key = "LL.efficiency",
+                .unit = "fraction",
+                .fallback = 0.5,
+                .check = between(0.01, 1.0),
+                .doc = "payload share of an LL line",
+                .source = "src NCCL device.h"},
+               [](M& m) { return &m.protocols[LL].efficiency; });
+    params.add({.key = "LL.max_bandwidth",
+                .fallback = 141_GBps,
+                .doc = "LL per-rank cap on Hopper; 0 = none",
+                .source = "model NCCL tuning.cc"},
+               [](M& m) { return &m.protocols[LL].max_bandwidth; });
+    params.add(
+        {.key = "LL.base_latency", .fallback = 6.6_us, .doc = "ring: per collective", .source = "model NCCL tuning.cc"},
+        [](M& m) { return &m.protocols[LL].base_latency; });
+    params.add(
+        {.key = "LL.step_latency", .fallback = 0.6_us, .doc = "ring: per step", .source = "model NCCL tuning.cc"},
+        [](M& m) { return &m.protocols[LL].step_latency; });
+    params.add({.key = "LL.channel_bytes",
+                .fallback = 512 * 8_B,
+                .doc = "ring and tree add a channel per this many bytes, x ranks on a ring; 0 = all channels",
+                .source = "src NCCL enqueue.cc, 512 threads x 8"},
+               [](M& m) { return &m.protocols[LL].channel_bytes; });
+    params.add({.key = "LL128.efficiency",
+                .unit = "fraction",
+                .fallback = 0.92,
+                .check = between(0.01, 1.0),
+                .doc = "payload share of an LL128 line"},
+               [](M& m) { return &m.protocols[LL128].efficiency; });
+    params.add({.key = "LL128.max_bandwidth", .fallback = 0_GBps, .doc = "per-rank cap; 0 = none"},
+               [](M& m) { return &m.protocols[LL128].max_bandwidth; });
+    params.add({.key = "LL128.base_latency", .fallback = 14_us, .doc = "ring: per collective"},
+               [](M& m) { return &m.protocols[LL128].base_latency; });
+    params.add({.key = "LL128.step_latency", .fallback = 1.9_us, .doc = "ring: per step"},
+               [](M& m) { return &m.protocols[LL128].step_latency; });
+    params.add({.key = "LL128.channel_bytes",
+                .fallback = 640 * 8_B,
+                .doc = "bytes per channel of ring and tree",
+                .source = "src NCCL, 640 threads x 8"},
+               [](M& m) { return &m.protocols[LL128].channel_bytes; });
+    params.add({.key = "Simple.efficiency",
+                .unit = "fraction",
+                .fallback = 1.0,
+                .check = between(0.01, 1.0),
+                .doc = "payload share"},
+               [](M& m) { return &m.protocols[SIMPLE].efficiency; });
+    params.add({.key = "Simple.max_bandwidth", .fallback = 0_GBps, .doc = "per-rank cap; 0 = none"},
+               [](M& m) { return &m.protocols[SIMPLE].max_bandwidth; });
+    params.add({.key = "Simple.base_latency", .fallback = 8.4_us, .doc = "ring: per collective"},
+               [](M& m) { return &m.protocols[SIMPLE].base_latency; });
+    params.add({.key = "Simple.step_latency", .fallback = 3.4_us, .doc = "ring: per step"},
+               [](M& m) { return &m.protocols[SIMPLE].step_latency; });
+    params.add({.key = "Simple.channel_bytes",
+                .fallback = 512 * 64_B,
+                .doc = "bytes per channel of ring and tree",
+                .source = "src NCCL, 512 threads x 64"},
+               [](M& m) { return &m.protocols[SIMPLE].channel_bytes; });
+    // Tree: base {6.8, 14.0, 8.4} us, NVLink hwLat {0.6, 1.25, 4.0} us per chain hop; NCCL charges 2(n-1) hops
+    // [model: NVIDIA/nccl src/graph/tuning.cc].
+    params.add({.key = "tree.LL.base_latency",
+                .fallback = 6.8_us,
+                .doc = "tree (a chain): per collective",
+                .source = "model NCCL tuning.cc"},
+               [](M& m) { return &m.tree[LL].base_latency; });
+    params.add({.key = "tree.LL.step_latency",
+                .fallback = 0.6_us,
+                .doc = "tree: per chain hop, 2(n-1) hops",
+                .source = "model NCCL tuning.cc"},
+               [](M& m) { return &m.tree[LL].step_latency; });
+    params.add({.key = "tree.LL128.base_latency", .fallback = 14_us, .doc = "tree: per collective"},
+               [](M& m) { return &m.tree[LL128].base_latency; });
+    params.add({.key = "tree.LL128.step_latency", .fallback = 1.25_us, .doc = "tree: per chain hop"},
+               [](M& m) { return &m.tree[LL128].step_latency; });
+    params.add({.key = "tree.Simple.base_latency", .fallback = 8.4_us, .doc = "tree: per collective"},
+               [](M& m) { return &m.tree[SIMPLE].base_latency; });
+    params.add({.key = "tree.Simple.step_latency", .fallback = 4_us, .doc = "tree: per chain hop"},
+               [](M& m) { return &m.tree[SIMPLE].step_latency; });
+    // One-shot / two-shot: symmetric-memory kernels start in ~3 us end to end on 8xB200 for the smallest
+    // messages [meas: NCCL 2.27 blog, NVIDIA/nccl-tests#333, hardware.md §2.2]; split as base + one step
+    // [unverified split].
+    params.add({.key = "one_shot.base_latency",
+                .fallback = 2_us,
+                .doc = "one-shot all-reduce: per collective",
+                .source = "meas NCCL 2.27 blog, ~3us"},
+               [](M& m) { return &m.one_shot.base_latency; });
+    params.add({.key = "one_shot.step_latency", .fallback = 1_us, .doc = "one-shot: its one step"},
+               [](M& m) { return &m.one_shot.step_latency; });
+    params.add({.key = "two_shot.base_latency", .fallback = 2_us, .doc = "two-shot all-reduce: per collective"},
+               [](M& m) { return &m.two_shot.base_latency; });
+    params.add({.key = "two_shot.step_latency", .fallback = 1_us, .doc = "two-shot: per step (2 steps)"},
+               [](M& m) { return &m.two_shot.step_latency; });
+    // all_to_all's grouped sends: NCCL's peer-to-peer path has no latency model of its own; unset, they pay
+    // the chosen protocol's ring latencies.
+    params.add<std::optional<Seconds>>(
+        {.key = "direct.base_latency",
+         .doc = "all_to_all (grouped send/recv): per collective; unset with step_latency = the protocol's ring "
+                "latencies, else the other one is 0",
+         .unset = "ring's"},
+        [](M& m, std::optional<Seconds> v) {
+          if (v) m.direct.emplace(m.direct.value_or(Latencies{})).base_latency = *v;
+        },
+        [](const M& m) { return m.direct ? std::optional{m.direct->base_latency} : std::nullopt; });
+    params.add<std::optional<Seconds>>(
+        {.key = "direct.step_latency", .doc = "all_to_all: its one step", .unset = "ring's"},
+        [](M& m, std::optional<Seconds> v) {
+          if (v) m.direct.emplace(m.direct.value_or(Latencies{})).step_latency = *v;
+        },
+        [](const M& m) { return m.direct ? std::optional{m.direct->step_latency} : std::nullopt; });
+    params.add({.key = "nvls",
+                .fallback = true,
+                .doc = "allow NVLS where the NVSwitches reduce (NCCL_NVLS_ENABLE; our H200 traces: false)"},
+               [](M& m) { return &m.nvls_enabled; });
+    // NVLS: NCCL's latency is hwLat = 25 us flat with base 0 on one node [model: tuning.cc]; it matches the
+    // ~30 us of a forced-NVLS 1 KB all-reduce on 8xH200 (Azure ND_H200_v5_results.md, hardware.md §2.2).
+    params.add(
+        {.key = "nvls_latency", .fallback = 25_us, .doc = "NVLS fixed cost", .source = "model NCCL tuning.cc hwLat"},
+        [](M& m) { return &m.nvls_latency; });
+    // Launch: an empty kernel back to back from a stream 4.80 us, replayed from a CUDA graph 0.52 us on our
+    // H200 [meas: validation/traces/h200/h200x1-launch.jsonl, back_to_back and graph_back_to_back medians].
+    params.add({.key = "stream_launch",
+                .fallback = 4.8_us,
+                .doc = "launch of a collective from a stream",
+                .source = "meas h200x1-launch back_to_back"},
+               [](M& m) { return &m.stream_launch; });
+    params.add({.key = "graph_launch",
+                .fallback = 0.52_us,
+                .doc = "launch from a CUDA graph",
+                .source = "meas h200x1-launch graph_back_to_back"},
+               [](M& m) { return &m.graph_launch; });
+    // Device-side barrier across the ranks [unverified default; measured by the probe's nvshmem family].
+    params.add({.key = "barrier_latency", .fallback = 2_us, .doc = "device-side barrier across the ranks"},
+               [](M& m) { return &m.barrier_latency; });
+    // NCCL moves data in 512 KiB NVLink chunks [src: NVIDIA/nccl src/init.cc P2P_NVL_CHUNKSIZE]; we cap the
+    // chunk count so that a 1 GiB broadcast or tree stays a few hundred transfers.
+    params.add({.key = "broadcast_chunk",
+                .fallback = 512_KiB,
+                .check = positive,
+                .doc = "pipeline chunk of broadcast and tree",
+                .source = "src NCCL init.cc"},
+               [](M& m) { return &m.chain_chunk; });
+    params.add({.key = "max_chunks",
+                .unit = "count",
+                .fallback = 128,
+                .check = between(1, 4096),
+                .doc = "most chunks per pipeline"},
+               [](M& m) { return &m.max_chunks; });
+    // Each kind's kernel rate relative to all_reduce's: 1 until calibrated [unverified default; `snsim
+    // calibrate` fits it from the probe's collective family, validation/fits/collective.cpp].
+    params.add({.key = "all_reduce.relative_rate",
+                .unit = "factor",
+                .fallback = 1.0,
+                .check = between(0.1, 4.0),
+                .doc = "all_reduce kernels' payload rate: the reference"},
+               [](M& m) { return &m.relative_rate[0]; });
+    params.add({.key = "all_gather.relative_rate",
+                .unit = "factor",
+                .fallback = 1.0,
+                .check = between(0.1, 4.0),
+                .doc = "all_gather kernels' payload rate relative to all_reduce's"},
+               [](M& m) { return &m.relative_rate[1]; });
+    params.add({.key = "reduce_scatter.relative_rate",
+                .unit = "factor",
+                .fallback = 1.0,
+                .check = between(0.1, 4.0),
+                .doc = "reduce_scatter kernels' rate relative to all_reduce's"},
+               [](M& m) { return &m.relative_rate[2]; });
+    params.add({.key = "all_to_all.relative_rate",
+                .unit = "factor",
+                .fallback = 1.0,
+                .check = between(0.1, 4.0),
+                .doc = "all_to_all (grouped send/recv) rate relative to all_reduce's"},
+               [](M& m) { return &m.relative_rate[3]; });
+    params.add({.key = "broadcast.relative_rate",
+                .unit = "factor",
+                .fallback = 1.0,
+                .check = between(0.1, 4.0),
+                .doc = "broadcast kernels' rate relative to all_reduce's"},
+               [](M& m) { return &m.relative_rate[4]; });
+    return params;
+  }();
+  return table;
+}
 
 std::string_view to_string(CollectiveKind kind) {
   return name_of(KIND_NAMES, kind);
@@ -211,8 +325,7 @@ int switch_links(const Fabric& fabric, DeviceId gpu) {
 int ramp_channels(Bytes size, Bytes threshold, int links) {
   links = std::max(1, links);
   if (threshold.count() == 0) return links;
-  return static_cast<int>(
-      std::clamp<std::uint64_t>(size.count() / threshold.count(), 1, static_cast<std::uint64_t>(links)));
+  return static_cast<int>(std::clamp<std::uint64_t>(size / threshold, 1, static_cast<std::uint64_t>(links)));
 }
 
 int CollectiveModel::channels_for(const CollectiveRequest& request, Algorithm algorithm, Protocol protocol,
@@ -222,8 +335,7 @@ int CollectiveModel::channels_for(const CollectiveRequest& request, Algorithm al
   // and peer-to-peer sends are not channel-tuned this way.
   if (algorithm != Algorithm::ring && algorithm != Algorithm::tree) return platform.links;
   Bytes threshold = params(protocol).channel_bytes;
-  if (algorithm == Algorithm::ring && protocol == Protocol::ll)
-    threshold = Bytes{threshold.count() * static_cast<std::uint64_t>(request.ranks)};
+  if (algorithm == Algorithm::ring && protocol == Protocol::ll) threshold = threshold * request.ranks;
   return ramp_channels(request.bytes, threshold, platform.links);
 }
 
@@ -234,8 +346,7 @@ CollectiveShape CollectiveModel::shape(CollectiveKind kind, Bytes size, int rank
   const auto n = static_cast<std::uint64_t>(ranks);
   const int peers = ranks - 1;
   auto chunked = [&](CollectiveShape s) {
-    const auto chunks = std::clamp<std::uint64_t>(ceil_div(size, chain_chunk.count()).count(), 1,
-                                                  static_cast<std::uint64_t>(max_chunks));
+    const auto chunks = std::clamp<std::uint64_t>(pieces(size, chain_chunk), 1, static_cast<std::uint64_t>(max_chunks));
     s.pattern = Pattern::chain;
     s.chunks = static_cast<int>(chunks);
     s.step_bytes = ceil_div(size, chunks);
@@ -251,7 +362,7 @@ CollectiveShape CollectiveModel::shape(CollectiveKind kind, Bytes size, int rank
         s = chunked(s);
         s.steps = peers + s.chunks - 1;
         s.latency_steps = peers;
-        s.serial_bytes = Bytes{s.step_bytes.count() * static_cast<std::uint64_t>(s.steps)};
+        s.serial_bytes = s.step_bytes * s.steps;
         return s;
       }
       s.steps = kind == CollectiveKind::all_reduce ? 2 * peers : peers;
@@ -266,7 +377,7 @@ CollectiveShape CollectiveModel::shape(CollectiveKind kind, Bytes size, int rank
       s.steps = 2 * peers + s.chunks - 1;
       s.latency_steps = 2 * peers;
       const auto chunk_times = ranks == 2 ? s.chunks + 1 : 2 * s.chunks + 2 * (ranks - 2);
-      s.serial_bytes = Bytes{s.step_bytes.count() * static_cast<std::uint64_t>(chunk_times)};
+      s.serial_bytes = s.step_bytes * chunk_times;
       return s;
     }
     case Algorithm::one_shot:
@@ -295,7 +406,7 @@ CollectiveShape CollectiveModel::shape(CollectiveKind kind, Bytes size, int rank
       break;
   }
   s.latency_steps = s.steps;
-  s.serial_bytes = Bytes{s.step_bytes.count() * static_cast<std::uint64_t>(s.steps * s.peers)};
+  s.serial_bytes = s.step_bytes * (s.steps * s.peers);
   return s;
 }
 
@@ -382,55 +493,11 @@ Seconds CollectiveModel::predict(const CollectivePlan& plan, const CollectivePla
 }
 
 Registry<Model>::Entry collective_model_entry() {
-  std::vector<ParamDoc> docs{
-      {"LL.efficiency", "fraction", "0.5", "payload share of an LL line [src NCCL device.h]"},
-      {"LL.max_bandwidth", "bytes/s", "141GBps", "LL per-rank cap on Hopper [model NCCL tuning.cc]"},
-      {"LL.base_latency", "time", "6.6us", "ring: per collective [model NCCL tuning.cc]"},
-      {"LL.step_latency", "time", "0.6us", "ring: per step [model NCCL tuning.cc]"},
-      {"LL.channel_bytes", "bytes", "4KiB",
-       "ring and tree add a channel per this many bytes, x ranks on a ring; 0 = all channels "
-       "[src NCCL enqueue.cc, 512 threads x 8]"},
-      {"LL128.efficiency", "fraction", "0.92", "payload share of an LL128 line"},
-      {"LL128.max_bandwidth", "bytes/s", "0 (none)", "per-rank cap"},
-      {"LL128.base_latency", "time", "14us", "ring: per collective"},
-      {"LL128.step_latency", "time", "1.9us", "ring: per step"},
-      {"LL128.channel_bytes", "bytes", "5KiB", "bytes per channel of ring and tree [src NCCL, 640 threads x 8]"},
-      {"Simple.efficiency", "fraction", "1.0", "payload share"},
-      {"Simple.max_bandwidth", "bytes/s", "0 (none)", "per-rank cap"},
-      {"Simple.base_latency", "time", "8.4us", "ring: per collective"},
-      {"Simple.step_latency", "time", "3.4us", "ring: per step"},
-      {"Simple.channel_bytes", "bytes", "32KiB", "bytes per channel of ring and tree [src NCCL, 512 threads x 64]"},
-      {"tree.LL.base_latency", "time", "6.8us", "tree (a chain): per collective [model NCCL tuning.cc]"},
-      {"tree.LL.step_latency", "time", "0.6us", "tree: per chain hop, 2(n-1) hops [model NCCL tuning.cc]"},
-      {"tree.LL128.base_latency", "time", "14us", "tree: per collective"},
-      {"tree.LL128.step_latency", "time", "1.25us", "tree: per chain hop"},
-      {"tree.Simple.base_latency", "time", "8.4us", "tree: per collective"},
-      {"tree.Simple.step_latency", "time", "4us", "tree: per chain hop"},
-      {"one_shot.base_latency", "time", "2us", "one-shot all-reduce: per collective [meas NCCL 2.27 blog, ~3us]"},
-      {"one_shot.step_latency", "time", "1us", "one-shot: its one step"},
-      {"two_shot.base_latency", "time", "2us", "two-shot all-reduce: per collective"},
-      {"two_shot.step_latency", "time", "1us", "two-shot: per step (2 steps)"},
-      {"direct.base_latency", "time", "ring's",
-       "all_to_all (grouped send/recv): per collective; unset with "
-       "step_latency = the protocol's ring latencies, else the other one is 0"},
-      {"direct.step_latency", "time", "ring's", "all_to_all: its one step"},
-      {"nvls", "bool", "true", "allow NVLS where the NVSwitches reduce (NCCL_NVLS_ENABLE; our H200 traces: false)"},
-      {"nvls_latency", "time", "25us", "NVLS fixed cost [model NCCL tuning.cc hwLat]"},
-      {"stream_launch", "time", "4.8us", "launch of a collective from a stream [meas h200x1-launch back_to_back]"},
-      {"graph_launch", "time", "0.52us", "launch from a CUDA graph [meas h200x1-launch graph_back_to_back]"},
-      {"barrier_latency", "time", "2us", "device-side barrier across the ranks"},
-      {"broadcast_chunk", "bytes", "512KiB", "pipeline chunk of broadcast and tree [src NCCL init.cc]"},
-      {"max_chunks", "count", "128", "most chunks per pipeline"},
-      {"all_reduce.relative_rate", "factor", "1", "all_reduce kernels' payload rate: the reference"},
-      {"all_gather.relative_rate", "factor", "1", "all_gather kernels' payload rate relative to all_reduce's"},
-      {"reduce_scatter.relative_rate", "factor", "1", "reduce_scatter kernels' rate relative to all_reduce's"},
-      {"all_to_all.relative_rate", "factor", "1", "all_to_all (grouped send/recv) rate relative to all_reduce's"},
-      {"broadcast.relative_rate", "factor", "1", "broadcast kernels' rate relative to all_reduce's"},
-  };
-  return {"collective",
-          "NCCL-like BSP collectives: ring, tree, one_shot, two_shot, nvls (all_reduce), direct (all_to_all); "
-          "LL/LL128/Simple; algorithm, protocol and channels chosen by size, one transfer per step",
-          std::move(docs), make};
+  return model_entry(
+      "collective",
+      "NCCL-like BSP collectives: ring, tree, one_shot, two_shot, nvls (all_reduce), direct (all_to_all); "
+      "LL/LL128/Simple; algorithm, protocol and channels chosen by size, one transfer per step",
+      collective_params());
 }
 
 }  // namespace snsim::models

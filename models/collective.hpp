@@ -149,21 +149,22 @@ struct CollectivePlan {
   BytesPerSecond max_bandwidth;  // per-rank payload rate cap; 0 = none
 };
 
+/// Every parameter is set by collective_params(), where its default, range and source are declared.
 class CollectiveModel final : public Model {
  public:
   std::array<ProtocolParams, 3> protocols{};  // indexed by Protocol; ring's latencies
   std::array<Latencies, 3> tree{};            // indexed by Protocol
   Latencies one_shot;
   Latencies two_shot;
-  std::optional<Latencies> direct;  // all_to_all's grouped sends; unset = the chosen protocol's ring latencies
-  bool nvls_enabled = true;         // NCCL_NVLS_ENABLE
-  Seconds nvls_latency;             // NVLS fixed cost (NCCL: base 0, hwLat 25 us)
-  Seconds stream_launch;            // a collective launched from a stream
-  Seconds graph_launch;             // a collective replayed from a CUDA graph
-  Seconds barrier_latency;          // a device-side barrier across the ranks
-  Bytes chain_chunk;                // pipeline chunk of broadcast and tree
-  int max_chunks = 0;               // at most this many chunks per pipeline
-  std::array<double, 5> relative_rate{1, 1, 1, 1, 1};  // indexed by CollectiveKind; all_reduce = 1
+  std::optional<Latencies> direct;        // all_to_all's grouped sends; unset = the chosen protocol's ring latencies
+  bool nvls_enabled = false;              // NCCL_NVLS_ENABLE
+  Seconds nvls_latency;                   // NVLS fixed cost (NCCL: base 0, hwLat 25 us)
+  Seconds stream_launch;                  // a collective launched from a stream
+  Seconds graph_launch;                   // a collective replayed from a CUDA graph
+  Seconds barrier_latency;                // a device-side barrier across the ranks
+  Bytes chain_chunk;                      // pipeline chunk of broadcast and tree
+  int max_chunks = 0;                     // at most this many chunks per pipeline
+  std::array<double, 5> relative_rate{};  // indexed by CollectiveKind; all_reduce's is the reference
 
   const ProtocolParams& params(Protocol p) const { return protocols[static_cast<std::size_t>(p)]; }
 
@@ -186,6 +187,8 @@ class CollectiveModel final : public Model {
   Seconds predict(const CollectivePlan& plan, const CollectivePlatform& platform) const;
 };
 
+/// The parameters of models.collective, declared once.
+const ParamTable<CollectiveModel>& collective_params();
 Registry<Model>::Entry collective_model_entry();
 
 }  // namespace snsim::models

@@ -4,47 +4,72 @@
 #include <cmath>
 
 namespace snsim::models {
-namespace {
 
-// 788 TFLOP/s on an 8192^3 bf16 GEMM on our H200s, of 989 peak (80 %) [meas: device/KINDS.md, 2026-10-28].
-constexpr double FLOP_EFFICIENCY = 0.8;
-// 4.3 TB/s device-to-device copy counting reads and writes, of 4.8 TB/s (90 %) [meas: device/KINDS.md].
-constexpr double HBM_EFFICIENCY = 0.9;
-// Kernel launch overhead [unverified default; the probe's `launch` family measures it].
-constexpr double LAUNCH_US = 2.5;
-// Device-side cost of a kernel queued behind another: 1.36 us per empty kernel released from a full queue on our
-// H200s [meas: launch/empty_kernel/back_to_back_gated, validation/traces/h200/h200x1-launch.jsonl].
-constexpr double QUEUE_GAP_US = 1.36;
-// Share of the SMs that an SM-driven copy or a collective kernel holds while it runs [estimate: NCCL runs one CTA
-// per channel, one SM each, and uses 16-32 channels on NVLink4 machines (NCCL_MIN/MAX_CTAS); DeepEP's intranode
-// kernels are tuned at 24 SMs (reference/hardware.md, DeepEP); 24 of the H100/H200's 132 SMs].
-constexpr double COMM_SM_SHARE = 24.0 / 132.0;
-// Power-capped clocks: off unless a parameter set says otherwise (validation/params/h200.yaml fits them from GEMMs at
-// several duty cycles). The exponent's default is the H200 fit's; the window is a model choice [estimate: shorter
-// than a training step's phases would make the clock swing within a step, which nvidia-smi does not show].
-constexpr double POWER_DUTY = 1;
-constexpr double POWER_EXPONENT = 2.5;
-constexpr double POWER_WINDOW_MS = 10;
-
-std::unique_ptr<Model> make(const ConfigNode& node) {
-  auto m = std::make_unique<ComputeModel>();
-  m->flop_efficiency = node.optional<double>("flop_efficiency", FLOP_EFFICIENCY);
-  check_between(node, "flop_efficiency", m->flop_efficiency, 0.01, 1.0);
-  m->hbm_efficiency = node.optional<double>("hbm_efficiency", HBM_EFFICIENCY);
-  check_between(node, "hbm_efficiency", m->hbm_efficiency, 0.01, 1.0);
-  m->launch = node.optional<Seconds>("launch", Seconds{LAUNCH_US * 1e-6});
-  m->queue_gap = node.optional<Seconds>("queue_gap", Seconds{QUEUE_GAP_US * 1e-6});
-  m->comm_sm_share = node.optional<double>("comm_sm_share", COMM_SM_SHARE);
-  check_between(node, "comm_sm_share", m->comm_sm_share, 0.0, 0.99);
-  m->power_duty = node.optional<double>("power_duty", POWER_DUTY);
-  check_between(node, "power_duty", m->power_duty, 0.05, 1.0);
-  m->power_exponent = node.optional<double>("power_exponent", POWER_EXPONENT);
-  check_between(node, "power_exponent", m->power_exponent, 0.5, 10.0);
-  m->power_window = node.optional<Seconds>("power_window", Seconds{POWER_WINDOW_MS * 1e-3});
-  if (!(m->power_window.count() > 0)) node.fail_key("power_window", "must be > 0");
-  return m;
+const ParamTable<ComputeModel>& compute_params() {
+  static const ParamTable<ComputeModel> table = [] {
+    ParamTable<ComputeModel> params;
+    // 788 TFLOP/s on an 8192^3 bf16 GEMM on our H200s, of 989 peak (80 %) [meas: device/KINDS.md, 2026-10-28].
+    params.add({.key = "flop_efficiency",
+                .unit = "fraction",
+                .fallback = 0.8,
+                .check = between(0.01, 1.0),
+                .doc = "share of peak bf16 rate reached",
+                .source = "meas 788/989 TFLOP/s H200"},
+               [](ComputeModel& m) { return &m.flop_efficiency; });
+    // 4.3 TB/s device-to-device copy counting reads and writes, of 4.8 TB/s (90 %) [meas: device/KINDS.md].
+    params.add({.key = "hbm_efficiency",
+                .unit = "fraction",
+                .fallback = 0.9,
+                .check = between(0.01, 1.0),
+                .doc = "share of HBM bandwidth reached",
+                .source = "meas 4.3/4.8 TB/s H200"},
+               [](ComputeModel& m) { return &m.hbm_efficiency; });
+    // Kernel launch overhead [unverified default; the probe's `launch` family measures it].
+    params.add({.key = "launch", .fallback = 2.5_us, .doc = "kernel launch overhead per compute op"},
+               [](ComputeModel& m) { return &m.launch; });
+    // Device-side cost of a kernel queued behind another: 1.36 us per empty kernel released from a full queue
+    // on our H200s [meas: launch/empty_kernel/back_to_back_gated, validation/traces/h200/h200x1-launch.jsonl].
+    params.add({.key = "queue_gap",
+                .fallback = 1.36_us,
+                .doc = "per kernel queued behind another on its stream (`pipelined: true`)",
+                .source = "meas H200 launch family"},
+               [](ComputeModel& m) { return &m.queue_gap; });
+    // Power-capped clocks: off unless a parameter set says otherwise (validation/params/h200.yaml fits them from
+    // GEMMs at several duty cycles). The exponent's default is the H200 fit's; the window is a model choice
+    // [estimate: shorter than a training step's phases would make the clock swing within a step, which
+    // nvidia-smi does not show].
+    params.add({.key = "power_duty",
+                .unit = "fraction",
+                .fallback = 1.0,
+                .check = between(0.05, 1.0),
+                .doc = "tensor duty cycle the power limit sustains at boost clock; above, clocks drop (1 = never)"},
+               [](ComputeModel& m) { return &m.power_duty; });
+    params.add({.key = "power_exponent",
+                .unit = "number",
+                .fallback = 2.5,
+                .check = between(0.5, 10.0),
+                .doc = "clock factor = (power_duty / duty)^(1/exponent) above it"},
+               [](ComputeModel& m) { return &m.power_exponent; });
+    params.add({.key = "power_window",
+                .fallback = 10_ms,
+                .check = positive,
+                .doc = "moving-average window of the tensor duty cycle"},
+               [](ComputeModel& m) { return &m.power_window; });
+    // Share of the SMs that an SM-driven copy or a collective kernel holds while it runs [estimate: NCCL runs
+    // one CTA per channel, one SM each, and uses 16-32 channels on NVLink4 machines (NCCL_MIN/MAX_CTAS);
+    // DeepEP's intranode kernels are tuned at 24 SMs (reference/hardware.md, DeepEP); 24 of the H100/H200's
+    // 132 SMs].
+    params.add({.key = "comm_sm_share",
+                .unit = "fraction",
+                .fallback = 24.0 / 132.0,
+                .check = between(0.0, 0.99),
+                .doc = "share of SMs an SM copy or collective kernel takes from compute",
+                .source = "est. 24 of 132 SMs, NCCL/DeepEP"},
+               [](ComputeModel& m) { return &m.comm_sm_share; });
+    return params;
+  }();
+  return table;
 }
-}  // namespace
 
 Seconds ComputeModel::math_time(const GpuSpec& gpu, Flops flops, double flop_rate, Dtype dtype) const {
   return flops / (gpu.peak(dtype).value_or(gpu.dense_bf16) * (flop_efficiency * flop_rate));
@@ -76,22 +101,9 @@ Seconds ComputeModel::time(const GpuSpec& gpu, Flops flops, Bytes bytes, double 
 }
 
 Registry<Model>::Entry compute_model_entry() {
-  return {"compute",
-          "roofline GPU compute: max(flops / achieved peak, bytes / achieved HBM bandwidth) + launch",
-          {
-              {"flop_efficiency", "fraction", "0.8", "share of peak bf16 rate reached [meas 788/989 TFLOP/s H200]"},
-              {"hbm_efficiency", "fraction", "0.9", "share of HBM bandwidth reached [meas 4.3/4.8 TB/s H200]"},
-              {"launch", "time", "2.5us", "kernel launch overhead per compute op"},
-              {"queue_gap", "time", "1.36us",
-               "per kernel queued behind another on its stream (`pipelined: true`) [meas H200 launch family]"},
-              {"power_duty", "fraction", "1",
-               "tensor duty cycle the power limit sustains at boost clock; above, clocks drop (1 = never)"},
-              {"power_exponent", "number", "2.5", "clock factor = (power_duty / duty)^(1/exponent) above it"},
-              {"power_window", "time", "10ms", "moving-average window of the tensor duty cycle"},
-              {"comm_sm_share", "fraction", "0.182",
-               "share of SMs an SM copy or collective kernel takes from compute [est. 24 of 132 SMs, NCCL/DeepEP]"},
-          },
-          make};
+  return model_entry("compute",
+                     "roofline GPU compute: max(flops / achieved peak, bytes / achieved HBM bandwidth) + launch",
+                     compute_params());
 }
 
 }  // namespace snsim::models

@@ -19,6 +19,7 @@ struct TensorDuty {
   Seconds updated;   // simulated time of the last update
 };
 
+/// Every parameter is set by compute_params(), where its default, range and source are declared.
 class ComputeModel final : public Model {
  public:
   double flop_efficiency = 0;  // achieved share of the peak tensor rate on large GEMMs
@@ -30,8 +31,8 @@ class ComputeModel final : public Model {
   // (what its power limit sustains at full clock); above, the clock drops to (power_duty / duty)^(1/power_exponent)
   // of boost (dynamic power grows with the clock faster than linearly). The duty is a moving average over
   // `power_window`. power_duty >= 1: never throttled.
-  double power_duty = 1;
-  double power_exponent = 2.5;
+  double power_duty = 0;
+  double power_exponent = 0;
   Seconds power_window;
 
   /// The clock factor (<= 1) of a kernel starting at `now` on a GPU with this recent duty.
@@ -51,6 +52,8 @@ class ComputeModel final : public Model {
                Dtype dtype = Dtype::bf16) const;
 };
 
+/// The parameters of models.compute, declared once.
+const ParamTable<ComputeModel>& compute_params();
 Registry<Model>::Entry compute_model_entry();
 
 }  // namespace snsim::models

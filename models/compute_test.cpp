@@ -43,7 +43,8 @@ TEST_CASE("compute: always busy, the clock drops to (power_duty / 1)^(1 / expone
 TEST_CASE("compute: power and queue-gap keys are checked") {
   CHECK(error("models: {compute: {power_duty: 1.5}}\n") ==
         "t.yaml:1:32: models.compute.power_duty: must be between 0.05 and 1, got 1.5");
-  CHECK(error("models: {compute: {power_window: 0s}}\n") == "t.yaml:1:34: models.compute.power_window: must be > 0");
+  CHECK(error("models: {compute: {power_window: 0s}}\n") ==
+        "t.yaml:1:34: models.compute.power_window: must be > 0, got 0 s");
   const auto m = load("models: {compute: {launch: 5us, queue_gap: 1.5us}}\n");
   CHECK(m.compute->fixed_cost(false).count() == doctest::Approx(5e-6));
   CHECK(m.compute->fixed_cost(true).count() == doctest::Approx(1.5e-6));

@@ -37,6 +37,7 @@ struct EngineParams {
   Seconds local_queue_gap;  // fixed cost of a device-local copy queued behind another
 };
 
+/// Every parameter is set by copy_params(), where its default, range and source are declared.
 class CopyModel final : public Model {
  public:
   EngineParams ce;
@@ -59,6 +60,8 @@ class CopyModel final : public Model {
   Seconds local_memory_time(const GpuSpec& gpu, Bytes bytes) const;
 };
 
+/// The parameters of models.copy, declared once (defaults, ranges, docs and sources).
+const ParamTable<CopyModel>& copy_params();
 Registry<Model>::Entry copy_model_entry();
 
 }  // namespace snsim::models

@@ -54,6 +54,8 @@ class FabricModel final : public Model {
   FabricPath path = FabricPath::automatic;
 };
 
+/// The parameters of models.fabric, declared once.
+const ParamTable<FabricModel>& fabric_params();
 Registry<Model>::Entry fabric_model_entry();
 
 }  // namespace snsim::models

@@ -50,21 +50,6 @@ void check_non_negative(const ConfigNode& node, std::string_view key, double val
   if (!(value >= 0)) node.fail_key(key, fmt::format("must be >= 0, got {}", value));
 }
 
-std::unique_ptr<Model> make_jitter(const ConfigNode& node) {
-  auto m = std::make_unique<JitterModel>();
-  if (auto c = node.maybe_child("latency")) m->latency = Distribution::parse(*c);
-  if (auto c = node.maybe_child("bandwidth")) m->bandwidth = Distribution::parse(*c);
-  if (auto c = node.maybe_child("compute")) m->compute = Distribution::parse(*c);
-  return m;
-}
-
-std::unique_ptr<Model> make_variation(const ConfigNode& node) {
-  auto m = std::make_unique<VariationModel>();
-  if (auto c = node.maybe_child("clock")) m->clock = Distribution::parse(*c);
-  if (auto c = node.maybe_child("hbm")) m->hbm = Distribution::parse(*c);
-  return m;
-}
-
 }  // namespace
 
 std::string_view to_string(Distribution::Kind kind) {
@@ -188,6 +173,28 @@ double Distribution::quantile(double q) const {
 
 // ---- slow GPUs ---------------------------------------------------------------------------------------------------
 
+const ParamTable<SlowGpu>& slow_gpu_params() {
+  static const ParamTable<SlowGpu> table = [] {
+    ParamTable<SlowGpu> params;
+    params.add({.key = "gpu", .unit = "GPU index", .doc = "the GPU slowed", .required = true},
+               [](SlowGpu& s) { return &s.gpu; });
+    params.add({.key = "compute",
+                .unit = "factor",
+                .fallback = 1.0,
+                .check = positive,
+                .doc = "multiplies the FLOP part of its kernels' time"},
+               [](SlowGpu& s) { return &s.compute; });
+    params.add({.key = "hbm",
+                .unit = "factor",
+                .fallback = 1.0,
+                .check = positive,
+                .doc = "multiplies the HBM part of its kernels' and local copies' time"},
+               [](SlowGpu& s) { return &s.hbm; });
+    return params;
+  }();
+  return table;
+}
+
 std::unique_ptr<Model> make_slow(const ConfigNode& node) {
   auto m = std::make_unique<SlowModel>();
   if (!node.is_sequence()) {
@@ -196,12 +203,8 @@ std::unique_ptr<Model> make_slow(const ConfigNode& node) {
   }
   for (const auto& item : node.elements()) {
     SlowGpu s;
+    slow_gpu_params().read(item, s);
     const ConfigNode gpu = item.child("gpu");
-    s.gpu = gpu.as<int>();
-    s.compute = item.optional<double>("compute", 1.0);
-    check_positive(item, "compute", s.compute);
-    s.hbm = item.optional<double>("hbm", 1.0);
-    check_positive(item, "hbm", s.hbm);
     for (std::size_t i = 0; i < m->gpus.size(); ++i)
       if (m->gpus[i].gpu == s.gpu)
         gpu.fail(fmt::format("GPU {} is already listed in {}", s.gpu, m->gpu_keys_[i].path()));
@@ -225,43 +228,65 @@ const SlowGpu* SlowModel::find(int gpu) const {
 
 // ---- registry ----------------------------------------------------------------------------------------------------
 
+std::string param_text(const Distribution& d) {
+  return std::string(to_string(d.kind()));
+}
+
 namespace {
-const std::string DIST_UNIT = "distribution";
+// What a distribution key accepts, in the entries' summaries.
 const std::string DIST_FORMS =
     "{dist: none | constant (value) | normal (sigma, mean 1) | lognormal (sigma, median 1) | empirical (samples)}";
+
+/// A factor drawn from a distribution; by default nothing varies.
+Param<Distribution> factor(std::string key, std::string doc) {
+  return {.key = std::move(key),
+          .unit = "distribution",
+          .doc = std::move(doc),
+          .unset = "none",
+          .parse = &Distribution::parse};
+}
 }  // namespace
 
+const ParamTable<JitterModel>& jitter_params() {
+  static const ParamTable<JitterModel> table = [] {
+    ParamTable<JitterModel> params;
+    params.add(factor("latency",
+                      "factor on each transfer's fixed costs (route latency, engine setup, launch, protocol step "
+                      "latency)"),
+               [](JitterModel& m) { return &m.latency; });
+    params.add(factor("bandwidth", "factor on each transfer's achievable rate"),
+               [](JitterModel& m) { return &m.bandwidth; });
+    params.add(factor("compute", "factor on each kernel's duration"), [](JitterModel& m) { return &m.compute; });
+    return params;
+  }();
+  return table;
+}
+
+const ParamTable<VariationModel>& variation_params() {
+  static const ParamTable<VariationModel> table = [] {
+    ParamTable<VariationModel> params;
+    params.add(factor("clock", "factor on the GPU's FLOP rate"), [](VariationModel& m) { return &m.clock; });
+    params.add(factor("hbm", "factor on the GPU's HBM bandwidth"), [](VariationModel& m) { return &m.hbm; });
+    return params;
+  }();
+  return table;
+}
+
 Registry<Model>::Entry jitter_model_entry() {
-  return {"jitter",
-          "factors drawn per transfer and per kernel from seeded per-GPU streams; forms: " + DIST_FORMS,
-          {
-              {"latency", DIST_UNIT, "none",
-               "factor on each transfer's fixed costs (route latency, engine setup, launch, protocol step latency)"},
-              {"bandwidth", DIST_UNIT, "none", "factor on each transfer's achievable rate"},
-              {"compute", DIST_UNIT, "none", "factor on each kernel's duration"},
-          },
-          make_jitter};
+  return model_entry("jitter",
+                     "factors drawn per transfer and per kernel from seeded per-GPU streams; forms: " + DIST_FORMS,
+                     jitter_params());
 }
 
 Registry<Model>::Entry variation_model_entry() {
-  return {"variation",
-          "per-GPU factors drawn once per run from seeded per-GPU streams; forms: " + DIST_FORMS,
-          {
-              {"clock", DIST_UNIT, "none", "factor on the GPU's FLOP rate"},
-              {"hbm", DIST_UNIT, "none", "factor on the GPU's HBM bandwidth"},
-          },
-          make_variation};
+  return model_entry("variation",
+                     "per-GPU factors drawn once per run from seeded per-GPU streams; forms: " + DIST_FORMS,
+                     variation_params());
 }
 
 Registry<Model>::Entry slow_model_entry() {
-  return {"slow",
-          "explicit slow GPUs, a list: [{gpu: 3, compute: 1.05, hbm: 1.02}]; factors < 1 make a GPU faster",
-          {
-              {"gpu", "GPU index", "", "the GPU slowed"},
-              {"compute", "factor > 0", "1", "multiplies the FLOP part of its kernels' time"},
-              {"hbm", "factor > 0", "1", "multiplies the HBM part of its kernels' and local copies' time"},
-          },
-          make_slow};
+  return {"slow", "explicit slow GPUs, a list: [{gpu: 3, compute: 1.05, hbm: 1.02}]; factors < 1 make a GPU faster",
+          slow_gpu_params().docs(), make_slow};
 }
 
 // ---- run-time state ----------------------------------------------------------------------------------------------

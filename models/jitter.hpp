@@ -61,6 +61,8 @@ class Distribution {
 };
 
 std::string_view to_string(Distribution::Kind kind);
+/// A distribution in the reference's default column: its kind ("none").
+std::string param_text(const Distribution& d);
 
 /// Factors drawn per transfer and per kernel (models.jitter).
 class JitterModel final : public Model {
@@ -98,6 +100,10 @@ class SlowModel final : public Model {
   std::vector<ConfigNode> gpu_keys_;  // where each entry's `gpu` is written, for check()
 };
 
+/// The parameters of models.jitter, models.variation and of one element of models.slow, declared once.
+const ParamTable<JitterModel>& jitter_params();
+const ParamTable<VariationModel>& variation_params();
+const ParamTable<SlowGpu>& slow_gpu_params();
 Registry<Model>::Entry jitter_model_entry();
 Registry<Model>::Entry variation_model_entry();
 Registry<Model>::Entry slow_model_entry();

@@ -75,6 +75,7 @@ struct PgasRoute {
   BytesPerSecond line_rate;  // bottleneck line rate issuer to target, one direction
 };
 
+/// Every parameter is set by pgas_params(), where its default, range and source are declared.
 class PgasModel final : public Model {
  public:
   std::array<ScopeParams, 3> scopes{};  // indexed by Scope
@@ -125,6 +126,8 @@ class PgasModel final : public Model {
   Seconds flow_time(Bytes payload, Scope s, BytesPerSecond rate) const;
 };
 
+/// The parameters of models.pgas, declared once.
+const ParamTable<PgasModel>& pgas_params();
 Registry<Model>::Entry pgas_model_entry();
 
 }  // namespace snsim::models

@@ -11,11 +11,14 @@
 
 namespace snsim::models {
 
+/// Every parameter is set by stream_params(), where its default, range and source are declared.
 class StreamModel final : public Model {
  public:
   Seconds event_wait;  // from an event on one GPU to a stream on another GPU resuming
 };
 
+/// The parameters of models.stream, declared once.
+const ParamTable<StreamModel>& stream_params();
 Registry<Model>::Entry stream_model_entry();
 
 }  // namespace snsim::models

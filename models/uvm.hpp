@@ -59,30 +59,31 @@ struct MigrationParams {
   Seconds fault_service;     // driver time per fault whose page comes this way (unused for gpu_to_host)
 };
 
+/// Every parameter is set by uvm_params(), where its default, range and source are declared.
 class UvmModel final : public Model {
  public:
-  static constexpr Bytes BLOCK{2ull << 20};  // VA block: the unit of residency and of the prefetcher (uvm_va_block.h)
+  static constexpr Bytes BLOCK = 2_MiB;  // VA block: the unit of residency and of the prefetcher (uvm_va_block.h)
 
   std::array<MigrationParams, 3> paths{};  // indexed by UvmPath
-  int fault_batch_size = 256;              // faults fetched and serviced together
+  int fault_batch_size = 0;                // faults fetched and serviced together
   Seconds batch_service;                   // fixed cost of one fault batch
-  double prefetch_threshold = 0.51;        // density prefetcher: share of a block resident before the rest follows
-  bool density_prefetch = true;            // uvm_perf_prefetch_enable
+  double prefetch_threshold = 0;           // density prefetcher: share of a block resident before the rest follows
+  bool density_prefetch = false;           // uvm_perf_prefetch_enable
   Seconds kernel_start;                    // a touching or reading kernel's launch and drain
   std::optional<Bytes> gpu_memory_limit;   // managed pages a GPU holds before evicting; unset: its memory
 
   struct AccessCounters {
     bool enabled = false;
-    std::uint64_t threshold = 256;  // remote accesses to a region before it migrates
-    Bytes granularity{2ull << 20};  // the counted region
+    std::uint64_t threshold = 0;  // remote accesses to a region before it migrates
+    Bytes granularity;            // the counted region
   } access_counters;
-  static constexpr Bytes ACCESS_BYTES{128};  // one counted access: a 128 B line (an SM's NVLink read payload)
+  static constexpr Bytes ACCESS_BYTES = 128_B;  // one counted access: a 128 B line (an SM's NVLink read payload)
 
   struct Thrashing {
-    bool enabled = true;
-    int threshold = 3;      // consecutive thrashing events before the block is pinned
-    Seconds lapse{500e-6};  // two migrations of a block this close are a thrashing event
-    Seconds epoch{1.0};     // how long a pin lasts
+    bool enabled = false;
+    int threshold = 0;  // consecutive thrashing events before the block is pinned
+    Seconds lapse;      // two migrations of a block this close are a thrashing event
+    Seconds epoch;      // how long a pin lasts
   } thrashing;
 
   const MigrationParams& params(UvmPath p) const { return paths[static_cast<std::size_t>(p)]; }
@@ -99,6 +100,8 @@ class UvmModel final : public Model {
   Seconds first_touch_time(UvmPath path, Bytes region, Bytes page, Seconds latency, BytesPerSecond line) const;
 };
 
+/// The parameters of models.uvm, declared once.
+const ParamTable<UvmModel>& uvm_params();
 Registry<Model>::Entry uvm_model_entry();
 
 }  // namespace snsim::models

@@ -89,20 +89,6 @@ T parse_integer(const ConfigNode& node, std::string_view expected) {
   return value;
 }
 
-std::string format_value(const std::string& v) {
-  return v;
-}
-std::string format_value(bool v) {
-  return v ? "true" : "false";
-}
-template <class T>
-std::string format_value(const T& v) {
-  if constexpr (std::is_arithmetic_v<T>)
-    return fmt::format("{}", v);
-  else
-    return to_string(v);
-}
-
 }  // namespace
 
 // ---- ConfigNode -------------------------------------------------------------------------------------------------
@@ -221,25 +207,25 @@ bool ConfigNode::as<bool>() const {
   const auto text = scalar();
   bool value = false;
   if (!YAML::convert<bool>::decode(*node_, value)) fail(fmt::format("expected true or false, found '{}'", text));
-  record(format_value(value));
+  record(config_text(value));
   return value;
 }
 template <>
 int ConfigNode::as<int>() const {
   auto v = parse_integer<int>(*this, "an integer");
-  record(format_value(v));
+  record(config_text(v));
   return v;
 }
 template <>
 std::int64_t ConfigNode::as<std::int64_t>() const {
   auto v = parse_integer<std::int64_t>(*this, "an integer");
-  record(format_value(v));
+  record(config_text(v));
   return v;
 }
 template <>
 std::uint64_t ConfigNode::as<std::uint64_t>() const {
   auto v = parse_integer<std::uint64_t>(*this, "a non-negative integer");
-  record(format_value(v));
+  record(config_text(v));
   return v;
 }
 template <>
@@ -249,7 +235,7 @@ double ConfigNode::as<double>() const {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(value))
     fail(fmt::format("expected a number, found '{}'", text));
-  record(format_value(value));
+  record(config_text(value));
   return value;
 }
 template <class T>
@@ -293,7 +279,7 @@ T ConfigNode::required(std::string_view key) const {
 template <class T>
 T ConfigNode::optional(std::string_view key, T fallback) const {
   if (auto c = lookup(key)) return c->as<T>();
-  doc_->effective_.emplace_back(child_path(key), format_value(fallback));
+  doc_->effective_.emplace_back(child_path(key), config_text(fallback));
   return fallback;
 }
 

@@ -15,6 +15,7 @@
 // Every value read, defaults included, is recorded so reports can echo the effective configuration.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -126,6 +127,30 @@ template <>
 Flops ConfigNode::as<Flops>() const;
 template <>
 FlopsPerSecond ConfigNode::as<FlopsPerSecond>() const;
+
+/// The types ConfigNode reads and records (the T of as, required, optional and maybe).
+template <class T>
+concept ConfigValue =
+    std::same_as<T, std::string> || std::same_as<T, bool> || std::same_as<T, int> || std::same_as<T, std::int64_t> ||
+    std::same_as<T, std::uint64_t> || std::same_as<T, double> || std::same_as<T, Bytes> || std::same_as<T, Seconds> ||
+    std::same_as<T, BytesPerSecond> || std::same_as<T, Flops> || std::same_as<T, FlopsPerSecond>;
+
+/// How the effective configuration records a value that code supplied (a default): strings as they are, numbers
+/// as fmt prints them, quantities as to_string does ("1.5 us").
+inline std::string config_text(const std::string& v) {
+  return v;
+}
+inline std::string config_text(bool v) {
+  return v ? "true" : "false";
+}
+template <class T>
+requires ConfigValue<T> && std::is_arithmetic_v<T> std::string config_text(T v) {
+  return fmt::format("{}", v);
+}
+template <class T>
+requires ConfigValue<T> &&(!std::is_arithmetic_v<T>)&&(!std::same_as<T, std::string>)std::string config_text(T v) {
+  return to_string(v);
+}
 
 /// The one format of range errors, pointing at `key` of `parent`: "must be between 2 and 8, got 9".
 template <class T>

@@ -1,7 +1,8 @@
 // Named factories for one kind of plugin (topology, model, workload), with the documentation of their parameters.
 //
-// ParamDoc is the single source for `snsim info` and for the keys a plugin accepts: ConfigNode rejects any key
-// that no code asked for, and the registry's tests check that every factory reads only documented keys.
+// ParamDoc (sim/parameters.hpp) is the single source for `snsim info` and for the keys a plugin accepts: ConfigNode
+// rejects any key that no code asked for, and the registry's tests check that every factory reads only documented
+// keys. Plugins that declare their parameters in a ParamTable get their docs from it (`params = table.docs()`).
 // Registration is explicit (topologies/register.cpp and friends list every built-in on one screen).
 #pragma once
 
@@ -16,16 +17,9 @@
 #include <fmt/ranges.h>
 
 #include "sim/config.hpp"
+#include "sim/parameters.hpp"
 
 namespace snsim {
-
-/// One documented parameter: its key, unit (or value set), default and a one-line summary.
-struct ParamDoc {
-  std::string name;
-  std::string unit;           // "bytes/s per direction", "GPUs", "ce|sm", ...
-  std::string default_value;  // "" when required
-  std::string summary;
-};
 
 /// `Context` is what factories need besides their parameters (workloads get the Fabric, for instance).
 template <class Interface, class... Context>

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <compare>
+#include <concepts>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -29,10 +30,30 @@ class Bytes {
     count_ += b.count_;
     return *this;
   }
+  // Whole multiples and parts only: a fraction of a byte is not a size.
+  template <std::integral N>
+  friend constexpr Bytes operator*(Bytes a, N n) {
+    return Bytes{a.count_ * static_cast<std::uint64_t>(n)};
+  }
+  template <std::integral N>
+  friend constexpr Bytes operator*(N n, Bytes a) {
+    return Bytes{a.count_ * static_cast<std::uint64_t>(n)};
+  }
+  /// How many whole `b` fit in `a`.
+  friend constexpr std::uint64_t operator/(Bytes a, Bytes b) { return a.count_ / b.count_; }
 
  private:
   std::uint64_t count_ = 0;
 };
+
+/// How many pieces of `piece` bytes hold `size` (the last one partly filled).
+constexpr std::uint64_t pieces(Bytes size, Bytes piece) {
+  return (size.count() + piece.count() - 1) / piece.count();
+}
+/// `size` cut into `parts` equal pieces, rounded up to a whole byte.
+constexpr Bytes ceil_div(Bytes size, std::uint64_t parts) {
+  return Bytes{(size.count() + parts - 1) / parts};
+}
 
 /// A span of simulated (or measured) time, in seconds.
 class Seconds {
@@ -130,7 +151,9 @@ std::string to_string(BytesPerSecond rate);  // "450 GB/s"
 std::string to_string(Flops work);           // "2.2 TFLOP"
 std::string to_string(FlopsPerSecond rate);  // "989 TFLOP/s"
 
-namespace literals {
+// Inline, as std::literals: code inside namespace snsim writes 4.8_us without a using-directive.
+inline namespace literals {
+// Sizes: binary prefixes as everywhere in snsim, decimal ones (kB, MB, GB) for datasheets that use them.
 constexpr Bytes operator""_B(unsigned long long n) {
   return Bytes{n};
 }
@@ -143,11 +166,24 @@ constexpr Bytes operator""_MiB(unsigned long long n) {
 constexpr Bytes operator""_GiB(unsigned long long n) {
   return Bytes{n << 30};
 }
+constexpr Bytes operator""_MB(unsigned long long n) {
+  return Bytes{n * 1'000'000};
+}
+constexpr Bytes operator""_GB(unsigned long long n) {
+  return Bytes{n * 1'000'000'000};
+}
+// Times: the number scaled to seconds in double, as `Seconds{x * 1e-6}` would.
 constexpr Seconds operator""_s(long double v) {
   return Seconds{static_cast<double>(v)};
 }
 constexpr Seconds operator""_s(unsigned long long v) {
   return Seconds{static_cast<double>(v)};
+}
+constexpr Seconds operator""_ms(long double v) {
+  return Seconds{static_cast<double>(v) * 1e-3};
+}
+constexpr Seconds operator""_ms(unsigned long long v) {
+  return Seconds{static_cast<double>(v) * 1e-3};
 }
 constexpr Seconds operator""_us(long double v) {
   return Seconds{static_cast<double>(v) * 1e-6};
@@ -155,14 +191,42 @@ constexpr Seconds operator""_us(long double v) {
 constexpr Seconds operator""_us(unsigned long long v) {
   return Seconds{static_cast<double>(v) * 1e-6};
 }
+constexpr Seconds operator""_ns(long double v) {
+  return Seconds{static_cast<double>(v) * 1e-9};
+}
 constexpr Seconds operator""_ns(unsigned long long v) {
   return Seconds{static_cast<double>(v) * 1e-9};
+}
+// Rates: decimal prefixes, per direction.
+constexpr BytesPerSecond operator""_MBps(long double v) {
+  return BytesPerSecond{static_cast<double>(v) * 1e6};
+}
+constexpr BytesPerSecond operator""_MBps(unsigned long long v) {
+  return BytesPerSecond{static_cast<double>(v) * 1e6};
 }
 constexpr BytesPerSecond operator""_GBps(long double v) {
   return BytesPerSecond{static_cast<double>(v) * 1e9};
 }
 constexpr BytesPerSecond operator""_GBps(unsigned long long v) {
   return BytesPerSecond{static_cast<double>(v) * 1e9};
+}
+constexpr BytesPerSecond operator""_TBps(long double v) {
+  return BytesPerSecond{static_cast<double>(v) * 1e12};
+}
+constexpr BytesPerSecond operator""_TBps(unsigned long long v) {
+  return BytesPerSecond{static_cast<double>(v) * 1e12};
+}
+constexpr FlopsPerSecond operator""_TFLOPps(long double v) {
+  return FlopsPerSecond{static_cast<double>(v) * 1e12};
+}
+constexpr FlopsPerSecond operator""_TFLOPps(unsigned long long v) {
+  return FlopsPerSecond{static_cast<double>(v) * 1e12};
+}
+constexpr FlopsPerSecond operator""_PFLOPps(long double v) {
+  return FlopsPerSecond{static_cast<double>(v) * 1e15};
+}
+constexpr FlopsPerSecond operator""_PFLOPps(unsigned long long v) {
+  return FlopsPerSecond{static_cast<double>(v) * 1e15};
 }
 }  // namespace literals
 

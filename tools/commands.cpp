@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 
@@ -19,6 +20,7 @@
 #include "runtime/waits.hpp"
 #include "scenario/limits.hpp"
 #include "scenario/scenario.hpp"
+#include "topologies/gpus.hpp"
 #include "topologies/register.hpp"
 
 namespace snsim::tools {
@@ -33,13 +35,150 @@ std::shared_ptr<ConfigDocument> load_document(const std::string& scenario) {
                           : ConfigDocument::load_file(scenario);
 }
 
+/// One plugin of a registry as the reference lists it.
+struct PluginDoc {
+  std::string name;
+  std::string summary;
+  std::vector<ParamDoc> params;
+};
+
+/// One kind of plugin: "topologies", selected by `topology.type`, its keys under `topology.`.
+struct PluginGroup {
+  std::string title;     // "topologies"
+  std::string selector;  // "topology.type"
+  std::vector<PluginDoc> plugins;
+  std::function<std::string(const std::string& plugin, const std::string& key)> key_path;  // the full key
+};
+
 template <class R>
-void print_params(const R& registry) {
-  for (const auto& e : registry.entries()) {
-    fmt::print("  {:<18} {}\n", e.name, e.summary);
-    for (const auto& p : e.params)
-      fmt::print("      {:<22} {:<32} default {:<10} {}\n", p.name, p.unit,
-                 p.default_value.empty() ? "(required)" : p.default_value, p.summary);
+std::vector<PluginDoc> plugins_of(const R& registry) {
+  std::vector<PluginDoc> out;
+  for (const auto& e : registry.entries()) out.push_back({e.name, e.summary, e.params});
+  return out;
+}
+
+/// Every plugin kind a scenario selects from, with its documented parameters (the registries' own docs).
+std::vector<PluginGroup> plugin_groups() {
+  Registry<Topology> topologies("topology");
+  topologies::register_topologies(topologies);
+  Registry<models::Model> models("model");
+  models::register_models(models);
+  workloads::WorkloadRegistry workloads("workload");
+  workloads::register_workloads(workloads);
+  return {
+      {"topologies", "topology.type", plugins_of(topologies),
+       [](const std::string&, const std::string& key) { return fmt::format("topology.{}", key); }},
+      {"models", "models.<name>", plugins_of(models),
+       [](const std::string& plugin, const std::string& key) {
+         // models.slow is a list: its keys are those of one element.
+         return fmt::format("models.{}{}.{}", plugin, plugin == "slow" ? "[]" : "", key);
+       }},
+      {"workloads", "workloads[].type", plugins_of(workloads),
+       [](const std::string&, const std::string& key) { return fmt::format("workloads[].{}", key); }},
+  };
+}
+
+/// The summary with its source and accepted range, as `snsim info` prints it:
+/// "rate of a lone CE copy / line rate [meas nccl#1264] (0.01 to 1)".
+std::string summary_with_source(const ParamDoc& p) {
+  std::string out = p.summary;
+  if (!p.source.empty()) out += fmt::format(" [{}]", p.source);
+  if (!p.range.empty()) out += fmt::format(" ({})", p.range);
+  return out;
+}
+
+struct ParamsPresetDoc {
+  std::string name, file, source;
+};
+std::vector<ParamsPresetDoc> params_preset_docs() {
+  std::vector<ParamsPresetDoc> out;
+  for (const auto& preset : models::params_presets()) {
+    // Where the numbers come from: our traces (validated) or published numbers (not).
+    auto document = ConfigDocument::load_string(preset.text, preset.file);
+    const auto source = document->root().section("calibration").optional<std::string>("source", "");
+    out.push_back({preset.name, preset.file, source});
+  }
+  return out;
+}
+
+constexpr const char* UNITS_LINE =
+    "sizes 4B 64KiB 1GiB (binary) or 1GB (decimal); bandwidth 450GBps 450GB/s 3600Gbps (per direction); time 700ns "
+    "1.5us 2ms; work 2.2TFLOP";
+
+void print_text() {
+  bool first = true;
+  for (const auto& group : plugin_groups()) {
+    fmt::print("{}{} ({}):\n", first ? "" : "\n", group.title, group.selector);
+    first = false;
+    for (const auto& e : group.plugins) {
+      fmt::print("  {:<18} {}\n", e.name, e.summary);
+      for (const auto& p : e.params)
+        fmt::print("      {:<22} {:<32} default {:<10} {}\n", p.name, p.unit,
+                   p.default_value.empty() ? "(required)" : p.default_value, summary_with_source(p));
+    }
+  }
+  fmt::print("\nparameter sets (models.params, --params):\n");
+  for (const auto& preset : params_preset_docs())
+    fmt::print("  {:<6} {}: {}\n", preset.name, preset.file, preset.source);
+  fmt::print("\nunits: {}\n", UNITS_LINE);
+}
+
+/// Text for a Markdown table cell: pipes escaped, nothing that breaks the row.
+std::string cell(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += '\\';
+    out += c == '\n' ? ' ' : c;
+  }
+  return out;
+}
+std::string code(std::string_view text) {
+  return text.empty() ? "" : fmt::format("`{}`", cell(text));
+}
+
+void print_markdown() {
+  fmt::print(
+      "# Scenario reference\n\n"
+      "<!-- Generated by `snsim info --markdown` from the parameter declarations in the code; do not edit. A test\n"
+      "     (tools/registry_test.cpp) fails when this file is stale: regenerate it with\n"
+      "     build/tools/snsim info --markdown > docs/reference/parameters.md -->\n\n"
+      "Every key a scenario can set under `topology:`, `models:` and `workloads:`: its unit, its default, the values "
+      "it accepts beyond its unit (a key outside them is an error naming the file, line and column), what it does and "
+      "where its default comes from. Unknown keys are errors too. `snsim info` prints the same tables as text.\n\n"
+      "Sources: *meas* a measurement (ours on H200 unless named), *src* a value in a public source tree, *model* a "
+      "constant of another tool's cost model (NCCL's tuning model), *maint.* a maintainer's statement, *spec* a "
+      "datasheet, *est.* an estimate; *unverified* marks a default nobody has measured.\n\n"
+      "Units: {}.\n",
+      UNITS_LINE);
+  for (const auto& group : plugin_groups()) {
+    fmt::print("\n## {} (`{}`)\n", group.title, group.selector);
+    for (const auto& e : group.plugins) {
+      fmt::print("\n### {}\n\n{}\n", e.name, e.summary);
+      if (e.params.empty()) continue;
+      fmt::print("\n| key | unit | default | accepts | description | source of the default |\n");
+      fmt::print("| --- | --- | --- | --- | --- | --- |\n");
+      for (const auto& p : e.params)
+        fmt::print("| {} | {} | {} | {} | {} | {} |\n", code(group.key_path(e.name, p.name)), cell(p.unit),
+                   p.default_value.empty() ? "required" : code(p.default_value), cell(p.range), cell(p.summary),
+                   cell(p.source));
+    }
+  }
+  fmt::print(
+      "\n## parameter sets (`models.params`, `--params`)\n\n"
+      "A parameter set fills in every `models:` value the scenario does not set itself.\n\n"
+      "| name | file | source |\n| --- | --- | --- |\n");
+  for (const auto& preset : params_preset_docs())
+    fmt::print("| `{}` | {} | {} |\n", preset.name, preset.file, cell(preset.source));
+  fmt::print(
+      "\n## GPU presets (`gpu:`)\n\n"
+      "What a topology's `gpu:` sets: datasheet peaks, memory and L2 (0 = not modelled), from topologies/gpus.cpp.\n\n"
+      "| gpu | dense BF16 | HBM bandwidth | memory | L2 | other dense peaks |\n| --- | --- | --- | --- | --- | --- "
+      "|\n");
+  for (const auto& gpu : topologies::gpu_presets()) {
+    std::vector<std::string> peaks;
+    for (const auto& [dtype, rate] : gpu.dense_peak) peaks.push_back(fmt::format("{} {}", to_string(dtype), rate));
+    fmt::print("| `{}` | {} | {} | {} | {} | {} |\n", gpu.model, gpu.dense_bf16, gpu.hbm_bandwidth, gpu.memory, gpu.l2,
+               fmt::join(peaks, ", "));
   }
 }
 
@@ -98,29 +237,11 @@ int run_command(const RunOptions& options) {
   return report.outcome == "completed" ? 0 : 3;
 }
 
-int info_command() {
-  Registry<Topology> topologies("topology");
-  topologies::register_topologies(topologies);
-  Registry<models::Model> models("model");
-  models::register_models(models);
-  workloads::WorkloadRegistry workloads("workload");
-  workloads::register_workloads(workloads);
-  fmt::print("topologies (topology.type):\n");
-  print_params(topologies);
-  fmt::print("\nmodels (models.<name>):\n");
-  print_params(models);
-  fmt::print("\nworkloads (workloads[].type):\n");
-  print_params(workloads);
-  fmt::print("\nparameter sets (models.params, --params):\n");
-  for (const auto& preset : models::params_presets()) {
-    // Where the numbers come from: our traces (validated) or published numbers (not).
-    auto document = ConfigDocument::load_string(preset.text, preset.file);
-    const auto source = document->root().section("calibration").optional<std::string>("source", "");
-    fmt::print("  {:<6} {}: {}\n", preset.name, preset.file, source);
-  }
-  fmt::print(
-      "\nunits: sizes 4B 64KiB 1GiB (binary) or 1GB (decimal); bandwidth 450GBps 450GB/s 3600Gbps (per "
-      "direction); time 700ns 1.5us 2ms; work 2.2TFLOP\n");
+int info_command(bool markdown) {
+  if (markdown)
+    print_markdown();
+  else
+    print_text();
   return 0;
 }
 
@@ -188,8 +309,10 @@ void add_run_command(CommandLine& cli) {
 }
 
 void add_info_command(CommandLine& cli) {
-  cli.add("info", "list every topology, model and workload with parameters and defaults",
-          [] { return info_command(); });
+  auto markdown = std::make_shared<bool>(false);
+  auto& cmd = cli.add("info", "list every topology, model and workload with parameters and defaults",
+                      [markdown] { return info_command(*markdown); });
+  cmd.add_flag("--markdown", *markdown, "print the scenario reference as Markdown (docs/reference/parameters.md)");
 }
 
 void add_topo_command(CommandLine& cli) {

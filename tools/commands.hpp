@@ -27,7 +27,9 @@ struct RunOptions {
 };
 
 int run_command(const RunOptions& options);
-int info_command();
+/// Every topology, model and workload with its parameters; `markdown`: as the scenario reference
+/// (docs/reference/parameters.md).
+int info_command(bool markdown = false);
 int topo_command(const std::string& scenario, const std::vector<std::string>& sets);
 
 /// Declares `snsim run`, `snsim info` and `snsim topo`.

@@ -1,10 +1,18 @@
-// Descriptions and validation share one source: every plugin documents exactly the keys it reads.
+// Descriptions and validation share one source: every plugin documents exactly the keys it reads, and the
+// documented defaults are the values runs use.
 #include <doctest/doctest.h>
 
+#include <charconv>
+#include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "models/models.hpp"
+#include "sim/error.hpp"
+#include "tools/test_support.hpp"
 #include "topologies/register.hpp"
 #include "workloads/workload.hpp"
 
@@ -81,4 +89,162 @@ TEST_CASE("registry: workloads document the keys they read") {
     std::erase_if(keys, [](const std::string& k) { return k.starts_with("ops."); });
     CHECK(keys == documented(e));
   }
+}
+
+// ---- one declaration per parameter: the docs, the reads and the reference agree -------------------------------
+
+namespace {
+
+/// The parameter tables of the models, by model name (what models.<name> reads).
+struct ModelTable {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> recorded_defaults;
+  std::vector<std::string> not_at_default;  // of the models loaded from an empty `models:`
+};
+
+std::vector<ModelTable> model_tables(const models::Models& m) {
+  using namespace models;
+  return {
+      {"copy", copy_params().recorded_defaults(), copy_params().not_at_default(*m.copy)},
+      {"compute", compute_params().recorded_defaults(), compute_params().not_at_default(*m.compute)},
+      {"collective", collective_params().recorded_defaults(), collective_params().not_at_default(*m.collective)},
+      {"stream", stream_params().recorded_defaults(), stream_params().not_at_default(*m.stream)},
+      {"jitter", jitter_params().recorded_defaults(), jitter_params().not_at_default(*m.jitter)},
+      {"variation", variation_params().recorded_defaults(), variation_params().not_at_default(*m.variation)},
+      {"pgas", pgas_params().recorded_defaults(), pgas_params().not_at_default(*m.pgas)},
+      {"uvm", uvm_params().recorded_defaults(), uvm_params().not_at_default(*m.uvm)},
+      {"fabric", fabric_params().recorded_defaults(), fabric_params().not_at_default(*m.fabric)},
+  };
+}
+
+/// The value at dotted `key` of a JSON object, or null.
+nlohmann::json at_key(const nlohmann::json& object, const std::string& key) {
+  const nlohmann::json* at = &object;
+  std::size_t start = 0;
+  for (;;) {
+    const auto dot = key.find('.', start);
+    const auto part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!at->is_object() || !at->contains(part)) return nullptr;
+    at = &(*at)[part];
+    if (dot == std::string::npos) return *at;
+    start = dot + 1;
+  }
+}
+
+/// Whether two texts of a value mean the same: as a quantity, a number (to the 6 digits docs print) or verbatim.
+bool same_value(const std::string& documented, const std::string& used) {
+  auto close = [](double a, double b) {
+    return a == b || std::abs(a - b) <= 1e-5 * std::max(std::abs(a), std::abs(b));
+  };
+  auto as = [&](auto parse) -> std::optional<bool> {
+    try {
+      return close(parse(documented).count(), parse(used).count());
+    } catch (const UnitError&) {
+      return std::nullopt;
+    }
+  };
+  for (auto parsed : {as([](std::string_view t) { return Seconds{parse_seconds(t)}; }),
+                      as([](std::string_view t) { return BytesPerSecond{parse_bandwidth(t)}; }),
+                      as([](std::string_view t) { return Seconds{static_cast<double>(parse_bytes(t).count())}; })})
+    if (parsed) return *parsed;
+  double a = 0, b = 0;
+  auto number = [](const std::string& t, double& v) {
+    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    return ec == std::errc{} && end == t.data() + t.size();
+  };
+  if (number(documented, a) && number(used, b)) return close(a, b);
+  return documented == used;
+}
+
+}  // namespace
+
+TEST_CASE("registry: the models of an empty models: hold every declared default") {
+  auto doc = ConfigDocument::load_string("models: {}", "t.yaml");
+  const auto m = models::Models::load(doc->root().section("models"));
+  const auto config = doc->effective();
+  std::size_t rows = 0;
+  for (const auto& t : model_tables(m)) {
+    CAPTURE(t.name);
+    CHECK(t.not_at_default.empty());
+    for (const auto& [key, text] : t.recorded_defaults) {
+      CAPTURE(key);
+      CHECK(at_key(config, fmt::format("models.{}.{}", t.name, key)) == text);
+      ++rows;
+    }
+  }
+  CHECK(rows > 100);  // every defaulted model parameter was compared, not a few
+}
+
+TEST_CASE("registry: a report's config section shows every model and topology default as documented") {
+  // A run without `models:` (no parameter set): its report echoes each default it used.
+  testing::TempDir dir;
+  dir.write("s.yaml",
+            "name: defaults\n"
+            "topology: {type: hgx}\n"
+            "workloads: [{type: program, ranks: all, ops: [{barrier: {}}]}]\n");
+  const auto r = testing::run_snsim(dir, {"run", "s.yaml", "--quiet", "--out", "out"});
+  REQUIRE(r.code == 0);
+  const auto config = nlohmann::json::parse(testing::read_file(dir.path() / "out" / "report.json"))["config"];
+  Registry<models::Model> models("model");
+  models::register_models(models);
+  Registry<Topology> topologies("topology");
+  topologies::register_topologies(topologies);
+  auto doc = ConfigDocument::load_string("models: {}", "t.yaml");
+  const auto tables = model_tables(models::Models::load(doc->root().section("models")));
+  std::size_t compared = 0;
+  // Each documented default against the value the run recorded; keys the docs give no value for (required, unset,
+  // a distribution left at none) are not recorded, and the tables say which.
+  auto compare = [&](const std::string& prefix, const std::vector<ParamDoc>& docs,
+                     const std::vector<std::pair<std::string, std::string>>* recorded) {
+    for (const auto& p : docs) {
+      CAPTURE(prefix);
+      CAPTURE(p.name);
+      const auto used = at_key(config, fmt::format("{}.{}", prefix, p.name));
+      const bool expected =
+          !recorded || std::ranges::any_of(*recorded, [&](const auto& row) { return row.first == p.name; });
+      REQUIRE(used.is_string() == expected);
+      if (!expected) continue;
+      CHECK(same_value(p.default_value, used.get<std::string>()));
+      if (recorded) CHECK(std::ranges::find(*recorded, std::pair{p.name, used.get<std::string>()}) != recorded->end());
+      ++compared;
+    }
+  };
+  for (const auto& t : tables) compare("models." + t.name, models.find(t.name)->params, &t.recorded_defaults);
+  compare("topology", topologies.find("hgx")->params, nullptr);
+  CHECK(compared > 100);
+}
+
+TEST_CASE("registry: docs/reference/parameters.md is what snsim info --markdown writes") {
+  testing::TempDir dir;
+  const auto r = testing::run_snsim(dir, {"info", "--markdown"});
+  REQUIRE(r.code == 0);
+  CHECK(r.err.empty());
+  const auto committed = testing::read_file(std::filesystem::path(SNSIM_SOURCE_DIR) / "docs/reference/parameters.md");
+  // Stale: regenerate with `build/tools/snsim info --markdown > docs/reference/parameters.md`.
+  CHECK(committed == r.out);
+  // Every declared model parameter has its row, with its default.
+  CHECK(r.out.find("| `models.copy.ce.efficiency` | fraction | `0.83` | 0.01 to 1 |") != std::string::npos);
+  CHECK(r.out.find("| `models.uvm.access_counters.granularity` | 64KiB\\|2MiB\\|16MiB\\|16GiB | `2MiB` |  |") !=
+        std::string::npos);
+}
+
+TEST_CASE("registry: a declared range check names the file, line, key, what was found and what is expected") {
+  auto load = [](const std::string& yaml) {
+    auto doc = ConfigDocument::load_string(yaml, "t.yaml");
+    (void)models::Models::load(doc->root().section("models"));
+  };
+  CHECK_THROWS_WITH_AS(load("models:\n  copy: {ce: {efficiency: 1.5}}\n"),
+                       "t.yaml:2:27: models.copy.ce.efficiency: must be between 0.01 and 1, got 1.5", InputError);
+  CHECK_THROWS_WITH_AS(load("models:\n  pgas: {thread: {issue: 0ns}}\n"),
+                       "t.yaml:2:26: models.pgas.thread.issue: must be > 0, got 0 s", InputError);
+  CHECK_THROWS_WITH_AS(load("models:\n  stream: {event_wait: -1us}\n"),
+                       "t.yaml:2:24: models.stream.event_wait: must be >= 0, got -1 us", InputError);
+  CHECK_THROWS_WITH_AS(load("models:\n  uvm: {access_counters: {granularity: 1MiB}}\n"),
+                       "t.yaml:2:40: models.uvm.access_counters.granularity: expected 64KiB, 2MiB, 16MiB or 16GiB, "
+                       "found 1 MiB",
+                       InputError);
+  CHECK_THROWS_WITH_AS(load("models:\n  fabric: {path: quick}\n"),
+                       "t.yaml:2:18: models.fabric.path: expected auto, exact or fast, found 'quick'", InputError);
+  CHECK_THROWS_WITH_AS(load("models:\n  slow: [{compute: 2}]\n"),
+                       "t.yaml:2:10: models.slow[0].gpu: required key is missing", InputError);
 }

@@ -12,15 +12,15 @@ namespace snsim::topologies {
 namespace {
 
 // Default hop latencies per link kind when a link gives none: NVLink and PCIe as the built-in topologies
-// (topologies/gpus.hpp), InfiniBand as the superpod's (IB_HOP_NS).
+// (topologies/gpus.hpp), InfiniBand as the superpod's (IB_HOP).
 Seconds default_latency(ChannelKind kind) {
   switch (kind) {
     case ChannelKind::nvlink:
-      return Seconds{NVLINK_HOP_NS * 1e-9};
+      return NVLINK_HOP;
     case ChannelKind::pcie:
-      return Seconds{PCIE_HOP_NS * 1e-9};
+      return PCIE_HOP;
     case ChannelKind::ib:
-      return Seconds{IB_HOP_NS * 1e-9};
+      return IB_HOP;
   }
   return Seconds{0};
 }

@@ -6,27 +6,21 @@
 
 namespace snsim::topologies {
 namespace {
-using namespace snsim::literals;
 
-// NVLink4: 25 GB/s per link per direction, 18 links per GPU, 450 GB/s per GPU per direction [spec: NVIDIA NVLink
-// page; reference/hardware.md §1.1]. The 5/4/4/5 split of a GPU's links over the 4 NVSwitch3 chips is reported for
-// HGX H100 [unverified from a primary source, hardware.md §1.2]; it matters only when a plane fails.
+// NVLink4 lanes and NVSwitch3 chips: topologies/gpus.hpp. The 5/4/4/5 split of a GPU's 18 links over the 4 NVSwitch3
+// chips is reported for HGX H100 [unverified from a primary source, hardware.md §1.2]; it matters only when a plane
+// fails.
 constexpr std::array<int, 4> LINKS_PER_PLANE{5, 4, 4, 5};
-constexpr double NVLINK4_LANE_GBPS = 25.0;
-// NVSwitch3 reduces in the switch (NVLink SHARP, NVLS) [spec: hardware.md §1.2]; NCCL enables NVLS on Hopper HGX and
-// models its rate at nvlsEfficiency = 0.85 of the link rate [model: NVIDIA/nccl src/graph/tuning.cc].
-constexpr double NVSWITCH3_REDUCTION = 0.85;
-// NVSwitch3: 64 NVLink4 ports per chip [spec: hardware.md §1.2]; HGX uses at most 8 x 5 = 40 of them.
-constexpr int NVSWITCH3_PORTS = 64;
 // NVMe drive: a PCIe Gen5 x4 enterprise SSD reads 14 GB/s sequentially (writes 10 GB/s, taken as 14 here: one rate
 // per link) with a typical read latency of 60 us [spec: Micron 9550 datasheet, via the StorageReview 9550 MAX review].
-constexpr double NVME_GEN5_X4_GBPS = 14.0;
-constexpr double NVME_READ_LATENCY_US = 60.0;
+constexpr BytesPerSecond NVME_GEN5_X4 = 14_GBps;
+constexpr Seconds NVME_READ_LATENCY = 60_us;
 
 class Hgx final : public Topology {
  public:
+  std::string gpu_model;
   GpuSpec gpu;
-  int gpus = 8;
+  int gpus = 0;
   BytesPerSecond nvlink_bandwidth;
   Seconds nvlink_latency;
   BytesPerSecond pcie_bandwidth;
@@ -78,22 +72,59 @@ class Hgx final : public Topology {
   }
 };
 
+const ParamTable<Hgx>& hgx_params() {
+  static const ParamTable<Hgx> table = [] {
+    ParamTable<Hgx> params;
+    params.add({.key = "gpu",
+                .unit = "h100|h200",
+                .fallback = std::string("h200"),
+                .doc = "GPU model (sets compute rate, HBM bandwidth and memory)"},
+               [](Hgx& t) { return &t.gpu_model; });
+    params.add({.key = "gpus", .unit = "GPUs", .fallback = 8, .check = between(2, 8), .doc = "number of GPUs"},
+               [](Hgx& t) { return &t.gpus; });
+    params.add({.key = "nvlink_bandwidth",
+                .unit = "bytes/s per link per direction",
+                .fallback = NVLINK4_LANE,
+                .check = positive,
+                .doc = "NVLink4 line rate of one link"},
+               [](Hgx& t) { return &t.nvlink_bandwidth; });
+    params.add({.key = "nvlink_latency",
+                .unit = "time per hop",
+                .fallback = NVLINK_HOP,
+                .doc = "wire and switch traversal of one hop"},
+               [](Hgx& t) { return &t.nvlink_latency; });
+    params.add({.key = "pcie_bandwidth",
+                .unit = "bytes/s per direction",
+                .fallback = PCIE5_X16,
+                .check = positive,
+                .doc = "PCIe Gen5 x16 to the host"},
+               [](Hgx& t) { return &t.pcie_bandwidth; });
+    params.add(
+        {.key = "pcie_latency", .unit = "time per hop", .fallback = PCIE_HOP, .doc = "PCIe traversal of one hop"},
+        [](Hgx& t) { return &t.pcie_latency; });
+    params.add({.key = "nvme_drives",
+                .unit = "drives",
+                .fallback = 0,
+                .check = between(0, 64),
+                .doc = "NVMe drives on the host's PCIe root, read and written with copy from/to nvme"},
+               [](Hgx& t) { return &t.nvme_drives; });
+    params.add({.key = "nvme_bandwidth",
+                .unit = "bytes/s per drive per direction",
+                .fallback = NVME_GEN5_X4,
+                .check = positive,
+                .doc = "PCIe Gen5 x4 drive, sequential read"},
+               [](Hgx& t) { return &t.nvme_bandwidth; });
+    params.add({.key = "nvme_latency", .fallback = NVME_READ_LATENCY, .doc = "a drive's typical read latency"},
+               [](Hgx& t) { return &t.nvme_latency; });
+    return params;
+  }();
+  return table;
+}
+
 std::unique_ptr<Topology> make_hgx(const ConfigNode& node) {
   auto t = std::make_unique<Hgx>();
-  t->gpu = gpu_preset(node, node.optional<std::string>("gpu", "h200"));
-  t->gpus = node.optional<int>("gpus", 8);
-  check_between(node, "gpus", t->gpus, 2, 8);
-  t->nvlink_bandwidth = node.optional<BytesPerSecond>("nvlink_bandwidth", BytesPerSecond{NVLINK4_LANE_GBPS * 1e9});
-  check_positive(node, "nvlink_bandwidth", t->nvlink_bandwidth);
-  t->nvlink_latency = node.optional<Seconds>("nvlink_latency", Seconds{NVLINK_HOP_NS * 1e-9});
-  t->pcie_bandwidth = node.optional<BytesPerSecond>("pcie_bandwidth", BytesPerSecond{PCIE5_X16_GBPS * 1e9});
-  check_positive(node, "pcie_bandwidth", t->pcie_bandwidth);
-  t->pcie_latency = node.optional<Seconds>("pcie_latency", Seconds{PCIE_HOP_NS * 1e-9});
-  t->nvme_drives = node.optional<int>("nvme_drives", 0);
-  check_between(node, "nvme_drives", t->nvme_drives, 0, 64);
-  t->nvme_bandwidth = node.optional<BytesPerSecond>("nvme_bandwidth", BytesPerSecond{NVME_GEN5_X4_GBPS * 1e9});
-  check_positive(node, "nvme_bandwidth", t->nvme_bandwidth);
-  t->nvme_latency = node.optional<Seconds>("nvme_latency", Seconds{NVME_READ_LATENCY_US * 1e-6});
+  hgx_params().read(node, *t);
+  t->gpu = gpu_preset(node, t->gpu_model);
   return t;
 }
 }  // namespace
@@ -101,19 +132,7 @@ std::unique_ptr<Topology> make_hgx(const ConfigNode& node) {
 Registry<Topology>::Entry hgx_entry() {
   return {"hgx",
           "HGX H100/H200 SXM: 2-8 GPUs, 18 NVLink4 links each over 4 NVSwitch planes (5/4/4/5), PCIe Gen5 to the host",
-          {
-              {"gpu", "h100|h200", "h200", "GPU model (sets compute rate, HBM bandwidth and memory)"},
-              {"gpus", "GPUs", "8", "number of GPUs, 2-8"},
-              {"nvlink_bandwidth", "bytes/s per link per direction", "25GBps", "NVLink4 line rate of one link"},
-              {"nvlink_latency", "time per hop", "177ns", "wire and switch traversal of one hop"},
-              {"pcie_bandwidth", "bytes/s per direction", "63GBps", "PCIe Gen5 x16 to the host"},
-              {"pcie_latency", "time per hop", "500ns", "PCIe traversal of one hop"},
-              {"nvme_drives", "drives", "0",
-               "NVMe drives on the host's PCIe root, read and written with copy from/to nvme"},
-              {"nvme_bandwidth", "bytes/s per drive per direction", "14GBps", "PCIe Gen5 x4 drive, sequential read"},
-              {"nvme_latency", "time", "60us", "a drive's typical read latency"},
-          },
-          make_hgx};
+          hgx_params().docs(), make_hgx};
 }
 
 }  // namespace snsim::topologies

@@ -14,13 +14,6 @@
 namespace snsim::topologies {
 namespace {
 
-// NVLink4 (H100/H200): 25 GB/s per link per direction, 18 links per GPU [spec: hardware.md §1.1]; nvidia-smi on HGX
-// shows NV18 between every pair (NVIDIA/nccl#1264). NVSwitch3 reduces in the switch at 0.85 of the link rate in NCCL's
-// model [model: NVIDIA/nccl src/graph/tuning.cc], as in hgx.cpp.
-constexpr double NVLINK4_LANE_GBPS = 25.0;
-constexpr int NVLINKS_PER_GPU = 18;
-constexpr double NVSWITCH3_REDUCTION = 0.85;
-
 /// One matrix cell: NV# lanes, or a PCIe path class.
 struct Cell {
   int nvlinks = 0;             // > 0 for NV#
@@ -100,9 +93,11 @@ Matrix parse_matrix(const std::string& text, const Fail& fail) {
 
 class NvidiaSmi final : public Topology {
  public:
+  std::optional<std::string> text, path, trace;  // where the matrix comes from: exactly one of them
   Matrix matrix;
+  std::string gpu_model;
   GpuSpec gpu;
-  int links_per_gpu = NVLINKS_PER_GPU;
+  int links_per_gpu = NVLINK4_LINKS_PER_GPU;
   BytesPerSecond nvlink_bandwidth;
   Seconds nvlink_latency;
   double nvls_efficiency = 0;
@@ -179,11 +174,61 @@ std::string read_text_file(const ConfigNode& node, const std::string& key, const
   return text.str();
 }
 
+const ParamTable<NvidiaSmi>& nvidia_smi_params() {
+  using T = NvidiaSmi;
+  static const ParamTable<T> table = [] {
+    ParamTable<T> params;
+    params.add({.key = "text", .unit = "text", .doc = "the `nvidia-smi topo -m` output (or `path:` / `trace:`)"},
+               [](T& t) { return &t.text; });
+    params.add({.key = "path", .unit = "file", .doc = "a file holding that output, relative to the scenario"},
+               [](T& t) { return &t.path; });
+    params.add({.key = "trace", .unit = "file", .doc = "an snsim trace (*.jsonl) whose header holds it (`topo`)"},
+               [](T& t) { return &t.trace; });
+    params.add({.key = "gpu", .unit = "h100|h200|b200|gb200", .fallback = std::string("h200"), .doc = "GPU model"},
+               [](T& t) { return &t.gpu_model; });
+    params.add({.key = "links_per_gpu",
+                .unit = "links",
+                .fallback = NVLINK4_LINKS_PER_GPU,
+                .check = between(1, 64),
+                .doc = "NVLinks of one GPU; NV<this> to several peers means an NVSwitch"},
+               [](T& t) { return &t.links_per_gpu; });
+    params.add({.key = "nvlink_bandwidth",
+                .unit = "bytes/s per link per direction",
+                .fallback = NVLINK4_LANE,
+                .check = positive,
+                .doc = "NVLink line rate of one link"},
+               [](T& t) { return &t.nvlink_bandwidth; });
+    params.add({.key = "nvlink_latency",
+                .unit = "time per hop",
+                .fallback = NVLINK_HOP,
+                .doc = "wire and switch traversal of one hop"},
+               [](T& t) { return &t.nvlink_latency; });
+    params.add({.key = "nvls_efficiency",
+                .unit = "fraction",
+                .fallback = NVSWITCH3_REDUCTION,
+                .check = between(0.0, 1.0),
+                .doc = "in-switch reduction rate share of the NVSwitch; 0 = no NVLS"},
+               [](T& t) { return &t.nvls_efficiency; });
+    params.add({.key = "pcie_bandwidth",
+                .unit = "bytes/s per direction",
+                .fallback = PCIE5_X16,
+                .check = positive,
+                .doc = "PCIe Gen5 x16 per link"},
+               [](T& t) { return &t.pcie_bandwidth; });
+    params.add(
+        {.key = "pcie_latency", .unit = "time per hop", .fallback = PCIE_HOP, .doc = "PCIe traversal of one hop"},
+        [](T& t) { return &t.pcie_latency; });
+    return params;
+  }();
+  return table;
+}
+
 std::unique_ptr<Topology> make_nvidia_smi(const ConfigNode& node) {
   auto t = std::make_unique<NvidiaSmi>();
-  const auto text = node.maybe<std::string>("text");
-  const auto path = node.maybe<std::string>("path");
-  const auto trace = node.maybe<std::string>("trace");
+  nvidia_smi_params().read(node, *t);
+  const auto& text = t->text;
+  const auto& path = t->path;
+  const auto& trace = t->trace;
   if (static_cast<int>(text.has_value()) + path.has_value() + trace.has_value() != 1)
     node.fail("give exactly one of `text:` (the `nvidia-smi topo -m` output), `path:` or `trace:`");
   auto resolve = [&](const std::string& key, const std::string& value) {
@@ -215,17 +260,7 @@ std::unique_ptr<Topology> make_nvidia_smi(const ConfigNode& node) {
       throw_input_error({file.string(), 1, 1}, "topo", line > 0 ? fmt::format("line {}: {}", line, message) : message);
     });
   }
-  t->gpu = gpu_preset(node, node.optional<std::string>("gpu", "h200"));
-  t->links_per_gpu = node.optional<int>("links_per_gpu", NVLINKS_PER_GPU);
-  check_between(node, "links_per_gpu", t->links_per_gpu, 1, 64);
-  t->nvlink_bandwidth = node.optional<BytesPerSecond>("nvlink_bandwidth", BytesPerSecond{NVLINK4_LANE_GBPS * 1e9});
-  check_positive(node, "nvlink_bandwidth", t->nvlink_bandwidth);
-  t->nvlink_latency = node.optional<Seconds>("nvlink_latency", Seconds{NVLINK_HOP_NS * 1e-9});
-  t->nvls_efficiency = node.optional<double>("nvls_efficiency", NVSWITCH3_REDUCTION);
-  check_between(node, "nvls_efficiency", t->nvls_efficiency, 0.0, 1.0);
-  t->pcie_bandwidth = node.optional<BytesPerSecond>("pcie_bandwidth", BytesPerSecond{PCIE5_X16_GBPS * 1e9});
-  check_positive(node, "pcie_bandwidth", t->pcie_bandwidth);
-  t->pcie_latency = node.optional<Seconds>("pcie_latency", Seconds{PCIE_HOP_NS * 1e-9});
+  t->gpu = gpu_preset(node, t->gpu_model);
   return t;
 }
 }  // namespace
@@ -234,19 +269,7 @@ Registry<Topology>::Entry nvidia_smi_entry() {
   return {"nvidia_smi",
           "a fabric from `nvidia-smi topo -m` output: NV# = bonded NVLinks (through an NVSwitch when every GPU gives "
           "all its links to each peer), PIX/PXB/PHB/NODE/SYS = PCIe paths",
-          {
-              {"text", "text", "", "the `nvidia-smi topo -m` output (or `path:` / `trace:`)"},
-              {"path", "file", "", "a file holding that output, relative to the scenario"},
-              {"trace", "file", "", "an snsim trace (*.jsonl) whose header holds it (`topo`)"},
-              {"gpu", "h100|h200|b200|gb200", "h200", "GPU model"},
-              {"links_per_gpu", "links", "18", "NVLinks of one GPU; NV<this> to several peers means an NVSwitch"},
-              {"nvlink_bandwidth", "bytes/s per link per direction", "25GBps", "NVLink line rate of one link"},
-              {"nvlink_latency", "time per hop", "177ns", "wire and switch traversal of one hop"},
-              {"nvls_efficiency", "fraction", "0.85", "in-switch reduction rate share of the NVSwitch; 0 = no NVLS"},
-              {"pcie_bandwidth", "bytes/s per direction", "63GBps", "PCIe Gen5 x16 per link"},
-              {"pcie_latency", "time per hop", "500ns", "PCIe traversal of one hop"},
-          },
-          make_nvidia_smi};
+          nvidia_smi_params().docs(), make_nvidia_smi};
 }
 
 }  // namespace snsim::topologies

@@ -13,12 +13,13 @@ namespace {
 // 36 x 50 GB/s of trunk per chip pair carries all 36 GPUs' share of that plane.
 constexpr int RACKS = 2;
 constexpr int GPUS_PER_RACK = 36;
-constexpr int PLANES = 18;
-constexpr int CHIP_PORTS = 72;
-// NVLINK5_LANE_GBPS, RACK_NVLS_EFFICIENCY (in-switch reduction) and C2C_GBPS as in NVL72: topologies/gpus.hpp.
+constexpr int PLANES = NVLINK5_LINKS_PER_GPU;
+constexpr int CHIP_PORTS = NVLINK5_SWITCH_PORTS;
+// NVLINK5_LANE, RACK_NVLS_EFFICIENCY (in-switch reduction) and C2C as in NVL72: topologies/gpus.hpp.
 
 class Nvl36x2 final : public Topology {
  public:
+  std::string gpu_model;
   GpuSpec gpu;
   Nvlink5Links links;
   BytesPerSecond c2c_bandwidth;
@@ -46,11 +47,22 @@ class Nvl36x2 final : public Topology {
   }
 };
 
+const ParamTable<Nvl36x2>& nvl36x2_params() {
+  static const ParamTable<Nvl36x2> table = [] {
+    ParamTable<Nvl36x2> params;
+    params.add({.key = "gpu", .unit = "gb200|b200", .fallback = std::string("gb200"), .doc = "GPU model"},
+               [](Nvl36x2& t) { return &t.gpu_model; });
+    params.include([](Nvl36x2& t) { return &t.links; }, nvlink5_params());
+    params.include([](Nvl36x2& t) { return &t.c2c_bandwidth; }, c2c_params());
+    return params;
+  }();
+  return table;
+}
+
 std::unique_ptr<Topology> make_nvl36x2(const ConfigNode& node) {
   auto t = std::make_unique<Nvl36x2>();
-  t->gpu = gpu_preset(node, node.optional<std::string>("gpu", "gb200"));
-  t->links = parse_nvlink5_links(node);
-  t->c2c_bandwidth = parse_c2c_bandwidth(node);
+  nvl36x2_params().read(node, *t);
+  t->gpu = gpu_preset(node, t->gpu_model);
   return t;
 }
 }  // namespace
@@ -59,14 +71,7 @@ Registry<Topology>::Entry nvl36x2_entry() {
   return {"nvl36x2",
           "GB200 NVL36x2: 2 racks x 36 GPUs, 18 switch chips per rack, twin chips joined by 36-lane trunks "
           "(one switch hop in a rack, two across)",
-          {
-              {"gpu", "gb200|b200", "gb200", "GPU model"},
-              {"nvlink_bandwidth", "bytes/s per link per direction", "50GBps", "NVLink5 line rate of one link"},
-              {"nvlink_latency", "time per hop", "177ns", "wire and switch traversal of one hop"},
-              {"nvls_efficiency", "fraction", "0.58", "in-switch reduction rate share (the NVL72 rack figure)"},
-              {"c2c_bandwidth", "bytes/s per direction", "225GBps", "NVLink-C2C to Grace, per GPU"},
-          },
-          make_nvl36x2};
+          nvl36x2_params().docs(), make_nvl36x2};
 }
 
 }  // namespace snsim::topologies

@@ -15,15 +15,16 @@ namespace {
 constexpr int RACKS = 8;
 constexpr int GPUS_PER_RACK = 72;
 constexpr int GPUS_PER_L1 = 36;
-constexpr int PLANES = 18;
+constexpr int PLANES = NVLINK5_LINKS_PER_GPU;
 constexpr int L2_PER_PLANE = 9;
 constexpr int FULL_UPLINK_LANES = 4;
-constexpr int CHIP_PORTS = 72;
-// NVLINK5_LANE_GBPS and the in-switch reduction (RACK_NVLS_EFFICIENCY, the NVL72 rack figure; not measured at 576)
+constexpr int CHIP_PORTS = NVLINK5_SWITCH_PORTS;
+// NVLINK5_LANE and the in-switch reduction (RACK_NVLS_EFFICIENCY, the NVL72 rack figure; not measured at 576)
 // as in NVL72: topologies/gpus.hpp.
 
 class Nvl576 final : public Topology {
  public:
+  std::string gpu_model;
   GpuSpec gpu;
   int uplink_lanes = FULL_UPLINK_LANES;
   Nvlink5Links links;
@@ -56,12 +57,27 @@ class Nvl576 final : public Topology {
   }
 };
 
+const ParamTable<Nvl576>& nvl576_params() {
+  static const ParamTable<Nvl576> table = [] {
+    ParamTable<Nvl576> params;
+    params.add({.key = "gpu", .unit = "gb200|b200", .fallback = std::string("gb200"), .doc = "GPU model"},
+               [](Nvl576& t) { return &t.gpu_model; });
+    params.add({.key = "uplink_lanes",
+                .unit = "lanes",
+                .fallback = FULL_UPLINK_LANES,
+                .check = between(1, FULL_UPLINK_LANES),
+                .doc = "lanes from an L1 chip to each of its plane's 9 L2 chips (4 = 1:1)"},
+               [](Nvl576& t) { return &t.uplink_lanes; });
+    params.include([](Nvl576& t) { return &t.links; }, nvlink5_params());
+    return params;
+  }();
+  return table;
+}
+
 std::unique_ptr<Topology> make_nvl576(const ConfigNode& node) {
   auto t = std::make_unique<Nvl576>();
-  t->gpu = gpu_preset(node, node.optional<std::string>("gpu", "gb200"));
-  t->uplink_lanes = node.optional<int>("uplink_lanes", FULL_UPLINK_LANES);
-  check_between(node, "uplink_lanes", t->uplink_lanes, 1, FULL_UPLINK_LANES);
-  t->links = parse_nvlink5_links(node);
+  nvl576_params().read(node, *t);
+  t->gpu = gpu_preset(node, t->gpu_model);
   return t;
 }
 }  // namespace
@@ -70,14 +86,7 @@ Registry<Topology>::Entry nvl576_entry() {
   return {"nvl576",
           "NVL576: 8 x 72 GPUs, two-tier NVLink5 switch fat tree (288 L1 + 162 L2 chips, 18 planes), non-blocking "
           "by default [assumed wiring, see README]",
-          {
-              {"gpu", "gb200|b200", "gb200", "GPU model"},
-              {"uplink_lanes", "lanes", "4", "lanes from an L1 chip to each of its plane's 9 L2 chips, 1-4 (4 = 1:1)"},
-              {"nvlink_bandwidth", "bytes/s per link per direction", "50GBps", "NVLink5 line rate of one link"},
-              {"nvlink_latency", "time per hop", "177ns", "wire and switch traversal of one hop"},
-              {"nvls_efficiency", "fraction", "0.58", "in-switch reduction rate share (the NVL72 rack figure)"},
-          },
-          make_nvl576};
+          nvl576_params().docs(), make_nvl576};
 }
 
 }  // namespace snsim::topologies

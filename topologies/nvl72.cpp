@@ -8,14 +8,14 @@ namespace {
 // NVLink5: 50 GB/s per link per direction, 18 links per GPU, 900 GB/s per GPU per direction; 18 NVLink5 switch
 // chips, each GPU with exactly one link to each chip, one switch hop [spec: nvidia.com/data-center/nvlink, NVIDIA
 // NVL72 docs; reference/hardware.md §1.1-1.2].
-constexpr int PLANES = 18;
-// 72 NVLink5 ports per switch chip (144 per tray of 2, 9 trays: NVL_TRAY_CHIPS) [spec: hardware.md §1.2].
-constexpr int CHIP_PORTS = 72;
+constexpr int PLANES = NVLINK5_LINKS_PER_GPU;
+constexpr int CHIP_PORTS = NVLINK5_SWITCH_PORTS;
 
 class Nvl72 final : public Topology {
  public:
+  std::string gpu_model;
   GpuSpec gpu;
-  int gpus = 72;
+  int gpus = 0;
   Nvlink5Links links;
   BytesPerSecond c2c_bandwidth;
 
@@ -37,13 +37,27 @@ class Nvl72 final : public Topology {
   }
 };
 
+const ParamTable<Nvl72>& nvl72_params() {
+  static const ParamTable<Nvl72> table = [] {
+    ParamTable<Nvl72> params;
+    params.add({.key = "gpu",
+                .unit = "gb200|b200",
+                .fallback = std::string("gb200"),
+                .doc = "GPU model (sets compute rate, HBM bandwidth and memory)"},
+               [](Nvl72& t) { return &t.gpu_model; });
+    params.add({.key = "gpus", .unit = "GPUs", .fallback = 72, .check = between(2, 72), .doc = "number of GPUs"},
+               [](Nvl72& t) { return &t.gpus; });
+    params.include([](Nvl72& t) { return &t.links; }, nvlink5_params());
+    params.include([](Nvl72& t) { return &t.c2c_bandwidth; }, c2c_params());
+    return params;
+  }();
+  return table;
+}
+
 std::unique_ptr<Topology> make_nvl72(const ConfigNode& node) {
   auto t = std::make_unique<Nvl72>();
-  t->gpu = gpu_preset(node, node.optional<std::string>("gpu", "gb200"));
-  t->gpus = node.optional<int>("gpus", 72);
-  check_between(node, "gpus", t->gpus, 2, 72);
-  t->links = parse_nvlink5_links(node);
-  t->c2c_bandwidth = parse_c2c_bandwidth(node);
+  nvl72_params().read(node, *t);
+  t->gpu = gpu_preset(node, t->gpu_model);
   return t;
 }
 }  // namespace
@@ -52,17 +66,7 @@ Registry<Topology>::Entry nvl72_entry() {
   return {"nvl72",
           "GB200 NVL72: 2-72 GPUs, 18 NVLink5 links each, one to each of 18 NVLink switch chips (planes) in 9 switch "
           "trays, in-switch reduction; NVLink-C2C to the Grace host",
-          {
-              {"gpu", "gb200|b200", "gb200", "GPU model (sets compute rate, HBM bandwidth and memory)"},
-              {"gpus", "GPUs", "72", "number of GPUs, 2-72"},
-              {"nvlink_bandwidth", "bytes/s per link per direction", "50GBps", "NVLink5 line rate of one link"},
-              {"nvlink_latency", "time per hop", "177ns", "wire and switch traversal of one hop [unverified]"},
-              {"nvls_efficiency", "fraction", "0.58",
-               "in-switch reduction rate share (NCCL Blackwell 0.74; 0.58 fits the 72-GPU rack, coreweave nccl-tests "
-               "PR #43); 0 = no NVLS"},
-              {"c2c_bandwidth", "bytes/s per direction", "225GBps", "NVLink-C2C to Grace, per GPU"},
-          },
-          make_nvl72};
+          nvl72_params().docs(), make_nvl72};
 }
 
 }  // namespace snsim::topologies

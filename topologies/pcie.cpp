@@ -7,8 +7,9 @@ namespace {
 
 class PcieSwitch final : public Topology {
  public:
+  std::string gpu_model;
   GpuSpec gpu;
-  int gpus = 8;
+  int gpus = 0;
   BytesPerSecond bandwidth;
   Seconds latency;
 
@@ -25,27 +26,37 @@ class PcieSwitch final : public Topology {
   }
 };
 
+const ParamTable<PcieSwitch>& pcie_params() {
+  static const ParamTable<PcieSwitch> table = [] {
+    ParamTable<PcieSwitch> params;
+    params.add({.key = "gpu", .unit = "h100|h200", .fallback = std::string("h200"), .doc = "GPU model"},
+               [](PcieSwitch& t) { return &t.gpu_model; });
+    params.add({.key = "gpus", .unit = "GPUs", .fallback = 8, .check = between(2, 8), .doc = "number of GPUs"},
+               [](PcieSwitch& t) { return &t.gpus; });
+    params.add({.key = "pcie_bandwidth",
+                .unit = "bytes/s per direction",
+                .fallback = PCIE5_X16,
+                .check = positive,
+                .doc = "PCIe Gen5 x16 per device"},
+               [](PcieSwitch& t) { return &t.bandwidth; });
+    params.add(
+        {.key = "pcie_latency", .unit = "time per hop", .fallback = PCIE_HOP, .doc = "PCIe traversal of one hop"},
+        [](PcieSwitch& t) { return &t.latency; });
+    return params;
+  }();
+  return table;
+}
+
 std::unique_ptr<Topology> make_pcie(const ConfigNode& node) {
   auto t = std::make_unique<PcieSwitch>();
-  t->gpu = gpu_preset(node, node.optional<std::string>("gpu", "h200"));
-  t->gpus = node.optional<int>("gpus", 8);
-  check_between(node, "gpus", t->gpus, 2, 8);
-  t->bandwidth = node.optional<BytesPerSecond>("pcie_bandwidth", BytesPerSecond{PCIE5_X16_GBPS * 1e9});
-  check_positive(node, "pcie_bandwidth", t->bandwidth);
-  t->latency = node.optional<Seconds>("pcie_latency", Seconds{PCIE_HOP_NS * 1e-9});
+  pcie_params().read(node, *t);
+  t->gpu = gpu_preset(node, t->gpu_model);
   return t;
 }
 }  // namespace
 
 Registry<Topology>::Entry pcie_entry() {
-  return {"pcie",
-          "baseline without NVLink: 2-8 GPUs and the host on one PCIe Gen5 switch",
-          {
-              {"gpu", "h100|h200", "h200", "GPU model"},
-              {"gpus", "GPUs", "8", "number of GPUs, 2-8"},
-              {"pcie_bandwidth", "bytes/s per direction", "63GBps", "PCIe Gen5 x16 per device"},
-              {"pcie_latency", "time per hop", "500ns", "PCIe traversal of one hop"},
-          },
+  return {"pcie", "baseline without NVLink: 2-8 GPUs and the host on one PCIe Gen5 switch", pcie_params().docs(),
           make_pcie};
 }
 

@@ -7,24 +7,25 @@
 namespace snsim::topologies {
 namespace {
 
-// Node internals, as topologies/hgx.cpp and nvl72.cpp (sources there): HGX 8 GPUs over 4 NVSwitch3 planes of 5/4/4/5
-// NVLink4 links (25 GB/s), 64-port chips reducing at 0.85; NVL72 72 GPUs over 18 single-link NVLink5 planes (50 GB/s),
-// 72-port chips reducing at 0.58.
+// Node internals, as topologies/hgx.cpp and nvl72.cpp (link and switch specs in gpus.hpp): HGX 8 GPUs over 4
+// NVSwitch3 planes of 5/4/4/5 NVLink4 links; NVL72 72 GPUs over 18 single-link NVLink5 planes.
 struct NodeKind {
   const char* name;
   int gpus;
   std::vector<int> links_per_plane;
-  double lane_gbps;
+  BytesPerSecond lane;
   double reduction;
   int chip_ports;
   const char* gpu;
 };
-const NodeKind HGX{"hgx", 8, {5, 4, 4, 5}, 25.0, 0.85, 64, "h200"};
-const NodeKind NVL72{"nvl72", 72, std::vector<int>(18, 1), 50.0, 0.58, 72, "gb200"};
+const NodeKind HGX{"hgx", 8, {5, 4, 4, 5}, NVLINK4_LANE, NVSWITCH3_REDUCTION, NVSWITCH3_PORTS, "h200"};
+const NodeKind NVL72{
+    "nvl72", 72, std::vector<int>(NVLINK5_LINKS_PER_GPU, 1), NVLINK5_LANE, RACK_NVLS_EFFICIENCY, NVLINK5_SWITCH_PORTS,
+    "gb200"};
 
 // One NIC per GPU on PCIe: ConnectX-7 (NDR) on PCIe Gen5 x16, 63 GB/s (gpus.hpp); ConnectX-8 (XDR) on PCIe Gen6 x16,
 // 64 GT/s x 16 lanes, ~126 GB/s per direction [spec: PCI-SIG Gen6; ConnectX-8 SuperNIC page, "PCIe Gen6"].
-constexpr double PCIE6_X16_GBPS = 126.0;
+constexpr BytesPerSecond PCIE6_X16 = 126_GBps;
 
 class Superpod final : public Topology {
  public:
@@ -38,8 +39,8 @@ class Superpod final : public Topology {
 
   Fabric build() const override {
     Fabric fabric;
-    const Seconds nvlink_latency{NVLINK_HOP_NS * 1e-9};
-    const BytesPerSecond lane{node.lane_gbps * 1e9};
+    const Seconds nvlink_latency = NVLINK_HOP;
+    const BytesPerSecond lane = node.lane;
     const int nodes_per_leaf = switch_ports / 2;  // half a leaf's ports down, half up (non-blocking)
     const int leaves_per_rail = (nodes + nodes_per_leaf - 1) / nodes_per_leaf;
     const int rails = node.gpus;
@@ -71,7 +72,7 @@ class Superpod final : public Topology {
         for (int p = 0; p < planes; ++p)
           fabric.add_duplex(g, chips[p], {ChannelKind::nvlink, node.links_per_plane[p], lane, nvlink_latency});
         const DeviceId nic = fabric.add_device({fmt::format("nic{}", rank), DeviceKind::nic, rank, {}});
-        fabric.add_duplex(g, nic, {ChannelKind::pcie, 1, nic_pcie_bandwidth, Seconds{PCIE_HOP_NS * 1e-9}});
+        fabric.add_duplex(g, nic, {ChannelKind::pcie, 1, nic_pcie_bandwidth, PCIE_HOP});
         fabric.add_duplex(nic, leaf[i * leaves_per_rail + n / nodes_per_leaf], ib);
       }
     }
@@ -93,17 +94,17 @@ std::unique_ptr<Topology> make_superpod(const ConfigNode& node) {
   check_between(node, "nodes", t->nodes, 1, 1024);
   const auto ib = node.optional<std::string>("ib", "ndr");
   if (ib == "ndr") {
-    t->ib_bandwidth = BytesPerSecond{IB_NDR_PORT_GBPS * 1e9};
+    t->ib_bandwidth = IB_NDR_PORT;
     t->switch_ports = IB_NDR_SWITCH_PORTS;
-    t->nic_pcie_bandwidth = BytesPerSecond{PCIE5_X16_GBPS * 1e9};
+    t->nic_pcie_bandwidth = PCIE5_X16;
   } else if (ib == "xdr") {
-    t->ib_bandwidth = BytesPerSecond{IB_XDR_PORT_GBPS * 1e9};
+    t->ib_bandwidth = IB_XDR_PORT;
     t->switch_ports = IB_XDR_SWITCH_PORTS;
-    t->nic_pcie_bandwidth = BytesPerSecond{PCIE6_X16_GBPS * 1e9};
+    t->nic_pcie_bandwidth = PCIE6_X16;
   } else {
     node.fail_key("ib", fmt::format("unknown InfiniBand generation '{}'; known: ndr, xdr", ib));
   }
-  t->ib_latency = node.optional<Seconds>("ib_latency", Seconds{IB_HOP_NS * 1e-9});
+  t->ib_latency = node.optional<Seconds>("ib_latency", IB_HOP);
   return t;
 }
 }  // namespace
