@@ -3,8 +3,8 @@
 // anything else escape, so that libFuzzer (fuzz_main.cpp) and the regression replay (regressions_test.cpp) see it:
 // a crash, an abort, another exception, a sanitizer report or a hang is a bug in the parser, never in the input.
 //
-// No harness runs a simulation: they stop where `snsim run` would call Engine::run (design.md: every input check
-// happens before the run).
+// No harness runs a simulation: they stop where `snsim run` would call Engine::run
+// (docs/design.md#validate-before-the-run: every input check happens before the run).
 #pragma once
 
 #include <span>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Builds the seed corpus and dictionary of every fuzz target from files in this repository (README, "Hardening").
+"""Builds the seed corpus and dictionary of every fuzz target from files in this repository (docs/hardening.md).
 
     python3 fuzz/make_corpora.py OUT_DIR      # writes OUT_DIR/<target>/* and OUT_DIR/<target>.dict
 

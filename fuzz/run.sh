@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs fuzz targets for a fixed budget each and fails on the first crash, leak, sanitizer report or hang
-# (README, "Hardening").
+# (docs/hardening.md).
 #
 #   cmake --preset fuzz && cmake --build --preset fuzz -j"$(nproc)"
 #   bash fuzz/run.sh [-t SECONDS] [-b BUILD_DIR] [TARGET...]      # default: 60 s each, every target, build-fuzz

@@ -37,7 +37,7 @@ const ParamTable<CollectiveModel>& collective_params() {
   static const ParamTable<M> table = [] {
     ParamTable<M> params;
     // NCCL's tuning model for Hopper inside one node [model: NVIDIA/nccl src/graph/tuning.cc,
-    // reference/hardware.md §2.4]: ring base latency {LL 6.6, LL128 14.0, Simple 8.4} us; NVLink hardware
+    // docs/hardware.md#nccl-model]: ring base latency {LL 6.6, LL128 14.0, Simple 8.4} us; NVLink hardware
     // latency per ring step {0.6, 1.9, 3.4} us; LL carries 8 data bytes per 16 B line (50 %) and is capped at
     // llMaxBw = 141 GB/s on Hopper; LL128 carries 120 of 128 B (NCCL tunes it at 0.92). Recalibrated from our
     // H200 NCCL traces.
@@ -123,7 +123,7 @@ const ParamTable<CollectiveModel>& collective_params() {
     params.add({.key = "tree.Simple.step_latency", .fallback = 4_us, .doc = "tree: per chain hop"},
                [](M& m) { return &m.tree[SIMPLE].step_latency; });
     // One-shot / two-shot: symmetric-memory kernels start in ~3 us end to end on 8xB200 for the smallest
-    // messages [meas: NCCL 2.27 blog, NVIDIA/nccl-tests#333, hardware.md §2.2]; split as base + one step
+    // messages [meas: NCCL 2.27 blog, NVIDIA/nccl-tests#333, docs/hardware.md#latency]; split as base + one step
     // [unverified split].
     params.add({.key = "one_shot.base_latency",
                 .fallback = 2_us,
@@ -158,7 +158,7 @@ const ParamTable<CollectiveModel>& collective_params() {
                 .doc = "allow NVLS where the NVSwitches reduce (NCCL_NVLS_ENABLE; our H200 traces: false)"},
                [](M& m) { return &m.nvls_enabled; });
     // NVLS: NCCL's latency is hwLat = 25 us flat with base 0 on one node [model: tuning.cc]; it matches the
-    // ~30 us of a forced-NVLS 1 KB all-reduce on 8xH200 (Azure ND_H200_v5_results.md, hardware.md §2.2).
+    // ~30 us of a forced-NVLS 1 KB all-reduce on 8xH200 (Azure ND_H200_v5_results.md, docs/hardware.md#latency).
     params.add(
         {.key = "nvls_latency", .fallback = 25_us, .doc = "NVLS fixed cost", .source = "model NCCL tuning.cc hwLat"},
         [](M& m) { return &m.nvls_latency; });
@@ -192,7 +192,7 @@ const ParamTable<CollectiveModel>& collective_params() {
                 .doc = "most chunks per pipeline"},
                [](M& m) { return &m.max_chunks; });
     // Each kind's kernel rate relative to all_reduce's: 1 until calibrated [unverified default; `snsim
-    // calibrate` fits it from the probe's collective family, validation/fits/collective.cpp].
+    // calibrate` fits it from the probe's collective family, validation/fits/collective_fit.cpp].
     params.add({.key = "all_reduce.relative_rate",
                 .unit = "factor",
                 .fallback = 1.0,

@@ -35,7 +35,7 @@
 // where serial_bytes is what a rank's busiest link direction carries one step after another. The algorithm and
 // protocol (LL, LL128, Simple) are chosen by size as NCCL does -- the pair with the smallest predicted time among
 // ring, tree and nvls (one_shot and two_shot need symmetric memory, so they run only when forced) -- unless the op
-// forces them. Constants follow NCCL's own tuning model (reference/hardware.md §2.4).
+// forces them. Constants follow NCCL's own tuning model (docs/hardware.md#nccl-model).
 #pragma once
 
 #include <array>

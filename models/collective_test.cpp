@@ -61,7 +61,8 @@ TEST_CASE("collective: each algorithm moves what it must per rank") {
 
 TEST_CASE("collective: the time model is NCCL's latency plus bytes over the channels' rate") {
   const auto m = load();
-  // NCCL's model: 8-GPU ring LL all-reduce latency = 6.6 + 14 x 0.6 = 15.0 us (hardware.md §2.4), plus wire and launch.
+  // NCCL's model: 8-GPU ring LL all-reduce latency = 6.6 + 14 x 0.6 = 15.0 us (docs/hardware.md#nccl-model), plus wire
+  // and launch.
   const auto ll = m.collective->make_plan(all_reduce(Bytes{8}), Algorithm::ring, Protocol::ll, NO_NVLS);
   const double wire = 14 * 0.354e-6 + 8.0 / 141e9;
   CHECK(m.collective->predict(ll, NO_NVLS).count() == doctest::Approx(4.8e-6 + 15.0e-6 + wire));

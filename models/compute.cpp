@@ -8,7 +8,8 @@ namespace snsim::models {
 const ParamTable<ComputeModel>& compute_params() {
   static const ParamTable<ComputeModel> table = [] {
     ParamTable<ComputeModel> params;
-    // 788 TFLOP/s on an 8192^3 bf16 GEMM on our H200s, of 989 peak (80 %) [meas: device/KINDS.md, 2026-10-28].
+    // 788 TFLOP/s on an 8192^3 bf16 GEMM on our H200s, of 989 peak (80 %) [meas: docs/hardware.md#h200-machines,
+    // 2026-10-28].
     params.add({.key = "flop_efficiency",
                 .unit = "fraction",
                 .fallback = 0.8,
@@ -16,7 +17,8 @@ const ParamTable<ComputeModel>& compute_params() {
                 .doc = "share of peak bf16 rate reached",
                 .source = "meas 788/989 TFLOP/s H200"},
                [](ComputeModel& m) { return &m.flop_efficiency; });
-    // 4.3 TB/s device-to-device copy counting reads and writes, of 4.8 TB/s (90 %) [meas: device/KINDS.md].
+    // 4.3 TB/s device-to-device copy counting reads and writes, of 4.8 TB/s (90 %) [meas:
+    // docs/hardware.md#h200-machines].
     params.add({.key = "hbm_efficiency",
                 .unit = "fraction",
                 .fallback = 0.9,
@@ -57,7 +59,7 @@ const ParamTable<ComputeModel>& compute_params() {
                [](ComputeModel& m) { return &m.power_window; });
     // Share of the SMs that an SM-driven copy or a collective kernel holds while it runs [estimate: NCCL runs
     // one CTA per channel, one SM each, and uses 16-32 channels on NVLink4 machines (NCCL_MIN/MAX_CTAS);
-    // DeepEP's intranode kernels are tuned at 24 SMs (reference/hardware.md, DeepEP); 24 of the H100/H200's
+    // DeepEP's intranode kernels are tuned at 24 SMs (docs/hardware.md#gpus, DeepEP); 24 of the H100/H200's
     // 132 SMs].
     params.add({.key = "comm_sm_share",
                 .unit = "fraction",

@@ -6,7 +6,7 @@ const ParamTable<CopyModel>& copy_params() {
   static const ParamTable<CopyModel> table = [] {
     ParamTable<CopyModel> params;
     // Engine rates alone, as a share of the NVLink4 line rate (450 GB/s per GPU per direction): CE peer copies on
-    // 8xH100 HGX reach 371-377 GB/s (83-84 %) [meas: NVIDIA/nccl#1264, reference/hardware.md §2.1]; SM copies:
+    // 8xH100 HGX reach 371-377 GB/s (83-84 %) [meas: NVIDIA/nccl#1264, docs/hardware.md#copies]; SM copies:
     // NCCL's model uses 20.6 of 25 GB/s per link (82.4 %) [model: NVIDIA/nccl src/graph/topo.h SM90_NVLINK_BW].
     // Calibrated values for H200 ship in validation/params/h200.yaml (`snsim calibrate`).
     // Packets: 16 B header, 256 B payload for copy engines, 128 B for SMs [maint.: NVIDIA/nccl-tests#149, #258].
@@ -105,8 +105,8 @@ const ParamTable<CopyModel>& copy_params() {
                 .source = "maint. nccl-tests#258"},
                [](CopyModel& m) { return &m.packet_header; });
     // A device-local copy reads and writes HBM: 4.3 TB/s counting both on an H200 of 4.8 TB/s peak (90 %)
-    // [meas: device-to-device copy through PyTorch, device/KINDS.md]. From L2 it is faster [unverified default 1.0 =
-    // no L2 effect; calibrated from the probe's local copies].
+    // [meas: device-to-device copy through PyTorch, docs/hardware.md#h200-machines]. From L2 it is faster [unverified
+    // default 1.0 = no L2 effect; calibrated from the probe's local copies].
     params.add({.key = "local_hbm_efficiency",
                 .unit = "fraction",
                 .fallback = 0.9,

@@ -4,7 +4,7 @@
 // Crossbar fast path (all-peers collectives inside one non-blocking switch domain).
 //
 // The exact path gives every transfer its own SimGrid flow, shared max-min: a round of a jittered all-to-all on 72
-// GPUs is 5,112 coupled flows that end at distinct times, and every end re-solves them (reference/simgrid-3.32.md §6:
+// GPUs is 5,112 coupled flows that end at distinct times, and every end re-solves them (docs/simgrid.md#speed:
 // seconds per round at 72 GPUs, O(flows^2)). Inside a crossbar domain (Fabric::crossbar_domains: every member reaches
 // every other through the same switch planes, which the platform does not model as links) only the members' ports
 // can bind, so the crossbar fast path moves a GPU's transfers of one round as two flows: everything it sends, over

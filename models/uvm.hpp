@@ -22,7 +22,7 @@
 // the page's location.
 //
 // The *_time functions are these formulas for an op alone on an idle fabric; the simulation reproduces them
-// (workloads/uvm_test.cpp) and `snsim calibrate` fits the parameters through them (validation/fits/uvm_fit.cpp).
+// (runtime/uvm_executor_test.cpp) and `snsim calibrate` fits the parameters through them (validation/fits/uvm_fit.cpp).
 //
 // Modelled from the driver's source, unvalidated (not measurable on the H200 machines: access counters are off by
 // default on x86 hosts and oversubscription is not allowed there):

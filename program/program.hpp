@@ -1,4 +1,4 @@
-// Programs: what each GPU does, as a list of ops (design.md, "Workloads are programs").
+// Programs: what each GPU does, as a list of ops (docs/design.md#workloads-are-programs).
 //
 // Every workload -- an explicit program from the scenario or a generator such as collective_sweep -- expands into
 // one Program per rank; the Runner (runtime/runner.hpp) executes them, one SimGrid actor per GPU. Peers and groups

@@ -105,7 +105,7 @@ void CollectiveExecutor::run(int rank, const BarrierOp& op) {
 void CollectiveExecutor::barrier(const BarrierOp& op) {
   auto [it, inserted] = barriers_.try_emplace(op.group.get(), nullptr);
   if (inserted) it->second = sg4::Barrier::create(static_cast<unsigned>(op.group->size()));
-  it->second->wait();  // 3.32's return value is wrong (reference/simgrid-3.32.md §5): never used
+  it->second->wait();  // 3.32's return value is wrong (docs/simgrid.md#barrier): never used
   if (!op.sync) sleep_for(models_.collective->barrier_latency);
 }
 

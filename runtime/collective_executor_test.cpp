@@ -2,7 +2,7 @@
 //
 // Physics: a lone collective takes exactly the time of its steps (launch + base + per-step latency + bytes over the
 // rate). Conservation: the links carry what the algorithm must move. Consistency checks compare the model with
-// public measurements we cannot make ourselves (reference/hardware.md); they are labelled as such and are not
+// public measurements we cannot make ourselves (docs/hardware.md); they are labelled as such and are not
 // validation against our own traces.
 #include <doctest/doctest.h>
 
@@ -182,7 +182,7 @@ TEST_CASE("collectives: forcing what cannot run is a pinned error") {
                        "t.yaml:2:80: workloads[0].algorithm: tree cannot run all_gather; allowed: ring", InputError);
 }
 
-// Consistency checks, not validation: public 8xH100 numbers we cannot measure here (reference/hardware.md §2.3), on
+// Consistency checks, not validation: public 8xH100 numbers we cannot measure here (docs/hardware.md#nccl-busbw), on
 // the shipped published-number parameter set (validation/params/h100.yaml).
 TEST_CASE("consistency check: 8xH100 HGX ring all-reduce busbw at 1-8 GiB is within 10 % of 365-370 GB/s") {
   // [meas] NVIDIA/nccl#1455: ring busbw 365-370 GB/s at 2-4 GB on 8xH100, flat in n.
@@ -218,9 +218,10 @@ TEST_CASE("consistency check: HGX H100 NVLS all-reduce busbw is within 10 % of 4
   }
 }
 
-// Consistency check, not validation: the full GB200 NVL72 rack (hardware.md §3). The rack's in-switch reduction
-// efficiency (0.58) is fitted from the 8 GB point of the same measurement, so this checks the plumbing (72 GPUs over
-// 18 planes, NVLS chosen by size, the busbw curve at 4 and 8 GiB) more than it checks the model independently.
+// Consistency check, not validation: the full GB200 NVL72 rack (docs/hardware.md#nvl72-measured). The rack's in-switch
+// reduction efficiency (0.58) is fitted from the 8 GB point of the same measurement, so this checks the plumbing (72
+// GPUs over 18 planes, NVLS chosen by size, the busbw curve at 4 and 8 GiB) more than it checks the model
+// independently.
 TEST_CASE("consistency check: GB200 NVL72 all-reduce busbw on 72 GPUs is within 10 % of 835-847 GB/s") {
   // [meas] coreweave/nccl-tests PR #43: 72 GPUs, busbw 839 at 4 GB, 834.6-846.8 at 8 GB.
   const auto started = std::chrono::steady_clock::now();
@@ -238,7 +239,7 @@ TEST_CASE("consistency check: GB200 NVL72 all-reduce busbw on 72 GPUs is within 
     CHECK(values[i] >= 835 * 0.9);
     CHECK(values[i] <= 847 * 1.1);
   }
-  // A ring cannot get there: it is bound by the links (900 GB/s x SM efficiency), as hardware.md §2.3 notes.
+  // A ring cannot get there: it is bound by the links (900 GB/s x SM efficiency), as docs/hardware.md#nccl-busbw notes.
   MESSAGE("ring: busbw " << values[2] << " GB/s");
   CHECK(values[2] < 835 * 0.9);
   CHECK(wall < 30);

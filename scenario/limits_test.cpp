@@ -59,7 +59,7 @@ TEST_CASE("limits: the 4,096-GPU superpod bench scenario is accepted and its est
   const auto e = estimate_memory(s.fabric(), s.programs());
   CHECK(e.routes == 0);      // routed on first use
   CHECK(e.ops == 4096 * 4);  // a kernel, and three collectives per rank
-  // README, "Performance targets": 339 MiB peak measured; the target is 2 GiB.
+  // docs/performance.md#performance-targets: 339 MiB peak measured; the target is 2 GiB.
   CHECK(e.total >= 339_MiB);
   CHECK(e.total <= 1_GiB);
   CHECK_NOTHROW(check_memory(e, {2_GiB, "the performance target"}, "superpod4096_dp_step.yaml"));

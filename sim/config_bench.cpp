@@ -1,6 +1,6 @@
 // Benchmarks of the config layer alone (sim/ cannot see workloads/, so "validate" here is a generic walk that
 // reads every value through ConfigNode, sizes as Bytes, and then rejects unknown keys, the way plugins do).
-// The full Scenario::load of the same files is in workloads/scenario_bench.cpp.
+// The full Scenario::load of the same files is in scenario/scenario_bench.cpp.
 #include <filesystem>
 #include <string>
 

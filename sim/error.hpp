@@ -1,5 +1,5 @@
 // Errors that reach users. Library code throws; only `main()` in tools/ catches and maps to exit codes
-// (design.md, "Command-line contract": 2 bad input, 3 internal error).
+// (docs/design.md#command-line-contract: 2 bad input, 3 internal error).
 #pragma once
 
 #include <stdexcept>

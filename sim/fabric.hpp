@@ -1,6 +1,6 @@
 // Fabric: what a platform is made of, as plain data (a Boost.Graph of devices and directed channels).
 //
-// Topology builders (topologies/) write a Fabric; `snsim topo` prints it; the platform builder (sim/platform.hpp)
+// Topology builders (topologies/) write a Fabric; `snsim topo` prints it; the Simulation (sim/simulation.hpp)
 // turns it into SimGrid zones, hosts and links. Nothing here knows SimGrid, so topologies are tested without it.
 //
 //   gpu0 ==nvlink x5==> nvswitch0 ==nvlink x5==> gpu1        every physical link direction is one Channel

@@ -1,6 +1,6 @@
 // Running one simulation per child process. SimGrid 3.32 cannot reset its clock or run two engines in one process
-// (reference/simgrid-3.32.md), so commands that run many simulations (validate, later sweeps and studies) fork a
-// child for each, before any engine exists in the parent, and read back what it printed.
+// (docs/simgrid.md#one-simulation-per-process), so commands that run many simulations (validate, later sweeps and
+// studies) fork a child for each, before any engine exists in the parent, and read back what it printed.
 #pragma once
 
 #include <cstddef>

@@ -7,9 +7,9 @@
 //   double z = rng.normal();          // N(0, 1)
 //
 // so adding a component, or drawing more from one, never shifts another's draws, and the same seed gives the same
-// report bit for bit (design.md). The name is hashed with FNV-1a (not std::hash, whose values differ between
-// standard libraries); bits come from std::mt19937_64, whose output the standard fixes; the transforms to uniform
-// and normal values are our own, because std::uniform_real_distribution and std::normal_distribution are
+// report bit for bit (docs/design.md#determinism). The name is hashed with FNV-1a (not std::hash, whose values differ
+// between standard libraries); bits come from std::mt19937_64, whose output the standard fixes; the transforms to
+// uniform and normal values are our own, because std::uniform_real_distribution and std::normal_distribution are
 // implementation-defined. The transforms use IEEE-exact arithmetic and sqrt plus std::log (and std::exp for
 // lognormal factors, models/jitter.cpp); those two are not required to be correctly rounded, so draws are identical
 // wherever the math libraries agree on them -- the same libm always does; different ones may differ in the last bit.

@@ -1,4 +1,4 @@
-// Report: the results of one run, as data (design.md, "Command-line contract").
+// Report: the results of one run, as data (docs/design.md#command-line-contract).
 //
 // report.json holds only what the scenario and seed determine, so it is byte-identical across runs; wall time,
 // memory and versions go to run.json (RunRecord), which is not part of that promise.

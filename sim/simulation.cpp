@@ -109,7 +109,7 @@ Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& eng
   } catch (const std::exception& e) {  // a bad --log or --cfg passed through to SimGrid
     throw InputError(fmt::format("--engine: {}", e.what()));
   }
-  // The exact fluid model (reference/simgrid-3.32.md §3): no latency or bandwidth factors, no reverse-path cross
+  // The exact fluid model (docs/simgrid.md#exact-fluid-model): no latency or bandwidth factors, no reverse-path cross
   // traffic, no TCP window cap. Must be set before any zone exists.
   sg4::Engine::set_config("network/model:CM02");
   sg4::Engine::set_config("network/crosstraffic:0");
@@ -234,7 +234,7 @@ std::optional<PlatformRoute> Simulation::make_route(DeviceId from, DeviceId to) 
   PlatformRoute route{{}, Seconds{0}, BytesPerSecond{0}};
   if (from == to) {
     // The loopback of a GPU: its HBM link once, carrying the reads and the writes a local copy makes. Without a
-    // route of its own, SimGrid would use its implicit 10 GB/s loopback (reference/simgrid-3.32.md).
+    // route of its own, SimGrid would use its implicit 10 GB/s loopback (docs/simgrid.md#loopback).
     if (!memory_links_[from]) return std::nullopt;
     route.links.push_back(*memory_links_[from]);
   } else {

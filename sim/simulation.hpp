@@ -1,6 +1,6 @@
 // Simulation: owns the SimGrid engine and the platform built from a Fabric, and moves bytes through it.
 //
-// SimGrid facts that shape this class (reference/simgrid-3.32.md):
+// SimGrid facts that shape this class (docs/simgrid.md):
 // - One simulation per process: SimGrid 3.32 cannot reset its clock, so a Simulation is created once per process
 //   and is neither copyable nor movable.
 // - The fluid model is made exact (`network/model:CM02`, `network/crosstraffic:0`, `network/TCP-gamma:0`): a lone

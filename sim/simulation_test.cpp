@@ -176,7 +176,7 @@ TEST_CASE("simulation: kernels and a local copy on one GPU share its HBM, and SM
 }
 
 TEST_CASE("simulation: SNSIM_ENGINE_ARGS passes SimGrid options, and explicit engine args win") {
-  // The asan preset relies on this to run every simulation on thread contexts (README, Hardening).
+  // The asan preset relies on this to run every simulation on thread contexts (docs/hardening.md).
   ::setenv("SNSIM_ENGINE_ARGS", " --cfg=contexts/factory:thread\t--cfg=contexts/stack-size:1024 ", 1);
   const Fabric f = star(2, 100_GBps, Seconds{0});
   Simulation sim(f, {"--cfg=contexts/stack-size:2048"});

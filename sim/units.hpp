@@ -2,7 +2,7 @@
 //
 // Inside snsim, data is bytes (std::uint64_t), time is seconds and rates are per second (double), matching the
 // s4u boundary (`Comm::sendto(..., uint64_t bytes)`, `Engine::get_clock()`, `Link::get_bandwidth()`).
-// Bits, decimal and binary prefixes exist only in parsed and printed strings (design.md, "Units"):
+// Bits, decimal and binary prefixes exist only in parsed and printed strings (docs/design.md#units):
 // sizes print with binary prefixes (KiB, MiB, GiB), bandwidth with decimal ones (GB/s = 1e9 B/s, per direction).
 #pragma once
 

@@ -129,8 +129,9 @@ SlowNodePlan plan_slow_node(const SlowNodeOptions& o) {
     plan.variables.push_back(
         {key, describe(dist), "study default: " + std::move(why), fmt::format("{}={}", key, fallback)});
   };
-  add("models.variation.clock", m.variation->clock, DEFAULT_CLOCK, "clocks ±0.5 % (design.md), sigma 0.5 %");
-  add("models.variation.hbm", m.variation->hbm, DEFAULT_HBM, "HBM ±2 % (design.md) as two sigmas");
+  add("models.variation.clock", m.variation->clock, DEFAULT_CLOCK,
+      "clocks ±0.5 % (docs/design.md#purpose), sigma 0.5 %");
+  add("models.variation.hbm", m.variation->hbm, DEFAULT_HBM, "HBM ±2 % (docs/design.md#purpose) as two sigmas");
   add("models.jitter.latency", m.jitter->latency, measured_jitter("latency"),
       "measured on H200 NVLink (validation/params/h200.yaml)");
   add("models.jitter.bandwidth", m.jitter->bandwidth, measured_jitter("bandwidth"),

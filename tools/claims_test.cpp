@@ -1,8 +1,9 @@
-// The claims of the project's seeds, each simulated by its scenarios in workloads/claims/ (README "Claims from the
-// seeds: which hold"). Every TEST_CASE runs one scenario -- in this process (one simulation), or through the built
-// `snsim compare` / `snsim study` (one simulation per child process) -- and checks snsim's result against the
-// figure the README table states, so that a model change cannot move the table silently: when a check fails,
-// rerun the scenario, then update the README table, workloads/claims/README.md and the figure here together.
+// The claims of the project's seeds, each simulated by its scenarios in workloads/claims/
+// (docs/studies.md#claims-from-the-seeds). Every TEST_CASE runs one scenario -- in this process (one simulation), or
+// through the built `snsim compare` / `snsim study` (one simulation per child process) -- and checks snsim's result
+// against the figure the table of docs/studies.md states, so that a model change cannot move the table silently: when a
+// check fails, rerun the scenario, then update the table in docs/studies.md, workloads/claims/README.md and the figure
+// here together.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -20,7 +21,7 @@ using snsim::workloads::testing::span;
 
 namespace {
 
-// The README gives 3 significant digits; 1 % covers that rounding and little else.
+// docs/studies.md gives 3 significant digits; 1 % covers that rounding and little else.
 constexpr double TOLERANCE = 0.01;
 
 std::string claim_file(const std::string& name) {
@@ -56,7 +57,7 @@ double bus_utilisation(double bytes, int n, double seconds, double line_rate) {
 }
 
 void check_near(double got, double stated) {
-  INFO("snsim now gives " << got << ", the README table states " << stated);
+  INFO("snsim now gives " << got << ", the docs/studies.md table states " << stated);
   CHECK(got == doctest::Approx(stated).epsilon(TOLERANCE));
 }
 

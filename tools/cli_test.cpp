@@ -1,4 +1,4 @@
-// End-to-end tests of the `snsim` command line (design.md, "Command-line contract"): exit codes, the one-line
+// End-to-end tests of the `snsim` command line (docs/design.md#command-line-contract): exit codes, the one-line
 // "file:line:col: key: message" input errors (every user-visible message is pinned here, byte for byte), the
 // --out files, determinism, and that every example scenario runs.
 //

@@ -12,6 +12,6 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libbenchmark-dev doctest-dev libcli11-dev nlohmann-json3-dev \
   python3 python3-matplotlib time \
   parallel  # GNU parallel: .ci/run's sharded sweep
-# Hardening (README): clang and its sanitizer and libFuzzer runtimes (libclang_rt.fuzzer*.a, libclang_rt.asan*.a)
+# Hardening (docs/hardening.md): clang and its sanitizer and libFuzzer runtimes (libclang_rt.fuzzer*.a, libclang_rt.asan*.a)
 # for the fuzz targets (cmake --preset fuzz); the asan preset uses GCC's own runtimes, which g++ brings.
 $SUDO apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev

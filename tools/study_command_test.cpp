@@ -125,8 +125,9 @@ TEST_CASE("study: the same seeds give a byte-identical study.json whatever --job
 }
 
 TEST_CASE("study: under models.params h200 a distribution set to constant 1 keeps it still") {
-  // README: "Set a distribution to {dist: constant, value: 1} to keep it still". The h200 set's latency jitter is
-  // empirical; it used to be merged into the constant and refused (models.jitter.latency.samples: unknown key).
+  // docs/reference/scenario.md: "Set a distribution to {dist: constant, value: 1} to keep it still". The h200 set's
+  // latency jitter is empirical; it used to be merged into the constant and refused (models.jitter.latency.samples:
+  // unknown key).
   TempDir dir;
   std::string yaml = BSP;
   yaml.replace(yaml.find("models:\n"), 8, "models:\n  params: h200\n");

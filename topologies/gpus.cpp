@@ -9,10 +9,10 @@ namespace {
 
 // Dense BF16 tensor rate and HBM bandwidth are datasheet peaks (NVIDIA H100 and H200 SXM datasheets: 989 TFLOP/s
 // dense BF16; HBM3 3.35 TB/s, HBM3e 4.8 TB/s). H200 memory is what `nvidia-smi` reports on our machines
-// (143,771 MiB, reference/gpu-machine.md); H100 SXM is 80 GiB class (81,559 MiB reported). L2: 50 MB on H100 SXM5
+// (143,771 MiB, docs/hardware.md#h200-machines); H100 SXM is 80 GiB class (81,559 MiB reported). L2: 50 MB on H100 SXM5
 // [spec: NVIDIA H100 Tensor Core GPU Architecture whitepaper]; 60 MiB on our H200s (H200_L2); Blackwell L2 is not
 // modelled (0).
-// Blackwell [spec, not in reference/hardware.md]: B200 (HGX B200 datasheet) 2.25 PFLOP/s dense BF16, HBM3e 8 TB/s,
+// Blackwell [spec, docs/hardware.md#gpus]: B200 (HGX B200 datasheet) 2.25 PFLOP/s dense BF16, HBM3e 8 TB/s,
 // 180 GB (1,440 GB per 8 GPUs); GB200 (GB200 NVL72 datasheet, per GPU of 72) 2.5 PFLOP/s dense BF16 (180 PFLOP/s per
 // rack), 8 TB/s (576 TB/s per rack), 186 GB (13.4 TB per rack).
 const std::vector<GpuSpec>& presets() {

@@ -16,7 +16,7 @@ inline constexpr BytesPerSecond PCIE5_X16 = 63_GBps;
 // Wire plus switch traversal per hop, from our H200 pointer chases: a dependent load from the peer GPU takes 850.2 ns
 // against 141.5 ns from local L2 (validation/traces/h200/h200x2-latency-jitter.jsonl, latency/peer_load and
 // local_load), so the request and the data cross GPU -> NVSwitch -> GPU once each: (850.2 - 141.5) / 2 = 354 ns one
-// way, 177 ns per hop. Public sources give only end-to-end numbers that include software (hardware.md §2.2).
+// way, 177 ns per hop. Public sources give only end-to-end numbers that include software (docs/hardware.md#latency).
 inline constexpr Seconds NVLINK_HOP = 177_ns;
 inline constexpr Seconds PCIE_HOP = 500_ns;
 // InfiniBand: NDR 400 Gb/s = 50 GB/s per port per direction, NVIDIA Quantum-2 (QM9700) switches with 64 NDR ports
@@ -31,29 +31,29 @@ inline constexpr int IB_XDR_SWITCH_PORTS = 144;
 inline constexpr Seconds IB_HOP = 300_ns;
 
 // H100/H200 (HGX and the nvidia_smi topology). NVLink4: 25 GB/s per link per direction, 18 links per GPU, 450 GB/s
-// per GPU per direction [spec: NVIDIA NVLink page; reference/hardware.md §1.1]; nvidia-smi on HGX shows NV18 between
+// per GPU per direction [spec: NVIDIA NVLink page; docs/hardware.md#nvlink]; nvidia-smi on HGX shows NV18 between
 // every pair (NVIDIA/nccl#1264).
 inline constexpr BytesPerSecond NVLINK4_LANE = 25_GBps;
 inline constexpr int NVLINK4_LINKS_PER_GPU = 18;
-// NVSwitch3 reduces in the switch (NVLink SHARP, NVLS) [spec: hardware.md §1.2]; NCCL enables NVLS on Hopper HGX and
-// models its rate at nvlsEfficiency = 0.85 of the link rate [model: NVIDIA/nccl src/graph/tuning.cc].
+// NVSwitch3 reduces in the switch (NVLink SHARP, NVLS) [spec: docs/hardware.md#nvswitch]; NCCL enables NVLS on Hopper
+// HGX and models its rate at nvlsEfficiency = 0.85 of the link rate [model: NVIDIA/nccl src/graph/tuning.cc].
 inline constexpr double NVSWITCH3_REDUCTION = 0.85;
-// NVSwitch3: 64 NVLink4 ports per chip [spec: hardware.md §1.2]; HGX uses at most 8 x 5 = 40 of them.
+// NVSwitch3: 64 NVLink4 ports per chip [spec: docs/hardware.md#nvswitch]; HGX uses at most 8 x 5 = 40 of them.
 inline constexpr int NVSWITCH3_PORTS = 64;
 // L2 of an H200: 60 MiB on our machines (the probe's trace headers, cudaDeviceProp::l2CacheSize = 62914560). The
 // h200 preset's L2, and the span up to which the PGAS model's loads hit L2 by default (models/pgas.cpp).
 inline constexpr Bytes H200_L2 = 60_MiB;
 
 // GB200 (NVL72 and NVL36x2 racks). NVLink5: 50 GB/s per link per direction, 18 links per GPU, one link to each of
-// 18 switch chips [spec: nvidia.com/data-center/nvlink; reference/hardware.md §1.1-1.2].
+// 18 switch chips [spec: nvidia.com/data-center/nvlink; docs/hardware.md#nvswitch].
 inline constexpr BytesPerSecond NVLINK5_LANE = 50_GBps;
 inline constexpr int NVLINK5_LINKS_PER_GPU = 18;
-// 72 NVLink5 ports per switch chip (144 per tray of 2, 9 trays: NVL_TRAY_CHIPS) [spec: hardware.md §1.2].
+// 72 NVLink5 ports per switch chip (144 per tray of 2, 9 trays: NVL_TRAY_CHIPS) [spec: docs/hardware.md#nvswitch].
 inline constexpr int NVLINK5_SWITCH_PORTS = 72;
 // A rack's 18 switch chips sit in 9 NVLink switch trays of 2 chips (144 NVLink ports per tray) [spec:
 // nvidia.com/data-center/nvlink, "144 NVLink ports"; docs.nvidia.com Base Command Manager, "9 NVLink switch trays per
-// rack"; reference/hardware.md §1.2]. A tray fails as one (scenario/failures.hpp: `tray: N`). Which chips share a tray is
-// not published; we pair chips 2t and 2t+1, which changes nothing since every GPU has one lane to each chip.
+// rack"; docs/hardware.md#nvswitch]. A tray fails as one (scenario/failures.hpp: `tray: N`). Which chips share a tray
+// is not published; we pair chips 2t and 2t+1, which changes nothing since every GPU has one lane to each chip.
 inline constexpr int NVL_TRAY_CHIPS = 2;
 // The NVLink5 switch reduces in the switch (SHARP, NVLS). NCCL models NVLS at nvlsEfficiency = 0.74 of the link
 // rate on Blackwell [model: NVIDIA/nccl src/graph/tuning.cc], which fits 8xB300 (NVLS busbw 845 GB/s, NVIDIA/nccl#2140)
@@ -63,8 +63,8 @@ inline constexpr int NVL_TRAY_CHIPS = 2;
 // (MNNVL, src/init.cc), one plausible cause. Set `nvls_efficiency` to compare.
 inline constexpr double RACK_NVLS_EFFICIENCY = 0.58;
 // Grace-Blackwell NVLink-C2C: 900 GB/s bidirectional per superchip shared by its 2 GPUs = 225 GB/s per GPU per
-// direction [spec; sharing unverified, hardware.md §1.1]; measured H2D 201 / D2H 193 GB/s per GPU [meas: Azure
-// ND_GB200_v6_results.md, hardware.md §2.6].
+// direction [spec; sharing unverified, docs/hardware.md#nvlink]; measured H2D 201 / D2H 193 GB/s per GPU [meas: Azure
+// ND_GB200_v6_results.md, docs/hardware.md#uvm].
 inline constexpr BytesPerSecond C2C = 225_GBps;
 
 /// The NVLink5 lanes of a GB200-class rack topology (nvl72, nvl36x2, nvl576): rate and hop latency of one lane, and

@@ -8,8 +8,8 @@ namespace snsim::topologies {
 namespace {
 
 // NVLink4 lanes and NVSwitch3 chips: topologies/gpus.hpp. The 5/4/4/5 split of a GPU's 18 links over the 4 NVSwitch3
-// chips is reported for HGX H100 [unverified from a primary source, hardware.md §1.2]; it matters only when a plane
-// fails.
+// chips is reported for HGX H100 [unverified from a primary source, docs/hardware.md#nvswitch]; it matters only when a
+// plane fails.
 constexpr std::array<int, 4> LINKS_PER_PLANE{5, 4, 4, 5};
 // NVMe drive: a PCIe Gen5 x4 enterprise SSD reads 14 GB/s sequentially (writes 10 GB/s, taken as 14 here: one rate
 // per link) with a typical read latency of 60 us [spec: Micron 9550 datasheet, via the StorageReview 9550 MAX review].

@@ -248,7 +248,7 @@ std::unique_ptr<Topology> make_nvidia_smi(const ConfigNode& node) {
       throw_input_error({file.string(), line, line > 0 ? 1 : 0}, "", message);
     });
   } else {
-    // The trace header (line 1) carries the capture machine's `nvidia-smi topo -m` (design.md, Traces).
+    // The trace header (line 1) carries the capture machine's `nvidia-smi topo -m` (docs/design.md#traces).
     const auto file = resolve("trace", *trace);
     std::ifstream in(file);
     std::string header;

@@ -6,7 +6,7 @@ namespace snsim::topologies {
 namespace {
 
 // Per rack: 9 compute trays x 4 GPUs = 36 GPUs and 9 NVLink switch trays x 2 chips = 18 chips; each GPU has one
-// NVLink5 link (50 GB/s per direction) to each of its rack's 18 chips, as in NVL72 [spec: hardware.md §1.1-1.2].
+// NVLink5 link (50 GB/s per direction) to each of its rack's 18 chips, as in NVL72 [spec: docs/hardware.md#nvswitch].
 // The chips have 72 ports: 36 face the rack's GPUs, the other 36 are cabled to the twin chip of the other rack
 // [anec: SemiAnalysis "GB200 Hardware Architecture" describes NVL36x2 as two racks whose switch trays are joined by
 // cross-rack cables; the port split is our reading, no NVIDIA document gives it]. That makes the domain non-blocking:

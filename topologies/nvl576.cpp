@@ -6,12 +6,12 @@ namespace snsim::topologies {
 namespace {
 
 // NVIDIA: the fifth-generation NVLink switch connects up to 576 GPUs in one NVLink domain [spec: nvidia.com
-// data-center/nvlink; hardware.md §1.2, "up to 576 GPUs per NVLink domain (multi-rack)"]. How is not published. Our
-// assumption: a non-blocking two-tier Clos of the same 72-port NVLink5 switch chip (hardware.md §1.2). Each GPU keeps
-// 18 links, one per plane; a first-tier (L1) chip serves 36 GPUs (half a rack) with 36 ports and sends 36 up; each
-// plane has 9 second-tier (L2) chips and every L1 chip of the plane has 4 lanes to each (9 x 4 = 36 up; an L2 chip
-// uses 16 x 4 = 64 of its 72 ports). Chips: 8 racks x 2 halves x 18 planes = 288 L1 + 18 x 9 = 162 L2.
-// `uplink_lanes` below 4 thins the uplinks (oversubscription 4 / uplink_lanes).
+// data-center/nvlink; docs/hardware.md#nvswitch, "up to 576 GPUs per NVLink domain (multi-rack)"]. How is not
+// published. Our assumption: a non-blocking two-tier Clos of the same 72-port NVLink5 switch chip
+// (docs/hardware.md#nvswitch). Each GPU keeps 18 links, one per plane; a first-tier (L1) chip serves 36 GPUs (half a
+// rack) with 36 ports and sends 36 up; each plane has 9 second-tier (L2) chips and every L1 chip of the plane has 4
+// lanes to each (9 x 4 = 36 up; an L2 chip uses 16 x 4 = 64 of its 72 ports). Chips: 8 racks x 2 halves x 18 planes =
+// 288 L1 + 18 x 9 = 162 L2. `uplink_lanes` below 4 thins the uplinks (oversubscription 4 / uplink_lanes).
 constexpr int RACKS = 8;
 constexpr int GPUS_PER_RACK = 72;
 constexpr int GPUS_PER_L1 = 36;
@@ -85,7 +85,7 @@ std::unique_ptr<Topology> make_nvl576(const ConfigNode& node) {
 Registry<Topology>::Entry nvl576_entry() {
   return {"nvl576",
           "NVL576: 8 x 72 GPUs, two-tier NVLink5 switch fat tree (288 L1 + 162 L2 chips, 18 planes), non-blocking "
-          "by default [assumed wiring, see README]",
+          "by default [assumed wiring, see docs/hardware.md#nvl576]",
           nvl576_params().docs(), make_nvl576};
 }
 

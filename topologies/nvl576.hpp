@@ -4,7 +4,8 @@
 //   L1 chip (r, h, p)       -- 4 lanes each  -->   L2 chips (plane p, 0..8)     9 L2 chips per plane, 64 ports used
 //
 // Same half-rack: one switch hop (2 channel hops); otherwise up to L2 and down (4 channel hops). NVIDIA has not
-// published the NVL576 wiring: this is a non-blocking two-tier Clos of the NVL72 switch chip, our assumption (README).
+// published the NVL576 wiring: this is a non-blocking two-tier Clos of the NVL72 switch chip, our assumption
+// (docs/hardware.md#nvl576).
 #pragma once
 
 #include "sim/registry.hpp"

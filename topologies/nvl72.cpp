@@ -7,7 +7,7 @@ namespace {
 
 // NVLink5: 50 GB/s per link per direction, 18 links per GPU, 900 GB/s per GPU per direction; 18 NVLink5 switch
 // chips, each GPU with exactly one link to each chip, one switch hop [spec: nvidia.com/data-center/nvlink, NVIDIA
-// NVL72 docs; reference/hardware.md §1.1-1.2].
+// NVL72 docs; docs/hardware.md#nvswitch].
 constexpr int PLANES = NVLINK5_LINKS_PER_GPU;
 constexpr int CHIP_PORTS = NVLINK5_SWITCH_PORTS;
 

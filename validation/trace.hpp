@@ -1,4 +1,4 @@
-// Captured measurements: the snsim trace format (design.md, "Traces"; full spec in validation/traces/README.md).
+// Captured measurements: the snsim trace format (docs/design.md#traces; full spec in validation/traces/README.md).
 //
 // A trace is one JSON Lines file: a header line, one line per measurement record, and a completion line
 // `{"complete": true, "records": N}`. A capture cut short lacks the completion line; it is still readable and is
@@ -29,10 +29,10 @@ using Json = nlohmann::ordered_json;
 inline constexpr std::string_view trace_schema = "snsim-trace/1";
 
 /// What kind of experiment a record comes from. The list is fixed: a new family is added here and to the
-/// validation bounds together (design.md).
+/// validation bounds together (docs/design.md#traces).
 enum class Family { copy, latency, launch, jitter, collective, nvshmem, uvm, step, compute };
 
-/// Every family, in the order design.md lists them.
+/// Every family, in the order docs/design.md#traces lists them.
 std::span<const Family> all_families();
 std::string_view to_string(Family family);
 /// nullopt for a name that is not a family.

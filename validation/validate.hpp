@@ -1,5 +1,5 @@
-// Validation: simulate the twin of every trace record and compare predicted with measured (design.md,
-// "Validation"). Calibration and validation records are disjoint: split_records() says which is which, and
+// Validation: simulate the twin of every trace record and compare predicted with measured (docs/design.md#validation).
+// Calibration and validation records are disjoint: split_records() says which is which, and
 // `snsim calibrate` fits only on calibration records.
 #pragma once
 

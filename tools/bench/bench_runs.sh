@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Times whole `snsim run` invocations, one process each (SimGrid 3.32 runs one simulation per process, so Google
-# Benchmark covers only in-process work; see design.md, "Engine facts").
+# Benchmark covers only in-process work; see docs/design.md#engine-facts).
 #
 #   tools/bench/bench_runs.sh [-n REPS] [SNSIM]        e.g. tools/bench/bench_runs.sh build/tools/snsim
 #

@@ -5,7 +5,7 @@
 #   tools/check/snapshot_reports.sh build/tools/snsim OUT_DIR            # write OUT_DIR/<scenario path>.report.json
 #   tools/check/snapshot_reports.sh build/tools/snsim OUT_DIR REF_DIR    # ... then diff against an earlier snapshot
 #
-# Reports are deterministic for a fixed seed (README, Hardening), so any difference is a change of behaviour.
+# Reports are deterministic for a fixed seed (docs/hardening.md), so any difference is a change of behaviour.
 # Timelines are left off (--set output.timeline=false): they are views of the same run, not figures.
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 SNSIM OUT_DIR [REF_DIR]" >&2; exit 2; }

@@ -13,7 +13,7 @@ namespace snsim::validation {
 
 /// The formats import_any recognises by content.
 enum class TraceFormat {
-  snsim_trace,            ///< our own JSON Lines (design.md, "Traces")
+  snsim_trace,            ///< our own JSON Lines (docs/design.md#traces)
   nccl_tests,             ///< all_reduce_perf & co., text output
   nvbandwidth_text,       ///< nvbandwidth, plain-text output
   nvbandwidth_json,       ///< nvbandwidth -j

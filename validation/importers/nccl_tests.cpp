@@ -1,4 +1,4 @@
-// nccl-tests text output (all_reduce_perf, all_gather_perf, ...; hardware.md §4.3).
+// nccl-tests text output (all_reduce_perf, all_gather_perf, ...; docs/hardware.md#nccl-tests).
 //
 // The result table is found by its column header ("#  size  count  type  redop  root  time  algbw  busbw  #wrong
 // time ..."): columns are matched by name, the first time/algbw/busbw/#wrong group being out-of-place and the second

@@ -1,4 +1,4 @@
-// nvbandwidth output, plain text and JSON (-j) (hardware.md §4.1).
+// nvbandwidth output, plain text and JSON (-j) (docs/hardware.md#nvbandwidth).
 //
 // Each testcase prints one matrix per measured quantity, labelled by a description such as
 // "memcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)"; the arrow says which way the bytes flow. Every measured

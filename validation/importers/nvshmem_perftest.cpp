@@ -1,4 +1,4 @@
-// NVSHMEM perftest output (hardware.md §4.4): tables and machine-readable "&&&& PERF" lines.
+// NVSHMEM perftest output (docs/hardware.md#nvshmem-perftest): tables and machine-readable "&&&& PERF" lines.
 //
 // A table is "#<test>" on its own line, a column header ("size(B)  scope  latency (us)", or for collectives
 // "size(B) count type redop scope latency(us) algbw(GB/s) busbw(GB/s)", with min_lat/max_lat in newer versions),

@@ -1,4 +1,4 @@
-// cuda-samples p2pBandwidthLatencyTest output (hardware.md §4.2).
+// cuda-samples p2pBandwidthLatencyTest output (docs/hardware.md#p2pbandwidthlatencytest).
 //
 // Fixed sections, each a square matrix over the GPUs: unidirectional and bidirectional bandwidth (GB/s) with peer
 // access disabled and enabled (writes, and reads with --p2p_read), then latency (us) measured by GPU events

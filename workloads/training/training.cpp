@@ -25,7 +25,7 @@ constexpr int DP_REDUCE = 10000, DP_GATHER = 20000, EXPERT_REDUCE = 30000, EXPER
 constexpr int MAX_BUCKETS = 9999;
 // PGAS reductions over at most this many ranks put every chunk straight to its owner; larger groups go around a
 // ring. All-pairs puts are n(n-1) concurrent flows ending at different times, which SimGrid's exact max-min
-// re-solves at every end (quadratic: reference/simgrid-3.32.md §6); at 72 ranks a step took minutes. NCCL runs
+// re-solves at every end (quadratic: docs/simgrid.md#speed); at 72 ranks a step took minutes. NCCL runs
 // rings at that size too.
 constexpr std::size_t MAX_DIRECT_GROUP = 8;
 // Mixed-precision Adam reads and writes 12 B of fp32 state per parameter (master weight, m, v), reads its 2 B
