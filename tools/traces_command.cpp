@@ -136,8 +136,8 @@ int plot(const std::string& file, const std::string& out_dir, const std::string&
   return *run.status == 0 ? 0 : (*run.status == 2 ? 2 : 3);
 }
 
-int import_to_snsim(const std::string& file, const std::string& out_file) {
-  const Trace trace = validation::import_any(file);
+int import_to_snsim(const std::string& file, const std::string& out_file, const validation::ImportOptions& options) {
+  const Trace trace = validation::import_any(file, options);
   validation::write_trace_file(trace, out_file);
   for (const std::string& note : trace.notes) std::cerr << "note: " << note << '\n';
   std::cout << fmt::format("wrote {}: {} records{}\n", out_file, trace.records.size(),
@@ -216,14 +216,22 @@ void add_traces_command(CLI::App& app, int& exit_code) {
         guarded("traces plot", [&] { return plot(plot_options->file, plot_options->out, plot_options->format); });
   });
 
-  auto import_options = std::make_shared<std::pair<std::string, std::string>>();
+  struct ImportCommand {
+    std::string file;
+    std::string out;
+    validation::ImportOptions options;
+  };
+  auto import_options = std::make_shared<ImportCommand>();
   CLI::App* import_cmd =
       traces->add_subcommand("import", "Convert nccl-tests, nvbandwidth, p2pBandwidthLatencyTest or perftest output");
-  import_cmd->add_option("file", import_options->first, "output of a benchmark tool")->required();
-  import_cmd->add_option("--out", import_options->second, "the snsim trace to write (.jsonl)")->required();
+  import_cmd->add_option("file", import_options->file, "output of a benchmark tool")->required();
+  import_cmd->add_option("--out", import_options->out, "the snsim trace to write (.jsonl)")->required();
+  import_cmd->add_option("--op", import_options->options.collective,
+                         "the nccl-tests collective (all_reduce, all_gather, ...) of a log that does not name it");
   import_cmd->callback([import_options, &exit_code] {
-    exit_code =
-        guarded("traces import", [&] { return import_to_snsim(import_options->first, import_options->second); });
+    exit_code = guarded("traces import", [&] {
+      return import_to_snsim(import_options->file, import_options->out, import_options->options);
+    });
   });
 }
 
