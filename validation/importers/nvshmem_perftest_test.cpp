@@ -11,7 +11,8 @@ TEST_CASE("import NVSHMEM perftest: point-to-point tables") {
   const Trace trace = import_sample("perftest_pt_to_pt.txt");
   CHECK(trace.complete);
   REQUIRE(trace.header.gpus.size() == 2);
-  CHECK(trace.header.gpus[1] == TraceGpu{1, "NVIDIA H200", "42"});
+  CHECK(trace.header.gpus[1].name == "NVIDIA H200");
+  CHECK(trace.header.gpus[1].pci == "42");
   CHECK(trace.records.size() == 6);
 
   const TraceRecord& bw = record(trace, "perftest/shmem_put_bw/block/bw/1048576");
@@ -42,7 +43,12 @@ TEST_CASE("import NVSHMEM perftest: collective tables keep min, max and bus band
 
 TEST_CASE("import NVSHMEM perftest: machine-readable PERF lines") {
   const Trace trace = import_sample("perftest_machine_readable.txt");
-  CHECK(trace.records.size() == 3);  // the message rate has no SI unit and is left out
+  CHECK(trace.records.size() == 4);
+  // A message rate becomes the time per message, the rate kept beside it.
+  const TraceRecord& rate = record(trace, "perftest/shmem_p_bw/none/msgrate/4");
+  CHECK(rate.unit == MeasureUnit::seconds);
+  CHECK(rate.median == doctest::Approx(1 / 226.25e6));
+  CHECK(rate.extra["msgrate"].get<double>() == doctest::Approx(226.25e6));
   CHECK(record(trace, "perftest/shmem_p_latency/thread/latency/8").median == doctest::Approx(1.815e-6));
   const TraceRecord& bw = record(trace, "perftest/shmem_p_bw/none/bw/4");
   CHECK(bw.variant == "");
