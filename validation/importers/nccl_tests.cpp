@@ -438,7 +438,8 @@ std::optional<int> ranks_from_bus_factor(const Run& run) {
 /// Facts NCCL's INFO lines give about the machine (NCCL_DEBUG=INFO).
 void read_nccl_info(std::string_view text, int line, detail::PlatformFacts& platform, Json& env,
                     std::string& nccl_version) {
-  static const std::regex set_by_env{R"(NCCL INFO (NCCL_[A-Z0-9_]+) set by environment to (\S+))"};
+  // "NCCL INFO NCCL_ALGO set by environment to Ring." (src/misc/param.cc prints the period).
+  static const std::regex set_by_env{R"(NCCL INFO (NCCL_[A-Z0-9_]+) set by environment to (\S+?)\.?\s*$)"};
   static const std::regex comm_re{R"(nRanks (\d+) nNodes (\d+) localRanks (\d+))"};
   static const std::regex version_re{R"(NCCL INFO NCCL version (\S+))"};
   // "Using network IB" names the transport NCCL chose; the NET/... lines only list what it found.

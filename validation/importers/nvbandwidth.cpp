@@ -204,9 +204,9 @@ class Cells {
       case Flow::column_to_all:
         src = gpu(column), dst = "others", ranks = others(column), ranks.insert(ranks.begin(), column);
         break;
-      case Flow::all_to_all:
+      case Flow::all_to_all:  // one cell for the whole job
         src = dst = "all";
-        for (int i = 0; i < columns; ++i) ranks.push_back(i);
+        for (int i = 0; i < std::max(columns, world_); ++i) ranks.push_back(i);
         break;
       case Flow::row_label_pair: {
         static const std::regex pair_re{R"(^\s*(\d+)\s*->\s*(\d+)\s*$)"};
@@ -254,7 +254,10 @@ class Cells {
     }
     if (!m.latency) {
       r.extra["direction"] = m.tag == "total" ? "bidir_sum" : m.kind.bidirectional ? "bidir_one" : "uni";
-      if (m.kind.pattern != "pair" && m.kind.pattern != "local") r.extra["aggregate"] = "total";
+      // These report the bandwidth summed over all the copies of a cell (MemcpyOperation::TOTAL_BW / SUM_BW).
+      if (m.kind.pattern == "all_to_one" || m.kind.pattern == "one_to_all" || m.kind.pattern == "all_from_one" ||
+          m.kind.pattern == "multicast")
+        r.extra["aggregate"] = "total";
       r.extra["assumed"] = Json::array({"bytes", "reps"});
     } else {
       r.extra["access"] = "pointer_chase";
@@ -263,11 +266,14 @@ class Cells {
   }
 
   int not_measured() const { return not_measured_; }
+  /// The GPUs (processes) of the run, for the cells that stand for all of them.
+  void set_world(int gpus) { world_ = gpus; }
 
  private:
   detail::RecordCollector& records_;
   std::uint64_t buffer_;
   int not_measured_ = 0;
+  int world_ = 0;
 };
 
 /// "12040" -> "12.4" (CUDA's version integers: 1000*major + 10*minor); "13.2 (13020)" -> "13.2".
@@ -413,11 +419,13 @@ Trace import_nvbandwidth_text(std::string_view text, std::string_view source_nam
       gpu.extra["device"] = std::stoi(m[3].str());
       gpus.emplace(process, gpu);
       platform.add_rank(process, m[2].str(), m[4].str(), line.number);
+      cells.set_world(static_cast<int>(gpus.size()));
       continue;
     }
     if (std::regex_match(s, m, device_re)) {
       const int index = detail::index_at(m[1].str(), where, "device");
       gpus.emplace(index, TraceGpu{index, m[2].str(), m[3].str()});
+      cells.set_world(static_cast<int>(gpus.size()));
       platform.add_rank(index, trace.header.host, m[2].str(), line.number);
       continue;
     }
@@ -543,6 +551,7 @@ Trace import_nvbandwidth_json(std::string_view text, std::string_view source_nam
   if (!nvb.contains("testcases") || !nvb["testcases"].is_array())
     throw_input_error(file, "nvbandwidth.testcases", "missing; expected an array of testcases");
   Cells cells{records, default_buffer_bytes(version)};
+  cells.set_world(static_cast<int>(trace.header.gpus.size()));
   std::vector<std::string> skipped;
   int largest_gpu = -1;
   const Json& testcases = nvb["testcases"];

@@ -112,3 +112,42 @@ TEST_CASE("import nvbandwidth: a number beyond a double is malformed JSON, not a
   CHECK_THROWS_WITH_AS(import_nvbandwidth_json(R"({"nvbandwidth": {"version": 1e999}})", "x.json"),
                        "x.json: malformed JSON: number overflow parsing '1e999'", InputError);
 }
+
+TEST_CASE("import nvbandwidth: multinode processes, bisect rows and a whole-job multicast cell") {
+  const Trace trace = import_sample("nvbandwidth_multinode.txt");
+  CHECK(trace.records.size() == 17);  // 12 pairs, 4 bisect rows, 1 multicast cell
+  REQUIRE(trace.header.gpus.size() == 4);
+  CHECK(trace.header.gpus[2].extra["host"] == "rack0-tray2");
+  const Json& platform = trace.header.extra["platform"];
+  CHECK(platform["gpu_preset"] == "gb200");
+  CHECK(platform["nodes"] == 2);
+  CHECK(platform["gpus_per_node"] == 2);
+  CHECK(record(trace, "nvbandwidth/multinode_device_to_device_memcpy_read_ce/gpu1-gpu0").median ==
+        doctest::Approx(773.10e9));
+  const TraceRecord& bisect = record(trace, "nvbandwidth/multinode_bisect_write_ce/gpu2-gpu0");
+  CHECK(bisect.median == doctest::Approx(770.55e9));
+  CHECK(bisect.extra["pattern"] == "bisect");
+  CHECK_FALSE(bisect.extra.contains("aggregate"));
+  const TraceRecord& multicast =
+      record(trace, "nvbandwidth/multinode_device_to_device_broadcast_all_to_all_sm/all-all");
+  CHECK(multicast.ranks == std::vector<int>{0, 1, 2, 3});
+  CHECK(multicast.extra["engine"] == "multicast");
+  CHECK(multicast.extra["aggregate"] == "total");
+}
+
+TEST_CASE("import nvbandwidth: before 0.7 the buffer was 64 MiB; device lines without PCI; unknown testcases noted") {
+  const Trace trace = import_sample("nvbandwidth_v0.4.txt");
+  CHECK(trace.records.size() == 4);
+  CHECK(trace.header.cuda == "12.2");
+  CHECK(trace.header.gpus.at(1).name == "NVIDIA A100-SXM4-80GB");
+  CHECK(trace.header.extra["platform"]["gpu_preset"].is_null());
+  CHECK(trace.header.extra["platform"]["gpu_preset_note"] ==
+        "no preset for 'NVIDIA A100-SXM4-80GB'; snsim's GPU presets: b200, gb200, h100, h200");
+  CHECK(record(trace, "nvbandwidth/host_to_device_memcpy_ce/cpu0-gpu1").bytes == Bytes{64ull << 20});
+  const TraceRecord& inbound = record(trace, "nvbandwidth/all_to_one_write_ce/others-gpu1");
+  CHECK(inbound.median == doctest::Approx(245.97e9));
+  CHECK(inbound.ranks == std::vector<int>{0, 1});  // the senders, then the receiver
+  REQUIRE(trace.notes.size() == 1);
+  CHECK(trace.notes[0].starts_with(
+      "nvbandwidth_v0.4.txt: testcases snsim does not know were left out: device_to_device_everything_ce"));
+}

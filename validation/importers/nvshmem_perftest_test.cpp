@@ -71,3 +71,22 @@ TEST_CASE("import NVSHMEM perftest: malformed output gives one exact error") {
                          "x.txt:3: expected 3 columns as in the table header on line 2, found 2", InputError);
   }
 }
+
+TEST_CASE("import NVSHMEM perftest: a bandwidth table and its --msgrate table are both imported, each in its unit") {
+  const Trace trace = import_sample("perftest_msgrate.txt");
+  CHECK(trace.records.size() == 5);
+  const TraceRecord& bw = record(trace, "perftest/shmem_p_bw/none/bw/8");
+  CHECK(bw.unit == MeasureUnit::bytes_per_second);
+  CHECK(bw.median == doctest::Approx(1.81e9));
+  const TraceRecord& rate = record(trace, "perftest/shmem_p_bw/none/msgrate/8");
+  CHECK(rate.unit == MeasureUnit::seconds);
+  CHECK(rate.median == doctest::Approx(1 / 226.25e6));
+  CHECK(rate.extra["msgrate"].get<double>() == doctest::Approx(226.25e6));
+  const TraceRecord& bidi = record(trace, "perftest/shmem_put_bw_bidi/none/bw/1048576");
+  CHECK(bidi.extra["direction"] == "bidir_sum");
+}
+
+TEST_CASE("import NVSHMEM perftest: a message rate of 0 is an error, not an infinite time") {
+  CHECK_THROWS_WITH_AS(import_nvshmem_perftest("#shmem_p_bw\nsize(B)  scope  msgrate (MMPS)\n4  None  0.0\n", "x.txt"),
+                       "x.txt:3: msgrate(MMPS): a message rate must be > 0", InputError);
+}

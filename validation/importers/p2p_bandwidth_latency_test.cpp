@@ -68,3 +68,18 @@ TEST_CASE("import p2pBandwidthLatencyTest: malformed output gives one exact erro
         InputError);
   }
 }
+
+TEST_CASE("import p2pBandwidthLatencyTest: before CUDA 10 every copy went from the column's GPU into the row's") {
+  const Trace trace = import_sample("p2p_bandwidth_latency_cuda9.txt");
+  CHECK(trace.complete);
+  CHECK(trace.records.size() == 24);  // 4 bandwidth and 2 latency matrices of 2 x 2
+  CHECK(trace.header.extra["source_version"] == "before CUDA 10");
+  const TraceRecord& r = record(trace, "p2pBandwidthLatencyTest/unidir_p2p_enabled/gpu1-gpu0");
+  CHECK(r.median == doctest::Approx(48.42e9));  // row 0, column 1
+  CHECK(r.bytes == Bytes{40'000'000});
+  CHECK(r.reps == 10);
+  const TraceRecord& lat = record(trace, "p2pBandwidthLatencyTest/p2p_enabled/gpu1-gpu0");
+  CHECK(lat.median == doctest::Approx(2.05e-6));
+  CHECK(lat.bytes == Bytes{1});
+  CHECK(trace.header.extra["platform"]["gpu_preset"].is_null());  // Tesla V100
+}
