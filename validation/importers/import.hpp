@@ -15,7 +15,7 @@ namespace snsim::validation {
 enum class TraceFormat {
   snsim_trace,            ///< our own JSON Lines (design.md, "Traces")
   nccl_tests,             ///< all_reduce_perf & co., text output
-  nccl_tests_json,        ///< all_reduce_perf & co., -J JSON output (nccl-tests 2.17.7 and later)
+  nccl_tests_json,        ///< all_reduce_perf & co., -J JSON output (nccl-tests 2.17.3 and later)
   nvbandwidth_text,       ///< nvbandwidth, plain-text output
   nvbandwidth_json,       ///< nvbandwidth -j
   p2p_bandwidth_latency,  ///< cuda-samples p2pBandwidthLatencyTest

@@ -1,5 +1,5 @@
 // nccl-tests output (all_reduce_perf, all_gather_perf, ...): the text every version prints and the -J JSON file of
-// 2.17.7 and later (src/util.cu of NVIDIA/nccl-tests).
+// 2.17.3 and later (src/util.cu of NVIDIA/nccl-tests).
 //
 // A log holds one or more runs. A run prints a preamble ("# nccl-tests version ...", "# Collective test starting:
 // ...", "# nThread ... iters: 20 ... graph: 0", "#  Rank  0 Group  0 Pid ... on HOST device  0 [pci] NAME"), a result
@@ -10,7 +10,7 @@
 // found by its header, or by the shape of its rows when the header is missing. Each row gives an out-of-place and
 // an in-place record (`collective` family, time in seconds as the value, algbw/busbw in B/s as extras).
 //
-// Which collective a run measured is printed only since 2.17 ("Collective test starting"). Before that it comes from
+// Which collective a run measured is printed only since 2.16.7 ("Collective test starting"). Before that it comes from
 // `ImportOptions::collective` (snsim traces import --op), a command line in the log naming a *_perf binary, the file
 // name, or the columns: redop/root and busbw/algbw (2(n-1)/n for all_reduce, (n-1)/n for reduce_scatter) tell some
 // collectives apart; a log that fits several is an error asking for --op.
