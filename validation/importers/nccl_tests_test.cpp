@@ -111,7 +111,7 @@ TEST_CASE("import nccl-tests: the command line and NCCL's INFO lines give the co
   CHECK(r.median == doctest::Approx(26.64e-6));
 }
 
-TEST_CASE("import nccl-tests: rows without a table header; busbw/algbw tells reduce_scatter from all_reduce") {
+TEST_CASE("import nccl-tests: rows without a table header, and busbw/algbw telling reduce_scatter from all_reduce") {
   const Trace trace = import_sample("nccl_tests_no_header.txt");
   CHECK(trace.records.size() == 4);
   REQUIRE(trace.notes.size() == 1);

@@ -135,7 +135,8 @@ TEST_CASE("import nvbandwidth: multinode processes, bisect rows and a whole-job 
   CHECK(multicast.extra["aggregate"] == "total");
 }
 
-TEST_CASE("import nvbandwidth: before 0.7 the buffer was 64 MiB; device lines without PCI; unknown testcases noted") {
+TEST_CASE(
+    "import nvbandwidth: before 0.7 the buffer was 64 MiB, device lines lacked PCI ids, unknown testcases are noted") {
   const Trace trace = import_sample("nvbandwidth_v0.4.txt");
   CHECK(trace.records.size() == 4);
   CHECK(trace.header.cuda == "12.2");

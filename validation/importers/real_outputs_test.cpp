@@ -137,7 +137,7 @@ TEST_CASE("real nccl-tests: one rank line of 72 (NVL72), a device name no preset
         doctest::Approx(846.82e9));
 }
 
-TEST_CASE("real nccl-tests: a table without preamble and a cut end; --op names the collective") {
+TEST_CASE("real nccl-tests: a table without preamble and a cut end, --op naming the collective") {
   const Trace t = real("nccl-tests-issue128-reduce_scatter-8gpu-2node-zero-size-rows.txt");
   CHECK_FALSE(t.complete);
   CHECK(t.records.size() == 14);
