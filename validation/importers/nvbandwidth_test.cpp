@@ -7,7 +7,7 @@ using namespace snsim;
 using namespace snsim::validation;
 using namespace snsim::validation::testing;
 
-TEST_CASE("import nvbandwidth text: one record per measured cell, direction from the arrow") {
+TEST_CASE("import nvbandwidth text: one record per measured cell, direction from the testcase") {
   const Trace trace = import_sample("nvbandwidth.txt");
   CHECK(trace.complete);
   CHECK(trace.header.host == "gpunode");
