@@ -131,8 +131,8 @@ int plot(const std::string& file, const std::string& out_dir, const std::string&
   return *run.status == 0 ? 0 : (*run.status == 2 ? 2 : 3);
 }
 
-int import_to_snsim(const std::string& file, const std::string& out_file) {
-  const Trace trace = validation::import_any(file);
+int import_to_snsim(const std::string& file, const std::string& out_file, const validation::ImportOptions& options) {
+  const Trace trace = validation::import_any(file, options);
   validation::write_trace_file(trace, out_file);
   for (const std::string& note : trace.notes) std::cerr << "note: " << note << '\n';
   std::cout << fmt::format("wrote {}: {} records{}\n", out_file, trace.records.size(),
@@ -207,16 +207,19 @@ void add_traces_command(CommandLine& cli) {
       ->capture_default_str()
       ->check(CLI::IsMember({"png", "svg"}));
 
-  struct ImportOptions {
+  struct ImportCommand {
     std::string file;
     std::string out;
+    validation::ImportOptions options;
   };
-  auto i = std::make_shared<ImportOptions>();
+  auto i = std::make_shared<ImportCommand>();
   auto& import_cmd = cli.add(
       "import", "Convert nccl-tests, nvbandwidth, p2pBandwidthLatencyTest or perftest output",
-      [i] { return import_to_snsim(i->file, i->out); }, &traces);
+      [i] { return import_to_snsim(i->file, i->out, i->options); }, &traces);
   import_cmd.add_option("file", i->file, "output of a benchmark tool")->required();
   import_cmd.add_option("--out", i->out, "the snsim trace to write (.jsonl)")->required();
+  import_cmd.add_option("--op", i->options.collective,
+                        "the nccl-tests collective (all_reduce, all_gather, ...) of a log that does not name it");
 }
 
 }  // namespace snsim::tools

@@ -123,6 +123,23 @@ TEST_CASE("traces import: any format becomes an snsim trace that reads back the 
   CHECK(back.records == testing::import_sample("p2p_bandwidth_latency.txt").records);
 }
 
+TEST_CASE("traces import --op: names the collective of an nccl-tests log that does not") {
+  const ScratchDir dir{"import-op"};
+  const std::string log = sample_path("real/nccl-tests-issue128-reduce_scatter-8gpu-2node-zero-size-rows.txt");
+  // Copied under a name that says nothing, so that only --op can tell.
+  fs::create_directories(dir.path);
+  fs::copy_file(log, dir / "cluster.log");
+  const CommandResult refused = run_snsim(
+      "traces import '" + (dir / "cluster.log").string() + "' --out '" + (dir / "a.jsonl").string() + "'", dir);
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.err.find("name it with --op") != std::string::npos);
+  const CommandResult r = run_snsim("traces import '" + (dir / "cluster.log").string() +
+                                        "' --op reduce_scatter --out '" + (dir / "a.jsonl").string() + "'",
+                                    dir);
+  CHECK(r.exit_code == 0);
+  CHECK(read_trace(dir / "a.jsonl").records.front().test == "reduce_scatter_perf");
+}
+
 TEST_CASE("traces plot: images, or a clear message when matplotlib is missing") {
   const ScratchDir dir{"plot"};
   const CommandResult r =

@@ -12,9 +12,10 @@ namespace snsim::validation {
 
 namespace {
 
-constexpr std::array<TraceFormat, 6> formats{TraceFormat::snsim_trace,           TraceFormat::nccl_tests,
-                                             TraceFormat::nvbandwidth_text,      TraceFormat::nvbandwidth_json,
-                                             TraceFormat::p2p_bandwidth_latency, TraceFormat::nvshmem_perftest};
+constexpr std::array<TraceFormat, 7> formats{TraceFormat::snsim_trace,      TraceFormat::nccl_tests,
+                                             TraceFormat::nccl_tests_json,  TraceFormat::nvbandwidth_text,
+                                             TraceFormat::nvbandwidth_json, TraceFormat::p2p_bandwidth_latency,
+                                             TraceFormat::nvshmem_perftest};
 
 bool contains(std::string_view text, std::string_view what) {
   return text.find(what) != std::string_view::npos;
@@ -28,6 +29,8 @@ std::string_view to_string(TraceFormat format) {
       return "snsim trace (JSON Lines)";
     case TraceFormat::nccl_tests:
       return "nccl-tests";
+    case TraceFormat::nccl_tests_json:
+      return "nccl-tests (JSON)";
     case TraceFormat::nvbandwidth_text:
       return "nvbandwidth (text)";
     case TraceFormat::nvbandwidth_json:
@@ -54,20 +57,26 @@ std::optional<TraceFormat> sniff_format(std::string_view text) {
     const std::string_view first_line = text.substr(first, end == std::string_view::npos ? end : end - first);
     if (contains(first_line, "\"schema\"") && contains(first_line, "snsim-trace")) return TraceFormat::snsim_trace;
     if (contains(text.substr(first, 200), "\"nvbandwidth\"")) return TraceFormat::nvbandwidth_json;
+    if (contains(text, "\"nccl_version\"") && contains(text, "\"results\"")) return TraceFormat::nccl_tests_json;
   }
   if (contains(text, "nvbandwidth Version:")) return TraceFormat::nvbandwidth_text;
-  if (contains(text, "P2P (Peer-to-Peer) GPU Bandwidth Latency Test") || contains(text, "P2P Connectivity Matrix"))
+  if (contains(text, "P2P (Peer-to-Peer) GPU Bandwidth Latency Test") || contains(text, "P2P Connectivity Matrix") ||
+      contains(text, "P2P=Disabled Bandwidth Matrix") || contains(text, "P2P=Enabled Bandwidth"))
     return TraceFormat::p2p_bandwidth_latency;
+  // What only nccl-tests prints, then what only perftest prints, then the shape of an nccl-tests table (perftest's
+  // collective tables also have algbw and busbw columns).
   if (contains(text, "# nThread ") || contains(text, "Collective test starting") ||
-      (contains(text, "algbw") && contains(text, "busbw") && contains(text, "redop") && contains(text, "#wrong")))
+      contains(text, "# nccl-tests version") || contains(text, "# Avg bus bandwidth"))
     return TraceFormat::nccl_tests;
-  if ((contains(text, "&&&& PERF ") && contains(text, "___size__")) ||
-      (contains(text, "size(B)") && contains(text, "scope")))
+  if ((contains(text, "&&&& PERF ") && contains(text, "___size__")) || contains(text, "size(B)") ||
+      contains(text, "Runtime options after parsing command line arguments"))
     return TraceFormat::nvshmem_perftest;
+  if (contains(text, "algbw") && contains(text, "busbw") && (contains(text, "#wrong") || contains(text, "redop")))
+    return TraceFormat::nccl_tests;
   return std::nullopt;
 }
 
-Trace import_text(std::string_view text, std::string_view source_name) {
+Trace import_text(std::string_view text, std::string_view source_name, const ImportOptions& options) {
   const auto format = sniff_format(text);
   if (!format)
     throw_input_error({std::string(source_name), 0, 0}, "",
@@ -76,7 +85,9 @@ Trace import_text(std::string_view text, std::string_view source_name) {
     case TraceFormat::snsim_trace:
       return parse_trace(text, source_name);
     case TraceFormat::nccl_tests:
-      return import_nccl_tests(text, source_name);
+      return import_nccl_tests_with_options(text, source_name, options);
+    case TraceFormat::nccl_tests_json:
+      return import_nccl_tests_json_with_options(text, source_name, options);
     case TraceFormat::nvbandwidth_text:
       return import_nvbandwidth_text(text, source_name);
     case TraceFormat::nvbandwidth_json:
@@ -89,12 +100,12 @@ Trace import_text(std::string_view text, std::string_view source_name) {
   throw std::logic_error("import_text: unhandled format");
 }
 
-Trace import_any(const std::filesystem::path& file) {
+Trace import_any(const std::filesystem::path& file, const ImportOptions& options) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw_input_error({file.string(), 0, 0}, "", "cannot open the file");
   std::ostringstream text;
   text << in.rdbuf();
-  return import_text(text.str(), file.string());
+  return import_text(text.str(), file.string(), options);
 }
 
 }  // namespace snsim::validation

@@ -15,6 +15,7 @@ namespace snsim::validation {
 enum class TraceFormat {
   snsim_trace,            ///< our own JSON Lines (docs/design.md#traces)
   nccl_tests,             ///< all_reduce_perf & co., text output
+  nccl_tests_json,        ///< all_reduce_perf & co., -J JSON output (nccl-tests 2.17.3 and later)
   nvbandwidth_text,       ///< nvbandwidth, plain-text output
   nvbandwidth_json,       ///< nvbandwidth -j
   p2p_bandwidth_latency,  ///< cuda-samples p2pBandwidthLatencyTest
@@ -26,17 +27,29 @@ std::string_view to_string(TraceFormat format);
 /// All formats' names, for "unknown format" messages.
 std::string known_format_names();
 
+/// What the user tells an import that the file itself may not say.
+struct ImportOptions {
+  /// The nccl-tests collective ("all_reduce", "all_gather_perf", ...), for logs that do not name it: used when the
+  /// log prints no "# Collective test starting:" line; a log that names another one is an error.
+  std::string collective;
+};
+
 /// Which format `text` is in, judged by content alone; nullopt if none fits.
 std::optional<TraceFormat> sniff_format(std::string_view text);
 
 /// Reads `file` in whatever known format it is in. Throws InputError for unknown content (listing the known
 /// formats) and for malformed content ("file:line: field: message").
-Trace import_any(const std::filesystem::path& file);
+Trace import_any(const std::filesystem::path& file, const ImportOptions& options = {});
 /// Same, from text in memory; `source_name` is what messages call the file.
-Trace import_text(std::string_view text, std::string_view source_name);
+Trace import_text(std::string_view text, std::string_view source_name, const ImportOptions& options = {});
 
 // One function per format, for callers that know the format already. `source_name` names the file in messages.
 Trace import_nccl_tests(std::string_view text, std::string_view source_name);
+Trace import_nccl_tests_json(std::string_view text, std::string_view source_name);
+// The same, told what the file may not say (ImportOptions::collective).
+Trace import_nccl_tests_with_options(std::string_view text, std::string_view source_name, const ImportOptions& options);
+Trace import_nccl_tests_json_with_options(std::string_view text, std::string_view source_name,
+                                          const ImportOptions& options);
 Trace import_nvbandwidth_text(std::string_view text, std::string_view source_name);
 Trace import_nvbandwidth_json(std::string_view text, std::string_view source_name);
 Trace import_p2p_bandwidth_latency(std::string_view text, std::string_view source_name);

@@ -30,8 +30,8 @@ TEST_CASE("import: an snsim trace is read by the trace reader") {
 
 TEST_CASE("import: unknown content lists the known formats") {
   CHECK(import_error("unknown.txt") ==
-        "unknown.txt: unknown trace format; known: snsim trace (JSON Lines), nccl-tests, nvbandwidth (text), "
-        "nvbandwidth (JSON), p2pBandwidthLatencyTest, NVSHMEM perftest");
+        "unknown.txt: unknown trace format; known: snsim trace (JSON Lines), nccl-tests, nccl-tests (JSON), "
+        "nvbandwidth (text), nvbandwidth (JSON), p2pBandwidthLatencyTest, NVSHMEM perftest");
 }
 
 TEST_CASE("import: an imported trace round-trips through the snsim format") {

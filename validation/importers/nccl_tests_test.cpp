@@ -16,7 +16,10 @@ TEST_CASE("import nccl-tests: two records per row, SI units, header from the log
   CHECK(trace.header.extra["source"] == "nccl-tests");
   CHECK(trace.header.extra["source_version"] == "2.19.6");
   REQUIRE(trace.header.gpus.size() == 2);
-  CHECK(trace.header.gpus[1] == TraceGpu{1, "NVIDIA H200", "0000:2a:00"});
+  CHECK(trace.header.gpus[1].index == 1);
+  CHECK(trace.header.gpus[1].name == "NVIDIA H200");
+  CHECK(trace.header.gpus[1].pci == "0000:2a:00");
+  CHECK(trace.header.gpus[1].extra == Json{{"host", "gpunode"}, {"device", 1}});
   CHECK(trace.records.size() == 10);
 
   const TraceRecord& r = record(trace, "nccl-tests/all_reduce_perf/in_place/float/sum/524288");
@@ -44,8 +47,10 @@ TEST_CASE("import nccl-tests: a log without its footer is incomplete") {
   const Trace trace = import_sample("nccl_tests_all_gather_cut.txt");
   CHECK_FALSE(trace.complete);
   REQUIRE(trace.notes.size() == 1);
-  CHECK(trace.notes[0] ==
-        "nccl_tests_all_gather_cut.txt: incomplete: no \"# Avg bus bandwidth\" line (run cut short?); read 2 records");
+  CHECK(
+      trace.notes[0] ==
+      "nccl_tests_all_gather_cut.txt: incomplete: no \"# Avg bus bandwidth\" line after the table on line 10 (run cut "
+      "short?); read 2 records");
   const TraceRecord& r = record(trace, "nccl-tests/all_gather_perf/out_of_place/float/none/1024");
   CHECK(r.reps == 50);
   CHECK(r.extra["wrong"].is_null());  // validation off: "#wrong" is N/A
@@ -64,14 +69,93 @@ TEST_CASE("import nccl-tests: malformed logs give one exact error") {
     CHECK_THROWS_WITH_AS(import_nccl_tests("#  size count type redop root time algbw busbw #wrong time algbw busbw "
                                            "#wrong\n 8 2 float sum -1 1.0 0 0 0 1.0 0 0 0\n",
                                            "x.txt"),
-                         "x.txt:2: test: cannot tell which collective this is: no \"# Collective test starting: "
-                         "<name>\" line before the results",
+                         "x.txt:2: test: cannot tell which collective this is: no \"# Collective test starting:\" "
+                         "line, no command line naming a *_perf binary, no collective in the file name, and the "
+                         "columns (redop sum, root -1) fit all_reduce_perf, reduce_scatter_perf; name it with --op "
+                         "(known: all_gather_perf, all_reduce_perf, alltoall_perf, alltoallv_perf, broadcast_perf, "
+                         "gather_perf, hypercube_perf, reduce_perf, reduce_scatter_perf, scatter_perf, sendrecv_perf)",
                          InputError);
   }
   SUBCASE("no table") {
     CHECK_THROWS_WITH_AS(import_nccl_tests("# nThread 1 nGpus 2\n", "x.txt"),
                          "x.txt: nccl-tests: no result table (a line like \"#  size  count  type  redop  root  time  "
-                         "algbw  busbw  #wrong ...\")",
+                         "algbw  busbw  #wrong ...\", or rows of numbers after \"# nThread ...\")",
                          InputError);
   }
+}
+
+// The samples below are built on real output (samples/real/) to cover variants no public file shows on its own.
+
+TEST_CASE("import nccl-tests: Intel MPI's -prepend-rank prefixes ([0] ) are stripped") {
+  const Trace prefixed = import_sample("nccl_tests_prepend_rank.txt");
+  const Trace plain = import_sample("real/nccl-tests-issue290-all_reduce-8xh100-1node-g8.txt");
+  REQUIRE(prefixed.records.size() == 12);
+  for (std::size_t i = 0; i < plain.records.size(); ++i) CHECK(prefixed.records[i] == plain.records[i]);
+  CHECK(prefixed.header.extra["platform"]["ranks"] == 8);
+}
+
+TEST_CASE("import nccl-tests: the command line and NCCL's INFO lines give the collective, -R and the environment") {
+  const Trace trace = import_sample("nccl_tests_command_line.txt");
+  CHECK(trace.records.size() == 6);  // an INFO line between two rows is skipped, not a row
+  const Json& run = trace.header.extra["nccl_tests"][0];
+  CHECK(run["test_from"] == "line 1");
+  CHECK(run["registration"] == "local");
+  CHECK(trace.header.env == Json{{"NCCL_NVLS_ENABLE", "0"}, {"NCCL_PROTO", "Simple"}});  // the period is NCCL's
+  const Json& platform = trace.header.extra["platform"];
+  CHECK(platform["network"] == "ib");
+  CHECK(platform["collective"]["nvls"] == false);
+  CHECK(platform["collective"]["protocol"] == "Simple");
+  CHECK(platform["collective"]["registration"] == "local");
+  const TraceRecord& r = record(trace, "nccl-tests/all_reduce_perf/in_place/float/sum/4194304");
+  CHECK(r.extra["registration"] == "local");
+  CHECK(r.median == doctest::Approx(26.64e-6));
+}
+
+TEST_CASE("import nccl-tests: rows without a table header, and busbw/algbw telling reduce_scatter from all_reduce") {
+  const Trace trace = import_sample("nccl_tests_no_header.txt");
+  CHECK(trace.records.size() == 4);
+  REQUIRE(trace.notes.size() == 1);
+  CHECK(trace.notes[0] ==
+        "nccl_tests_no_header.txt:6: no table header before this row; assumed the columns \"size count type redop "
+        "root time algbw busbw #wrong time algbw busbw #wrong\"");
+  // 2 ranks: busbw/algbw is 0.5 = (n-1)/n, not 2(n-1)/n = 1.
+  CHECK(trace.header.extra["nccl_tests"][0]["test"] == "reduce_scatter_perf");
+  CHECK(trace.header.extra["nccl_tests"][0]["test_from"] ==
+        "columns (redop sum, root -1, busbw/algbw 0.500 = (n-1)/n for 2 ranks)");
+  CHECK(record(trace, "nccl-tests/reduce_scatter_perf/out_of_place/float/sum/2097152").median ==
+        doctest::Approx(17.8e-6));
+}
+
+TEST_CASE("import nccl-tests: two runs appended in one log keep their own collective") {
+  const Trace trace = import_sample("nccl_tests_two_runs.txt");
+  CHECK(trace.complete);
+  CHECK(trace.records.size() == 40);
+  REQUIRE(trace.header.extra["nccl_tests"].size() == 2);
+  CHECK(trace.header.extra["nccl_tests"][0]["test"] == "all_reduce_perf");
+  CHECK(trace.header.extra["nccl_tests"][1]["test"] == "all_gather_perf");
+  CHECK(trace.header.gpus.size() == 1);  // the same GPU in both runs
+  // The all_gather run starts at size 0 as printed (its 8 B request), so its second row is checked.
+  CHECK(record(trace, "nccl-tests/all_gather_perf/out_of_place/float/none/32").median == doctest::Approx(6.65e-6));
+}
+
+TEST_CASE("import nccl-tests: --op must agree with the log, and must name a collective") {
+  ImportOptions op;
+  op.collective = "all_gather";
+  CHECK_THROWS_WITH_AS(import_text(sample_text("nccl_tests_all_reduce.txt"), "x.txt", op),
+                       "x.txt:2: test: the log names all_reduce_perf, --op says all_gather_perf", InputError);
+  op.collective = "allreduce";
+  CHECK(import_text(sample_text("nccl_tests_all_reduce.txt"), "x.txt", op).records.size() == 10);
+  op.collective = "gossip";
+  CHECK_THROWS_WITH_AS(import_text(sample_text("nccl_tests_no_header.txt"), "x.txt", op),
+                       "x.txt: --op: unknown collective \"gossip\"; known: all_gather_perf, all_reduce_perf, "
+                       "alltoall_perf, alltoallv_perf, broadcast_perf, gather_perf, hypercube_perf, reduce_perf, "
+                       "reduce_scatter_perf, scatter_perf, sendrecv_perf",
+                       InputError);
+}
+
+TEST_CASE("import nccl-tests: a row that cannot be read names its line, inside NCCL INFO noise too") {
+  std::string text = sample_text("nccl_tests_command_line.txt");
+  text.replace(text.find("17.30"), 5, "17,30");
+  CHECK_THROWS_WITH_AS(import_nccl_tests(text, "x.txt"), "x.txt:16: time: expected a number, found '17,30'",
+                       InputError);
 }

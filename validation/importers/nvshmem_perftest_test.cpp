@@ -11,7 +11,8 @@ TEST_CASE("import NVSHMEM perftest: point-to-point tables") {
   const Trace trace = import_sample("perftest_pt_to_pt.txt");
   CHECK(trace.complete);
   REQUIRE(trace.header.gpus.size() == 2);
-  CHECK(trace.header.gpus[1] == TraceGpu{1, "NVIDIA H200", "42"});
+  CHECK(trace.header.gpus[1].name == "NVIDIA H200");
+  CHECK(trace.header.gpus[1].pci == "42");
   CHECK(trace.records.size() == 6);
 
   const TraceRecord& bw = record(trace, "perftest/shmem_put_bw/block/bw/1048576");
@@ -42,7 +43,12 @@ TEST_CASE("import NVSHMEM perftest: collective tables keep min, max and bus band
 
 TEST_CASE("import NVSHMEM perftest: machine-readable PERF lines") {
   const Trace trace = import_sample("perftest_machine_readable.txt");
-  CHECK(trace.records.size() == 3);  // the message rate has no SI unit and is left out
+  CHECK(trace.records.size() == 4);
+  // A message rate becomes the time per message, the rate kept beside it.
+  const TraceRecord& rate = record(trace, "perftest/shmem_p_bw/none/msgrate/4");
+  CHECK(rate.unit == MeasureUnit::seconds);
+  CHECK(rate.median == doctest::Approx(1 / 226.25e6));
+  CHECK(rate.extra["msgrate"].get<double>() == doctest::Approx(226.25e6));
   CHECK(record(trace, "perftest/shmem_p_latency/thread/latency/8").median == doctest::Approx(1.815e-6));
   const TraceRecord& bw = record(trace, "perftest/shmem_p_bw/none/bw/4");
   CHECK(bw.variant == "");
@@ -64,4 +70,23 @@ TEST_CASE("import NVSHMEM perftest: malformed output gives one exact error") {
     CHECK_THROWS_WITH_AS(import_nvshmem_perftest("#shmem_put_bw\nsize(B)  scope  BW (GB/sec)\n8  block\n", "x.txt"),
                          "x.txt:3: expected 3 columns as in the table header on line 2, found 2", InputError);
   }
+}
+
+TEST_CASE("import NVSHMEM perftest: a bandwidth table and its --msgrate table are both imported, each in its unit") {
+  const Trace trace = import_sample("perftest_msgrate.txt");
+  CHECK(trace.records.size() == 5);
+  const TraceRecord& bw = record(trace, "perftest/shmem_p_bw/none/bw/8");
+  CHECK(bw.unit == MeasureUnit::bytes_per_second);
+  CHECK(bw.median == doctest::Approx(1.81e9));
+  const TraceRecord& rate = record(trace, "perftest/shmem_p_bw/none/msgrate/8");
+  CHECK(rate.unit == MeasureUnit::seconds);
+  CHECK(rate.median == doctest::Approx(1 / 226.25e6));
+  CHECK(rate.extra["msgrate"].get<double>() == doctest::Approx(226.25e6));
+  const TraceRecord& bidi = record(trace, "perftest/shmem_put_bw_bidi/none/bw/1048576");
+  CHECK(bidi.extra["direction"] == "bidir_sum");
+}
+
+TEST_CASE("import NVSHMEM perftest: a message rate of 0 is an error, not an infinite time") {
+  CHECK_THROWS_WITH_AS(import_nvshmem_perftest("#shmem_p_bw\nsize(B)  scope  msgrate (MMPS)\n4  None  0.0\n", "x.txt"),
+                       "x.txt:3: msgrate(MMPS): a message rate must be > 0", InputError);
 }

@@ -15,15 +15,18 @@ TEST_CASE("import p2pBandwidthLatencyTest: bandwidth and latency matrices") {
   CHECK(trace.header.extra["source"] == "p2pBandwidthLatencyTest");
   CHECK(trace.records.size() == 32);  // 4 bandwidth and 4 latency tables of 2x2
 
-  SUBCASE("rows receive, columns send") {
-    const TraceRecord& r = record(trace, "p2pBandwidthLatencyTest/unidir_p2p_writes/gpu1-gpu0");
+  SUBCASE("P2P writes: the row's GPU writes into the column's") {
+    // cudaMemcpyPeerAsync(buffers[j], j, buffers[i], i) on GPU i's stream: cell [i][j] is i -> j.
+    const TraceRecord& r = record(trace, "p2pBandwidthLatencyTest/unidir_p2p_writes/gpu0-gpu1");
     CHECK(r.family == Family::copy);
-    CHECK(r.ranks == std::vector<int>{1, 0});
-    CHECK(r.median == doctest::Approx(367.42e9));  // row 0 (destination), column 1 (source)
+    CHECK(r.ranks == std::vector<int>{0, 1});
+    CHECK(r.median == doctest::Approx(367.42e9));  // row 0 (source), column 1 (destination)
+    CHECK(r.extra["issuer"] == "gpu0");
+    CHECK(r.extra["peer_access"] == true);
     CHECK(r.extra["direction"] == "uni");
   }
   SUBCASE("bidirectional cells are sums") {
-    const TraceRecord& r = record(trace, "p2pBandwidthLatencyTest/bidir_p2p_enabled/gpu1-gpu0");
+    const TraceRecord& r = record(trace, "p2pBandwidthLatencyTest/bidir_p2p_enabled/gpu0-gpu1");
     CHECK(r.median == doctest::Approx(733.91e9));
     CHECK(r.extra["direction"] == "bidir_sum");
   }
@@ -34,9 +37,9 @@ TEST_CASE("import p2pBandwidthLatencyTest: bandwidth and latency matrices") {
     const TraceRecord& gpu = record(trace, "p2pBandwidthLatencyTest/p2p_writes_gpu/gpu0-gpu1");
     CHECK(gpu.family == Family::latency);
     CHECK(gpu.unit == MeasureUnit::seconds);
-    CHECK(gpu.median == doctest::Approx(1.96e-6));
+    CHECK(gpu.median == doctest::Approx(1.98e-6));  // row 0 writes to column 1
     CHECK(gpu.extra["timer"] == "gpu_events");
-    CHECK(record(trace, "p2pBandwidthLatencyTest/p2p_disabled_cpu/gpu1-gpu0").median == doctest::Approx(7.33e-6));
+    CHECK(record(trace, "p2pBandwidthLatencyTest/p2p_disabled_cpu/gpu1-gpu0").median == doctest::Approx(7.41e-6));
   }
 }
 
@@ -64,4 +67,19 @@ TEST_CASE("import p2pBandwidthLatencyTest: malformed output gives one exact erro
         "\"Unidirectional P2P=Disabled Bandwidth Matrix (GB/s)\" followed by \"   D\\D     0      1\")",
         InputError);
   }
+}
+
+TEST_CASE("import p2pBandwidthLatencyTest: before CUDA 10 every copy went from the column's GPU into the row's") {
+  const Trace trace = import_sample("p2p_bandwidth_latency_cuda9.txt");
+  CHECK(trace.complete);
+  CHECK(trace.records.size() == 24);  // 4 bandwidth and 2 latency matrices of 2 x 2
+  CHECK(trace.header.extra["source_version"] == "before CUDA 10");
+  const TraceRecord& r = record(trace, "p2pBandwidthLatencyTest/unidir_p2p_enabled/gpu1-gpu0");
+  CHECK(r.median == doctest::Approx(48.42e9));  // row 0, column 1
+  CHECK(r.bytes == Bytes{40'000'000});
+  CHECK(r.reps == 10);
+  const TraceRecord& lat = record(trace, "p2pBandwidthLatencyTest/p2p_enabled/gpu1-gpu0");
+  CHECK(lat.median == doctest::Approx(2.05e-6));
+  CHECK(lat.bytes == Bytes{1});
+  CHECK(trace.header.extra["platform"]["gpu_preset"].is_null());  // Tesla V100
 }

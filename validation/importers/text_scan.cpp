@@ -1,6 +1,7 @@
 #include "validation/importers/text_scan.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -63,6 +64,76 @@ std::vector<TextLine> text_lines(std::string_view text, std::string_view source_
     start = end + 1;
   }
   return lines;
+}
+
+Unprefixed strip_launcher_prefix(std::string_view line) {
+  auto digits_at = [&](std::size_t i) {
+    std::size_t j = i;
+    while (j < line.size() && std::isdigit(static_cast<unsigned char>(line[j]))) ++j;
+    return j;
+  };
+  auto rank_of = [&](std::size_t from, std::size_t to) {
+    int value = 0;
+    std::from_chars(line.data() + from, line.data() + to, value);
+    return value;
+  };
+  if (line.starts_with('[')) {
+    std::size_t first_end = digits_at(1);
+    if (first_end == 1) return {line, std::nullopt};
+    std::size_t rank_begin = 1, rank_end = first_end, i = first_end;
+    if (i < line.size() && line[i] == ',') {  // Open MPI: [jobid,rank]
+      const std::size_t second_end = digits_at(i + 1);
+      if (second_end == i + 1) return {line, std::nullopt};
+      rank_begin = i + 1;
+      rank_end = second_end;
+      i = second_end;
+    }
+    if (i >= line.size() || line[i] != ']') return {line, std::nullopt};
+    ++i;
+    bool tagged = false;
+    for (std::string_view stream : {"<stdout>", "<stderr>"})
+      if (line.substr(i).starts_with(stream)) {
+        i += stream.size();
+        tagged = true;
+      }
+    if (i < line.size() && line[i] == ':') {
+      ++i;
+      tagged = true;
+    }
+    if (i < line.size() && line[i] == ' ') {
+      ++i;
+      tagged = true;
+    }
+    if (!tagged && i != line.size()) return {line, std::nullopt};
+    return {line.substr(i), rank_of(rank_begin, rank_end)};
+  }
+  // srun --label: optional padding, the task number, ": ".
+  std::size_t i = line.find_first_not_of(' ');
+  if (i == std::string_view::npos) return {line, std::nullopt};
+  const std::size_t end = digits_at(i);
+  if (end == i || end >= line.size() || line[end] != ':' || (end + 1 < line.size() && line[end + 1] != ' '))
+    return {line, std::nullopt};
+  return {line.substr(std::min(end + 2, line.size())), rank_of(i, end)};
+}
+
+std::vector<std::pair<std::string, std::string>> assignments(std::string_view text,
+                                                             std::initializer_list<std::string_view> prefixes) {
+  std::vector<std::pair<std::string, std::string>> found;
+  for (std::string_view word : split_words(text)) {
+    const auto equals = word.find('=');
+    if (equals == std::string_view::npos || equals == 0) continue;
+    const std::string_view name = word.substr(0, equals);
+    if (name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != std::string_view::npos) continue;
+    if (std::none_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return name.starts_with(p); }))
+      continue;
+    std::string_view value = word.substr(equals + 1);
+    while (!value.empty() && (value.front() == '"' || value.front() == '\'')) value.remove_prefix(1);
+    while (!value.empty() &&
+           (value.back() == '"' || value.back() == '\'' || value.back() == ';' || value.back() == ','))
+      value.remove_suffix(1);
+    found.emplace_back(std::string(name), std::string(value));
+  }
+  return found;
 }
 
 std::string_view trim(std::string_view text) {

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "validation/trace.hpp"
@@ -18,6 +20,14 @@ struct TextLine {
   int number = 0;
   std::string_view text;
 };
+
+/// A line without what a job launcher put in front of it: Open MPI's `--tag-output` ("[1,0]<stdout>:"), Intel MPI's
+/// and MPICH's `-prepend-rank` ("[0] "), Slurm's `srun --label` ("0: ", "12: "). `rank` is the launcher's rank.
+struct Unprefixed {
+  std::string_view text;
+  std::optional<int> rank;
+};
+Unprefixed strip_launcher_prefix(std::string_view line);
 
 /// The lines of `text`, without line ends ("\n" or "\r\n"). Text that is not UTF-8 is an InputError naming the line
 /// in `source_name`: what the importers take from it ends up in JSON strings, which must be UTF-8.
@@ -36,6 +46,11 @@ std::uint64_t count_at(std::string_view word, const SourceLocation& where, std::
 
 /// `word` as a GPU index (a whole number that fits an int); otherwise an InputError at `where`.
 int index_at(std::string_view word, const SourceLocation& where, std::string_view key);
+
+/// `NAME=value` words of a command line or environment dump whose name starts with one of `prefixes` ("NCCL_"), in
+/// order; quotes around the value are removed.
+std::vector<std::pair<std::string, std::string>> assignments(std::string_view text,
+                                                             std::initializer_list<std::string_view> prefixes);
 
 /// An empty imported trace: the header names the source format; everything the source does not say is empty.
 Trace imported_trace(std::string_view source_name, std::string_view format_name);
