@@ -9,24 +9,12 @@
 #include "scenario/scenario.hpp"
 #include "sim/config.hpp"
 #include "sim/error.hpp"
+#include "studies/test_support.hpp"
 
 using namespace snsim;
 using namespace snsim::studies;
 
 namespace {
-
-/// A BSP step on 8 H200s, three times: a fixed 10 ms of compute, then a 256 MiB all-reduce. Nothing varies, so
-/// every trial is the same and the bound below is exact.
-const std::string BSP =
-    "name: bsp\n"
-    "seed: 5\n"
-    "topology: {type: hgx, gpu: h200, gpus: 8}\n"
-    "models:\n"
-    "  variation: {clock: {dist: constant, value: 1}, hbm: {dist: constant, value: 1}}\n"
-    "  jitter: {latency: {dist: constant, value: 1}, bandwidth: {dist: constant, value: 1}}\n"
-    "workloads:\n"
-    "  - type: program\n"
-    "    ops: [{repeat: 3, ops: [{compute: {time: 10ms}}, {collective: {op: all_reduce, bytes: 256MiB}}]}]\n";
 
 std::vector<workloads::Program> programs_of(const std::string& yaml) {
   return workloads::Scenario::load(ConfigDocument::load_string(yaml, "t.yaml")).programs();
@@ -78,7 +66,7 @@ TEST_CASE("study: --slow points parse as GPU:FACTOR or GPU:N%, several GPUs join
 }
 
 TEST_CASE("study: the step count is the top-level repeat count when every workload is one repeat of it") {
-  CHECK(infer_steps(programs_of(BSP)).count == 3);
+  CHECK(infer_steps(programs_of(testing::BSP_STEP)).count == 3);
   const std::string two_phases =
       "topology: {type: hgx, gpus: 2}\n"
       "workloads:\n"

@@ -54,6 +54,19 @@ inline std::string read_file(const fs::path& path) {
 }
 
 /// A small BSP loop on 2-4 H200s: a run takes milliseconds.
+/// A BSP step on 8 H200s, three times: a fixed 10 ms of compute, then a 256 MiB all-reduce. Nothing varies, so
+/// every trial is the same and the bounds its tests check are exact.
+inline const std::string BSP_STEP =
+    "name: bsp\n"
+    "seed: 5\n"
+    "topology: {type: hgx, gpu: h200, gpus: 8}\n"
+    "models:\n"
+    "  variation: {clock: {dist: constant, value: 1}, hbm: {dist: constant, value: 1}}\n"
+    "  jitter: {latency: {dist: constant, value: 1}, bandwidth: {dist: constant, value: 1}}\n"
+    "workloads:\n"
+    "  - type: program\n"
+    "    ops: [{repeat: 3, ops: [{compute: {time: 10ms}}, {collective: {op: all_reduce, bytes: 256MiB}}]}]\n";
+
 inline const std::string SWEEP_BASE =
     "name: tiny\n"
     "seed: 3\n"

@@ -14,19 +14,6 @@ using namespace snsim::testing;
 
 namespace {
 
-/// A BSP step on 8 H200s, three times: a fixed 10 ms of compute, then a 256 MiB all-reduce. Nothing varies, so
-/// every trial is the same and the bound below is exact.
-const std::string BSP =
-    "name: bsp\n"
-    "seed: 5\n"
-    "topology: {type: hgx, gpu: h200, gpus: 8}\n"
-    "models:\n"
-    "  variation: {clock: {dist: constant, value: 1}, hbm: {dist: constant, value: 1}}\n"
-    "  jitter: {latency: {dist: constant, value: 1}, bandwidth: {dist: constant, value: 1}}\n"
-    "workloads:\n"
-    "  - type: program\n"
-    "    ops: [{repeat: 3, ops: [{compute: {time: 10ms}}, {collective: {op: all_reduce, bytes: 256MiB}}]}]\n";
-
 /// A small step on 4 GPUs with nothing set: the study's default variability applies.
 const std::string SMALL =
     "name: small\n"
@@ -51,7 +38,7 @@ std::string example(const std::string& name) {
 
 TEST_CASE("study: a slow GPU in a BSP step costs the job at least its extra compute, and the others wait on it") {
   TempDir dir;
-  dir.write("s.yaml", BSP);
+  dir.write("s.yaml", BSP_STEP);
   const Result r = run_snsim(
       dir, {"study", "slow-node", "s.yaml", "--trials", "2", "--slow", "3:1.05", "3:20%", "--jobs", "2", "--out", "o"});
   INFO(r.err);
@@ -129,7 +116,7 @@ TEST_CASE("study: under models.params h200 a distribution set to constant 1 keep
   // latency jitter is empirical; it used to be merged into the constant and refused (models.jitter.latency.samples:
   // unknown key).
   TempDir dir;
-  std::string yaml = BSP;
+  std::string yaml = BSP_STEP;
   yaml.replace(yaml.find("models:\n"), 8, "models:\n  params: h200\n");
   dir.write("s.yaml", yaml);
   const Result r = run_snsim(dir, {"study", "slow-node", "s.yaml", "--trials", "2", "--slow", "3:1.1", "--out", "o"});
@@ -156,7 +143,7 @@ TEST_CASE("study: runs on the example scenarios") {
 
 TEST_CASE("study: bad --slow, a GPU out of range, zero trials and a bad scenario are input errors") {
   TempDir dir;
-  dir.write("s.yaml", BSP);
+  dir.write("s.yaml", BSP_STEP);
   check_input_error(run_snsim(dir, {"study", "slow-node", "s.yaml", "--slow", "3-1.05"}),
                     "--slow 3-1.05: expected GPU:FACTOR[:HBM_FACTOR], such as 3:1.05 or 3:5% (GPU 3's kernels take "
                     "5 % longer)");
@@ -165,7 +152,7 @@ TEST_CASE("study: bad --slow, a GPU out of range, zero trials and a bad scenario
   check_input_error(run_snsim(dir, {"study", "slow-node", "s.yaml", "--trials", "0"}),
                     "--trials 0: must be >= 1, got 0");
   check_input_error(run_snsim(dir, {"study", "slow-node", "s.yaml", "--jobs", "0"}), "--jobs 0: must be >= 1, got 0");
-  dir.write("bad.yaml", BSP + "sead: 1\n");
+  dir.write("bad.yaml", BSP_STEP + "sead: 1\n");
   check_input_error(run_snsim(dir, {"study", "slow-node", "bad.yaml"}),
                     "bad.yaml:10:1: sead: unknown key (did you mean 'seed'?); known keys: failures, models, name, "
                     "output, seed, topology, workloads");
