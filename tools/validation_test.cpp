@@ -53,3 +53,20 @@ TEST_CASE("validation: calibrated on the H200 traces, the collective twins meet 
                 "h200x2-collective-proto-simple.jsonl"},
                "collective", 500);
 }
+
+TEST_CASE("validation: the committed H200 traces meet every bound with the shipped h200 parameters") {
+  // What a user runs first (README, accuracy): the whole folder, every family, against validation/bounds.yaml.
+  TempDir dir;
+  const Result r = run_snsim(dir, {"validate", trace(""), "--params", "h200", "--out", "report"});
+  INFO(r.out);
+  CHECK(r.code == 0);
+  const auto report = nlohmann::json::parse(read_file(dir.path() / "report" / "validation.json"));
+  int checked = 0;
+  for (const auto& f : report["families"]) {
+    if (f["bound"].empty()) continue;
+    ++checked;
+    CHECK_MESSAGE(f["validation_records"].get<int>() > 0, f["family"].get<std::string>());
+    CHECK_MESSAGE(f["pass"].get<bool>(), f["family"].get<std::string>());
+  }
+  CHECK(checked >= 7);  // collective, copy, jitter, latency, nvshmem, step, uvm
+}
