@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <functional>
 #include <map>
 #include <stdexcept>
@@ -13,18 +14,19 @@
 #include "sim/config.hpp"
 #include "topologies/register.hpp"
 #include "validation/fit.hpp"
+#include "validation/twins.hpp"
 #include "validation/validate.hpp"
 
 namespace snsim::validation {
 namespace {
 
 FitPlatform make_platform(const Platform& platform) {
-  auto document = ConfigDocument::load_string(
-      fmt::format("topology: {{type: hgx, gpu: {}, gpus: {}}}\n", platform.gpu, platform.gpus), "<calibration>");
+  auto document = platform_document(platform);
   Registry<Topology> topologies("topology");
   topologies::register_topologies(topologies);
+  auto defaults = ConfigDocument::load_string("{}", "<calibration>");
   FitPlatform p{topologies.create(document->root().child("topology"))->build(),
-                models::Models::load(document->root().section("models")),
+                models::Models::load(defaults->root().section("models")),
                 {},
                 {}};
   p.peer = p.fabric.cost(p.fabric.gpus()[0], p.fabric.gpus()[1]);
@@ -153,29 +155,47 @@ void check_params(const std::string& yaml, const std::string& file_name) {
   document->reject_unknown_keys();
 }
 
-Calibration calibrate(const std::vector<Trace>& traces) {
+Calibration calibrate(const std::vector<Trace>& traces, const PlatformChoice& choice) {
   if (traces.empty()) throw InputError("snsim calibrate: no trace given");
-  const Platform platform = platform_of(traces.front());
+  const Platform platform = platform_of(traces.front(), choice);
+  Platform widest = platform;
   std::vector<std::string> names;
+  std::vector<std::string> notes;
   std::vector<TracedRecord> records;
   for (const auto& t : traces) {
-    const Platform p = platform_of(t);
+    const Platform p = platform_of(t, choice);
     if (p.gpu != platform.gpu)
       throw_input_error({t.source, 1, 0}, "gpus",
                         fmt::format("captured on {} while {} was captured on {}: one parameter file describes one GPU "
                                     "model; calibrate them separately",
                                     p.gpu, traces.front().source, platform.gpu));
+    if (p.gpu_of_rank.size() > widest.gpu_of_rank.size()) widest = p;
     names.push_back(t.source);
     for (const auto& r : t.records) records.push_back({&t, &r});
   }
   const auto uses = split_records(records);
   std::vector<TracedRecord> calibration;
   for (std::size_t i = 0; i < records.size(); ++i)
-    if (uses[i] == Use::calibration) calibration.push_back(records[i]);
-  Platform widest = platform;
-  for (const auto& t : traces) widest.gpus = std::max(widest.gpus, platform_of(t).gpus);
+    if (uses[i] == Use::calibration && imported_source(*records[i].trace).empty()) calibration.push_back(records[i]);
+  // Other tools' output describes the user's machine: every record calibrates, read by the fits as the probe's
+  // record of the same experiment (probe_equivalent); records of no probe experiment are counted in a note.
+  std::deque<Trace> equivalents;
+  for (const auto& t : traces) {
+    if (imported_source(t).empty()) continue;
+    Trace& e = equivalents.emplace_back();
+    e.source = t.source;
+    e.header.gpus = t.header.gpus;
+    e.header.env = probe_environment(t);
+    for (const auto& r : t.records)
+      if (auto equivalent = probe_equivalent(t, r)) e.records.push_back(std::move(*equivalent));
+    if (e.records.size() < t.records.size())
+      notes.push_back(fmt::format("{}: {} of its {} records are no experiment the fits read", t.source,
+                                  t.records.size() - e.records.size(), t.records.size()));
+    for (const auto& r : e.records) calibration.push_back({&e, &r});
+  }
   Calibration result;
   result.traces = names;
+  result.notes = std::move(notes);
   Fit fit(std::move(calibration), make_platform(widest), result);
   fits::copies(fit);
   fits::launches(fit);

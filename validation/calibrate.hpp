@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "validation/trace.hpp"
+#include "validation/validate.hpp"
 
 namespace snsim::validation {
 
@@ -32,7 +33,7 @@ struct Calibration {
 
 /// Fits every parameter the traces' calibration records determine. Throws InputError when the traces span more
 /// than one platform (a parameter file describes one GPU model).
-Calibration calibrate(const std::vector<Trace>& traces);
+Calibration calibrate(const std::vector<Trace>& traces, const PlatformChoice& choice = {});
 
 /// Checks that `yaml` is a parameter file the models accept (every key known, every value in range); InputError
 /// naming `file_name` otherwise.
