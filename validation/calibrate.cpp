@@ -161,6 +161,7 @@ Calibration calibrate(const std::vector<Trace>& traces, const PlatformChoice& ch
   Platform widest = platform;
   std::vector<std::string> names;
   std::vector<std::string> notes;
+  std::vector<std::string> imported;
   std::vector<TracedRecord> records;
   for (const auto& t : traces) {
     const Platform p = platform_of(t, choice);
@@ -191,11 +192,21 @@ Calibration calibrate(const std::vector<Trace>& traces, const PlatformChoice& ch
     if (e.records.size() < t.records.size())
       notes.push_back(fmt::format("{}: {} of its {} records are no experiment the fits read", t.source,
                                   t.records.size() - e.records.size(), t.records.size()));
+    const auto unforced = std::ranges::count_if(e.records, [&](const TraceRecord& r) {
+      return r.family == Family::collective && !e.header.env.contains("NCCL_PROTO");
+    });
+    if (unforced > 0)
+      notes.push_back(
+          fmt::format("{}: its {} collective records ran without NCCL_PROTO: the collective fit reads "
+                      "curves of one forced protocol (fits/collective_fit.cpp), so they validate only",
+                      t.source, unforced));
+    imported.push_back(t.source);
     for (const auto& r : e.records) calibration.push_back({&e, &r});
   }
   Calibration result;
   result.traces = names;
   result.notes = std::move(notes);
+  result.imported = std::move(imported);
   Fit fit(std::move(calibration), make_platform(widest), result);
   fits::copies(fit);
   fits::launches(fit);
@@ -214,6 +225,8 @@ std::string Calibration::to_yaml(const std::string& command) const {
       "# this file).\n"
       "# Overlay it with `models: {{params: FILE}}` in a scenario or `--params FILE`; scenario values still win.\n",
       command);
+  if (!imported.empty())
+    out += "# Other tools' output (listed under calibration: imported) calibrates with every record it has.\n";
   // models: nested by the dotted keys, in the order fitted.
   out += "models:\n";
   auto sorted = parameters;  // siblings together: a map key must not open twice
@@ -240,6 +253,10 @@ std::string Calibration::to_yaml(const std::string& command) const {
       "calibration:\n  source: \"fitted by snsim calibrate on the calibration records of the traces below; "
       "`snsim validate` checks the other records\"\n  traces:\n";
   for (const auto& t : traces) out += fmt::format("    - {}\n", t);
+  if (!imported.empty()) {
+    out += "  imported:\n";
+    for (const auto& t : imported) out += fmt::format("    - {}\n", t);
+  }
   out += "  parameters:\n";
   for (const auto& p : parameters) {
     out += fmt::format("    {}:\n      method: \"{}\"\n      records:\n", p.key, p.method);

@@ -24,6 +24,7 @@ struct FittedParameter {
 
 struct Calibration {
   std::vector<std::string> traces;
+  std::vector<std::string> imported;  // those of them that are other tools' output: every record calibrates
   std::vector<FittedParameter> parameters;
   std::vector<std::string> notes;  // fits skipped for lack of records, clamped values
 

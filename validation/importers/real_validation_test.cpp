@@ -27,8 +27,10 @@ namespace fs = std::filesystem;
 const fs::path REAL = fs::path(SNSIM_SOURCE_DIR) / "validation/importers/samples/real";
 
 // The 6-GPU PCIe machines of two reports (RTX A6000 and unnamed GPUs, no NVLink): the user's platform is a PCIe
-// topology of 6 GPUs; snsim has no A6000 preset, so the GPU is a stand-in and the comparison is of the PCIe paths.
-constexpr const char* PCIE_SIX = "topology: {type: pcie, gpu: h100, gpus: 6}\n";
+// topology of 6 GPUs at Gen4 x16 (16 GT/s x 16 lanes, 128b/130b: 31.5 GB/s per direction [spec: PCI-SIG], the
+// A6000's link; the other report does not say, and a user would). snsim has no A6000 preset: the GPU is a stand-in,
+// what is compared is the PCIe path.
+constexpr const char* PCIE_SIX = "topology: {type: pcie, gpu: h100, gpus: 6, pcie_bandwidth: 31.5GBps}\n";
 
 struct Expected {
   std::vector<std::string> sets;  // --set as a user would give it
