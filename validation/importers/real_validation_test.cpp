@@ -190,3 +190,41 @@ TEST_CASE(
   bounds.judge_imported = true;
   for (const auto& f : validate({nccl}, bounds, TwinOptions{}).families) CHECK(f.has_bound);
 }
+
+namespace {
+
+/// Predicted value per record id of one file validated alone.
+std::map<std::string, double> predicted(const std::string& name, const PlatformChoice& choice = {}) {
+  TwinOptions options;
+  options.max_samples = 1;
+  options.platform = choice;
+  std::map<std::string, double> out;
+  for (const auto& c : validate({import_any(REAL / name)}, Bounds{}, options).comparisons) out[c.id] = c.predicted;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "imported twins run the tools' experiments: in place = out of place, bidirectional = both ways summed, "
+    "two nodes cross InfiniBand") {
+  // nccl-tests: the model has no in-place difference (only the buffers differ).
+  const auto g8 = predicted("nccl-tests-issue290-all_reduce-8xh100-1node-g8.txt");
+  const std::string big = "nccl-tests/all_reduce_perf/{}/float/sum/134217728";
+  CHECK(g8.at(fmt::format(fmt::runtime(big), "in_place")) ==
+        doctest::Approx(g8.at(fmt::format(fmt::runtime(big), "out_of_place"))).epsilon(0.01));
+  // The same 128 MiB all_reduce on 2 nodes of 8 takes longer than on one: the superpod's InfiniBand is in its path.
+  const auto two = predicted("nccl-tests-issue290-all_reduce-16xh100-2node-srun-label.txt");
+  CHECK(two.at(fmt::format(fmt::runtime(big), "out_of_place")) >
+        1.5 * g8.at(fmt::format(fmt::runtime(big), "out_of_place")));
+  // p2pBandwidthLatencyTest sums both directions of a bidirectional cell: a full-duplex NVLink pair gives twice
+  // the one-way rate; the diagonal counts the copy's read and write.
+  const auto p2p = predicted("p2pBandwidthLatencyTest-8xh100-sxm-kr-unresolved.txt");
+  CHECK(p2p.at("p2pBandwidthLatencyTest/bidir_p2p_enabled/gpu0-gpu1") ==
+        doctest::Approx(2 * p2p.at("p2pBandwidthLatencyTest/unidir_p2p_writes/gpu0-gpu1")).epsilon(0.05));
+  // perftest between two nodes: PE 1 is on the second node, so a large put runs at a NIC's rate, not NVLink's.
+  const auto ib = predicted("nvshmem-shmem_put_bw-2xh200-internode-ib-ctc.txt");
+  const double large = ib.at("perftest/shmem_put_bw_uni/none/bw/33554432");
+  CHECK(large < 60e9);
+  CHECK(large > 10e9);
+}
