@@ -81,13 +81,13 @@ int run_validate(const ValidateOptions& o) {
   bounds.judge_imported = !o.bounds.empty();
   validation::TwinOptions options;
   options.platform = o.platform.choice();
+  if (!o.params.empty()) options.params = o.params;
+  options.max_samples = o.samples;
+  auto result = validation::validate(traces, bounds, options);
   for (const auto& t : traces)
     if (!validation::imported_source(t).empty())
       std::cout << fmt::format("{}: simulated on {}\n", t.source,
                                validation::platform_of(t, options.platform).description);
-  if (!o.params.empty()) options.params = o.params;
-  options.max_samples = o.samples;
-  auto result = validation::validate(traces, bounds, options);
   // A family whose capture failed part way is validated on the records it has, and marked incomplete.
   for (const auto& trace : traces)
     for (const auto& failure : trace.failures) {
