@@ -146,7 +146,7 @@ Platform platform_of(const Trace& trace, const PlatformChoice& choice) {
                         fmt::format("unknown platform key '{}'; known: gpu, nodes, gpus_per_node, topology.*", key));
     }
   }
-  if (f.nodes && f.gpus_per_node && f.ranks == 0) f.ranks = *f.nodes * *f.gpus_per_node;
+  // A table without its rank list (a pasted log): as many ranks as the user's nodes hold, else the smallest run.
   if (f.ranks == 0) f.ranks = f.nodes && f.gpus_per_node ? *f.nodes * *f.gpus_per_node : 2;
   auto identity = [&](int n) {
     p.gpu_of_rank.resize(static_cast<std::size_t>(n));
