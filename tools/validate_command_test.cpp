@@ -87,3 +87,18 @@ TEST_CASE("snsim validate: a log whose records snsim cannot compare exits 2 with
   CHECK(pcie.code == 0);
   CHECK(pcie.out.find("simulated on the topology of pcie.yaml") != std::string::npos);
 }
+
+TEST_CASE("snsim traces show names the platform an imported log is simulated on, or what it leaves to the user") {
+  TempDir dir;
+  const Result two = run_snsim(
+      dir, {"traces", "show", (REAL / "nccl-tests-issue290-all_reduce-16xh100-2node-srun-label.txt").string()});
+  CHECK(two.code == 0);
+  CHECK(two.out.find("  platform a superpod of 2 HGX h100 nodes over InfiniBand, 8 GPUs of each used\n") !=
+        std::string::npos);
+  const Result cut = run_snsim(
+      dir,
+      {"traces", "show", (REAL / "nccl-tests-coreweave-pr43-all_reduce-72xgb200-nvl72-rank-list-cut.txt").string()});
+  CHECK(cut.code == 0);
+  CHECK(cut.out.find("  platform not known from the file: ") != std::string::npos);
+  CHECK(cut.out.find("pass --set gpu=PRESET") != std::string::npos);
+}
