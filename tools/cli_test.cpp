@@ -558,7 +558,7 @@ TEST_CASE("cli: a jittered scenario gives byte-identical reports from 4 processe
 TEST_CASE("cli: validate and calibrate refuse bad input with one line and exit code 2") {
   TempDir dir;
   fs::create_directory(dir.path() / "empty");
-  check_input_error(run_snsim(dir, {"validate", "empty"}), "empty: the folder holds no .jsonl trace");
+  check_input_error(run_snsim(dir, {"validate", "empty"}), "empty: the folder holds no trace or tool output");
   check_input_error(run_snsim(dir, {"calibrate", "none.jsonl", "-o", "p.yaml"}), "none.jsonl: cannot open the file");
   const std::string trace = (fs::path(SNSIM_SOURCE_DIR) / "validation/traces/h200/h200x1-launch.jsonl").string();
   check_input_error(

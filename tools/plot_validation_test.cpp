@@ -214,3 +214,42 @@ TEST_CASE("snsim validate --out: plots into DIR/plots, or one line saying why no
     CHECK(fs::file_size(fs::path(out) / "plots" / "summary.png") > 1000);
   }
 }
+
+// Other tools' output: one figure per tool and test, one line per file and variant, no bound without --bounds.
+constexpr const char* IMPORTED_JSON = R"({
+ "pass": true,
+ "families": [
+  {"family": "collective", "imported": true, "validation_records": 4, "calibration_records": 0,
+   "skipped_records": 1, "median_abs_error": 0.1, "max_abs_error": 0.3, "bound": {}, "pass": true, "note": ""}
+ ],
+ "comparisons": [
+  {"trace": "logs/a.txt", "id": "nccl-tests/all_reduce_perf/out_of_place/float/sum/1024", "source": "nccl-tests",
+   "family": "collective", "test": "all_reduce_perf", "variant": "out_of_place", "bytes": 1024, "use": "validation",
+   "statistic": "median", "unit": "s", "measured": 2e-5, "predicted": 2.2e-5, "error": 0.1},
+  {"trace": "logs/a.txt", "id": "nccl-tests/all_reduce_perf/out_of_place/float/sum/1048576", "source": "nccl-tests",
+   "family": "collective", "test": "all_reduce_perf", "variant": "out_of_place", "bytes": 1048576,
+   "use": "validation", "statistic": "median", "unit": "s", "measured": 4e-5, "predicted": 5.2e-5, "error": 0.3},
+  {"trace": "logs/a.txt", "id": "nccl-tests/all_reduce_perf/in_place/float/sum/1024", "source": "nccl-tests",
+   "family": "collective", "test": "all_reduce_perf", "variant": "in_place", "bytes": 1024, "use": "validation",
+   "statistic": "median", "unit": "s", "measured": 2e-5, "predicted": 2.2e-5, "error": 0.1},
+  {"trace": "logs/b.txt", "id": "nccl-tests/all_reduce_perf/out_of_place/float/sum/1024", "source": "nccl-tests",
+   "family": "collective", "test": "all_reduce_perf", "variant": "out_of_place", "bytes": 1024, "use": "validation",
+   "statistic": "median", "unit": "s", "measured": 2.1e-5, "predicted": 2.2e-5, "error": 0.048}
+ ],
+ "skipped": ["logs/a.txt:nccl-tests/all_reduce_perf/in_place/float/sum/0: 0 bytes"]
+})";
+
+TEST_CASE("plot_validation.py: imported tool output is drawn per tool and test, one line per file") {
+  const auto python = python_with_matplotlib();
+  if (!python) return;
+  const ScratchDir dir{"imported"};
+  std::ofstream(dir / "validation.json") << IMPORTED_JSON;
+  const std::string plots = (dir / "plots").string();
+  const ScriptResult r =
+      run_script(*python, fmt::format("'{}' --out '{}'", (dir / "validation.json").string(), plots), dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  // in_place and out_of_place of one test share the figure (their lines), named after the tool ('-' becomes '_').
+  CHECK(files_in(plots) == std::set<std::string>{"nccl_tests-collective-all_reduce_perf.png", "summary.png"});
+  CHECK(fs::file_size(fs::path(plots) / "nccl_tests-collective-all_reduce_perf.png") > 1000);
+}

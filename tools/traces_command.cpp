@@ -17,6 +17,7 @@
 #include "studies/python.hpp"
 #include "tools/command_line.hpp"
 #include "validation/importers/import.hpp"
+#include "validation/validate.hpp"
 
 namespace snsim::tools {
 
@@ -159,6 +160,14 @@ std::string trace_summary(const Trace& trace) {
   out += fmt::format("  gpus     {}\n", gpu_list(h.gpus));
   out += fmt::format("  driver   {}   cuda {}   nccl {}   nvshmem {}\n", or_unknown(h.driver), or_unknown(h.cuda),
                      or_unknown(h.nccl), or_unknown(h.nvshmem));
+  if (!source.empty()) {
+    // What `snsim validate` would simulate it on, or what the file leaves for the user to say.
+    try {
+      out += fmt::format("  platform {}\n", validation::platform_of(trace).description);
+    } catch (const InputError& e) {
+      out += fmt::format("  platform not known from the file: {}\n", e.what());
+    }
+  }
   for (const std::string& note : trace.notes) out += fmt::format("  note: {}\n", note);
   if (trace.records.empty()) return out;
 

@@ -75,6 +75,7 @@ TEST_CASE("traces show: summary per family in human units") {
         "  host     gpunode   started unknown\n"
         "  gpus     2 x NVIDIA H200\n"
         "  driver   580.159   cuda 13.0   nccl unknown   nvshmem unknown\n"
+        "  platform an HGX node of 2 h200 GPUs\n"
         "  family      records tests  sizes                 representative\n"
         "  copy             12     4  512 MiB               peak " +
             peak + " (device_local_copy, 512 MiB)\n" + "  latency           2     1  0 B                   lowest " +

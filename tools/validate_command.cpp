@@ -14,6 +14,7 @@
 #include "tools/command_line.hpp"
 #include "validation/calibrate.hpp"
 #include "validation/importers/import.hpp"
+#include "validation/twins.hpp"
 #include "validation/validate.hpp"
 
 namespace snsim::tools {
@@ -37,8 +38,35 @@ std::string bound_text(const FamilySummary& f) {
   return text;
 }
 
+/// --platform and --set, shared by validate and calibrate.
+struct PlatformOptions {
+  std::string scenario;
+  std::vector<std::string> sets;
+  validation::PlatformChoice choice() const {
+    validation::PlatformChoice c;
+    if (!scenario.empty()) c.scenario_file = scenario;
+    c.sets = sets;
+    return c;
+  }
+};
+
+void add_platform_options(CLI::App& command, PlatformOptions& o) {
+  command.add_option("--platform", o.scenario,
+                     "a scenario file whose topology: is the platform (instead of the one read from the traces)");
+  command
+      .add_option("--set", o.sets,
+                  "complete or override the platform read from the traces: gpu=PRESET, nodes=N, "
+                  "gpus_per_node=M, topology.KEY=VALUE (repeatable)")
+      ->allow_extra_args(false);
+}
+
+std::string error_text(const FamilySummary& f, double value) {
+  return f.validation_count + f.calibration_count == 0 ? "-" : percent(value);
+}
+
 struct ValidateOptions {
   std::vector<std::string> traces;
+  PlatformOptions platform;
   std::string params;
   std::string bounds;
   std::string out;
@@ -48,12 +76,18 @@ struct ValidateOptions {
 
 int run_validate(const ValidateOptions& o) {
   const auto traces = read_traces(o.traces);
-  const auto bounds = o.bounds.empty() ? validation::load_bounds(DEFAULT_BOUNDS, "validation/bounds.yaml")
-                                       : validation::load_bounds(read_file(o.bounds), o.bounds);
+  auto bounds = o.bounds.empty() ? validation::load_bounds(DEFAULT_BOUNDS, "validation/bounds.yaml")
+                                 : validation::load_bounds(read_file(o.bounds), o.bounds);
+  bounds.judge_imported = !o.bounds.empty();
   validation::TwinOptions options;
+  options.platform = o.platform.choice();
   if (!o.params.empty()) options.params = o.params;
   options.max_samples = o.samples;
   auto result = validation::validate(traces, bounds, options);
+  for (const auto& t : traces)
+    if (!validation::imported_source(t).empty())
+      std::cout << fmt::format("{}: simulated on {}\n", t.source,
+                               validation::platform_of(t, options.platform).description);
   // A family whose capture failed part way is validated on the records it has, and marked incomplete.
   for (const auto& trace : traces)
     for (const auto& failure : trace.failures) {
@@ -74,19 +108,34 @@ int run_validate(const ValidateOptions& o) {
                                to_string(c.bytes), c.measured, c.predicted, 100 * c.error);
     std::cout << '\n';
   }
-  std::cout << fmt::format("{:<11} {:>10} {:>11} {:>7}  {:>13} {:>10}  {:<22} {}\n", "family", "validation",
+  std::cout << fmt::format("{:<22} {:>10} {:>11} {:>7}  {:>13} {:>10}  {:<22} {}\n", "family", "validation",
                            "calibration", "skipped", "median |err|", "max |err|", "bound", "result");
   for (const auto& f : result.families) {
-    const std::string verdict = !f.has_bound ? "not checked" : (f.pass ? "PASS" : "FAIL");
-    std::cout << fmt::format("{:<11} {:>10} {:>11} {:>7}  {:>13} {:>10}  {:<22} {}\n", f.family, f.validation_count,
-                             f.calibration_count, f.skipped, percent(f.median_abs_error), percent(f.max_abs_error),
+    const std::string verdict =
+        !f.has_bound ? (f.imported ? "not judged (no --bounds)" : "not checked") : (f.pass ? "PASS" : "FAIL");
+    std::cout << fmt::format("{:<22} {:>10} {:>11} {:>7}  {:>13} {:>10}  {:<22} {}\n",
+                             f.imported ? f.family + " (imported)" : f.family, f.validation_count, f.calibration_count,
+                             f.skipped, error_text(f, f.median_abs_error), error_text(f, f.max_abs_error),
                              bound_text(f), verdict);
     if (f.known_misses > 0)
       std::cout << fmt::format(
           "    {} known misses left out of the check (validation/bounds.yaml): max |err| with "
           "them {}\n",
           f.known_misses, percent(f.max_abs_error_all));
-    if (!f.note.empty()) std::cout << fmt::format("    {}\n", f.note);
+    if (f.imported)
+      for (const auto& [reason, n] : f.skipped_reasons) std::cout << fmt::format("    no twin ({}): {}\n", n, reason);
+    else if (!f.note.empty())
+      std::cout << fmt::format("    {}\n", f.note);
+  }
+  if (!result.tests.empty()) {
+    std::cout << fmt::format("\n{:<18} {:<40} {:>8} {:>8}  {:>13} {:>10}\n", "tool", "test", "records", "no twin",
+                             "median |err|", "max |err|");
+    for (const auto& t : result.tests) {
+      const bool any = t.records > 0;
+      std::cout << fmt::format("{:<18} {:<40} {:>8} {:>8}  {:>13} {:>10}\n", t.source, t.test, t.records, t.skipped,
+                               any ? percent(t.median_abs_error) : "-", any ? percent(t.max_abs_error) : "-");
+      for (const auto& w : t.worst) std::cout << fmt::format("    worst: {}\n", w);
+    }
   }
   if (!o.out.empty()) {
     studies::make_output_dir(o.out);
@@ -104,18 +153,24 @@ int run_validate(const ValidateOptions& o) {
                                                      ? fmt::format("plot_validation.py exited with {}", *drawn.status)
                                                      : drawn.problem);
   }
-  std::cout << (result.pass ? "validation passed\n" : "validation FAILED: a family crossed its bound\n");
+  const bool judged = std::ranges::any_of(result.families, [](const FamilySummary& f) { return f.has_bound; });
+  const bool imported = std::ranges::any_of(result.families, [](const FamilySummary& f) { return f.imported; });
+  if (imported && !judged)
+    std::cout << "compared only: other tools' output is judged against bounds with --bounds FILE\n";
+  else
+    std::cout << (result.pass ? "validation passed\n" : "validation FAILED: a family crossed its bound\n");
   return result.pass ? 0 : 1;
 }
 
 struct CalibrateOptions {
   std::vector<std::string> traces;
+  PlatformOptions platform;
   std::string out;
 };
 
 int run_calibrate(const CalibrateOptions& o, const std::string& command) {
   const auto traces = read_traces(o.traces);
-  const auto calibration = validation::calibrate(traces);
+  const auto calibration = validation::calibrate(traces, o.platform.choice());
   const std::string yaml = calibration.to_yaml(command);
   // The file must read back as a parameter file: a fit that writes something the models refuse is a bug here.
   validation::check_params(yaml, o.out);
@@ -134,16 +189,26 @@ int run_calibrate(const CalibrateOptions& o, const std::string& command) {
 std::vector<validation::Trace> read_traces(const std::vector<std::string>& paths) {
   std::vector<validation::Trace> traces;
   for (const auto& path : paths) {
-    if (fs::is_directory(path)) {
-      std::vector<fs::path> files;
-      for (const auto& entry : fs::directory_iterator(path))
-        if (entry.is_regular_file() && entry.path().extension() == ".jsonl") files.push_back(entry.path());
-      std::ranges::sort(files);
-      if (files.empty()) throw_input_error({path, 0, 0}, "", "the folder holds no .jsonl trace");
-      for (const auto& f : files) traces.push_back(validation::import_any(f));
-    } else {
+    if (!fs::is_directory(path)) {
       traces.push_back(validation::import_any(path));
+      continue;
     }
+    // A folder: every file in a format snsim reads (a user's logs, .txt, .log, .json, as well as .jsonl traces);
+    // others (a README) are named on stderr and left out.
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(path))
+      if (entry.is_regular_file()) files.push_back(entry.path());
+    std::ranges::sort(files);
+    const std::size_t before = traces.size();
+    for (const auto& f : files) {
+      if (f.extension() != ".jsonl" && !validation::sniff_format(read_file(f.string()))) {
+        std::cerr << fmt::format("note: {}: not a format snsim reads ({}), left out\n", f.string(),
+                                 validation::known_format_names());
+        continue;
+      }
+      traces.push_back(validation::import_any(f));
+    }
+    if (traces.size() == before) throw_input_error({path, 0, 0}, "", "the folder holds no trace or tool output");
   }
   return traces;
 }
@@ -153,9 +218,13 @@ void add_validation_commands(CommandLine& cli) {
   auto& validate =
       cli.add("validate", "simulate the twin of every trace record; print measured, predicted and error per family",
               [v] { return run_validate(*v); });
-  validate.add_option("traces", v->traces, "trace files or folders of .jsonl traces")->required();
+  validate.add_option("traces", v->traces, "traces or tool output (nccl-tests, nvbandwidth, ...), files or folders")
+      ->required();
+  add_platform_options(validate, v->platform);
   validate.add_option("--params", v->params, "calibrated parameters (a file from `snsim calibrate`, or h200)");
-  validate.add_option("--bounds", v->bounds, "per-family error bounds (default: validation/bounds.yaml)");
+  validate.add_option("--bounds", v->bounds,
+                      "per-family error bounds (default: validation/bounds.yaml, which judges only snsim-probe "
+                      "traces; given, it judges imported tool output too)");
   validate.add_option("--out", v->out, "write validation.json and validation.csv here");
   validate.add_option("--samples", v->samples, "simulated samples per record (jitter records: all)")
       ->capture_default_str()
@@ -169,7 +238,9 @@ void add_validation_commands(CommandLine& cli) {
         for (const auto& t : c->traces) command += " " + t;
         return run_calibrate(*c, command);
       });
-  calibrate.add_option("traces", c->traces, "trace files or folders of .jsonl traces")->required();
+  calibrate.add_option("traces", c->traces, "traces or tool output (nccl-tests, nvbandwidth, ...), files or folders")
+      ->required();
+  add_platform_options(calibrate, c->platform);
   calibrate.add_option("-o,--out", c->out, "the parameter file to write (YAML)")->required();
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <functional>
 #include <map>
 #include <stdexcept>
@@ -13,18 +14,19 @@
 #include "sim/config.hpp"
 #include "topologies/register.hpp"
 #include "validation/fit.hpp"
+#include "validation/twins.hpp"
 #include "validation/validate.hpp"
 
 namespace snsim::validation {
 namespace {
 
 FitPlatform make_platform(const Platform& platform) {
-  auto document = ConfigDocument::load_string(
-      fmt::format("topology: {{type: hgx, gpu: {}, gpus: {}}}\n", platform.gpu, platform.gpus), "<calibration>");
+  auto document = platform_document(platform);
   Registry<Topology> topologies("topology");
   topologies::register_topologies(topologies);
+  auto defaults = ConfigDocument::load_string("{}", "<calibration>");
   FitPlatform p{topologies.create(document->root().child("topology"))->build(),
-                models::Models::load(document->root().section("models")),
+                models::Models::load(defaults->root().section("models")),
                 {},
                 {}};
   p.peer = p.fabric.cost(p.fabric.gpus()[0], p.fabric.gpus()[1]);
@@ -153,29 +155,58 @@ void check_params(const std::string& yaml, const std::string& file_name) {
   document->reject_unknown_keys();
 }
 
-Calibration calibrate(const std::vector<Trace>& traces) {
+Calibration calibrate(const std::vector<Trace>& traces, const PlatformChoice& choice) {
   if (traces.empty()) throw InputError("snsim calibrate: no trace given");
-  const Platform platform = platform_of(traces.front());
+  const Platform platform = platform_of(traces.front(), choice);
+  Platform widest = platform;
   std::vector<std::string> names;
+  std::vector<std::string> notes;
+  std::vector<std::string> imported;
   std::vector<TracedRecord> records;
   for (const auto& t : traces) {
-    const Platform p = platform_of(t);
+    const Platform p = platform_of(t, choice);
     if (p.gpu != platform.gpu)
       throw_input_error({t.source, 1, 0}, "gpus",
                         fmt::format("captured on {} while {} was captured on {}: one parameter file describes one GPU "
                                     "model; calibrate them separately",
                                     p.gpu, traces.front().source, platform.gpu));
+    if (p.gpu_of_rank.size() > widest.gpu_of_rank.size()) widest = p;
     names.push_back(t.source);
     for (const auto& r : t.records) records.push_back({&t, &r});
   }
   const auto uses = split_records(records);
   std::vector<TracedRecord> calibration;
   for (std::size_t i = 0; i < records.size(); ++i)
-    if (uses[i] == Use::calibration) calibration.push_back(records[i]);
-  Platform widest = platform;
-  for (const auto& t : traces) widest.gpus = std::max(widest.gpus, platform_of(t).gpus);
+    if (uses[i] == Use::calibration && imported_source(*records[i].trace).empty()) calibration.push_back(records[i]);
+  // Other tools' output describes the user's machine: every record calibrates, read by the fits as the probe's
+  // record of the same experiment (probe_equivalent); records of no probe experiment are counted in a note.
+  std::deque<Trace> equivalents;
+  for (const auto& t : traces) {
+    if (imported_source(t).empty()) continue;
+    Trace& e = equivalents.emplace_back();
+    e.source = t.source;
+    e.header.gpus = t.header.gpus;
+    e.header.env = probe_environment(t);
+    for (const auto& r : t.records)
+      if (auto equivalent = probe_equivalent(t, r)) e.records.push_back(std::move(*equivalent));
+    if (e.records.size() < t.records.size())
+      notes.push_back(fmt::format("{}: {} of its {} records are no experiment the fits read", t.source,
+                                  t.records.size() - e.records.size(), t.records.size()));
+    const auto unforced = std::ranges::count_if(e.records, [&](const TraceRecord& r) {
+      return r.family == Family::collective && !e.header.env.contains("NCCL_PROTO");
+    });
+    if (unforced > 0)
+      notes.push_back(
+          fmt::format("{}: its {} collective records ran without NCCL_PROTO: the collective fit reads "
+                      "curves of one forced protocol (fits/collective_fit.cpp), so they validate only",
+                      t.source, unforced));
+    imported.push_back(t.source);
+    for (const auto& r : e.records) calibration.push_back({&e, &r});
+  }
   Calibration result;
   result.traces = names;
+  result.notes = std::move(notes);
+  result.imported = std::move(imported);
   Fit fit(std::move(calibration), make_platform(widest), result);
   fits::copies(fit);
   fits::launches(fit);
@@ -194,6 +225,8 @@ std::string Calibration::to_yaml(const std::string& command) const {
       "# this file).\n"
       "# Overlay it with `models: {{params: FILE}}` in a scenario or `--params FILE`; scenario values still win.\n",
       command);
+  if (!imported.empty())
+    out += "# Other tools' output (listed under calibration: imported) calibrates with every record it has.\n";
   // models: nested by the dotted keys, in the order fitted.
   out += "models:\n";
   auto sorted = parameters;  // siblings together: a map key must not open twice
@@ -220,6 +253,10 @@ std::string Calibration::to_yaml(const std::string& command) const {
       "calibration:\n  source: \"fitted by snsim calibrate on the calibration records of the traces below; "
       "`snsim validate` checks the other records\"\n  traces:\n";
   for (const auto& t : traces) out += fmt::format("    - {}\n", t);
+  if (!imported.empty()) {
+    out += "  imported:\n";
+    for (const auto& t : imported) out += fmt::format("    - {}\n", t);
+  }
   out += "  parameters:\n";
   for (const auto& p : parameters) {
     out += fmt::format("    {}:\n      method: \"{}\"\n      records:\n", p.key, p.method);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "validation/trace.hpp"
+#include "validation/validate.hpp"
 
 namespace snsim::validation {
 
@@ -23,6 +24,7 @@ struct FittedParameter {
 
 struct Calibration {
   std::vector<std::string> traces;
+  std::vector<std::string> imported;  // those of them that are other tools' output: every record calibrates
   std::vector<FittedParameter> parameters;
   std::vector<std::string> notes;  // fits skipped for lack of records, clamped values
 
@@ -32,7 +34,7 @@ struct Calibration {
 
 /// Fits every parameter the traces' calibration records determine. Throws InputError when the traces span more
 /// than one platform (a parameter file describes one GPU model).
-Calibration calibrate(const std::vector<Trace>& traces);
+Calibration calibrate(const std::vector<Trace>& traces, const PlatformChoice& choice = {});
 
 /// Checks that `yaml` is a parameter file the models accept (every key known, every value in range); InputError
 /// naming `file_name` otherwise.

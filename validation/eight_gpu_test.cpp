@@ -89,7 +89,7 @@ TEST_CASE("8-GPU trace: read back, simulated on an 8-GPU HGX, concurrent copies 
   const Trace written = eight_gpu_trace();
   const Trace trace = parse_trace(write_trace(written), written.source);
   REQUIRE(trace.records == written.records);
-  CHECK(platform_of(trace) == Platform{"h200", GPUS});
+  CHECK(platform_of(trace).topology == fmt::format("{{type: hgx, gpu: h200, gpus: {}}}", GPUS));
 
   const ValidationResult result = validate({trace}, Bounds{}, TwinOptions{});
   std::map<std::string, double> predicted;  // record id -> simulated median

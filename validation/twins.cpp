@@ -19,12 +19,29 @@ std::string env(const Trace& trace, const char* name) {
   return it != trace.header.env.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+/// A built twin draws as many samples as the record kept; its value must be in the record's unit.
+std::variant<Twin, std::string> finished(const TraceRecord& record, std::variant<Twin, std::string> twin) {
+  if (auto* t = std::get_if<Twin>(&twin)) {
+    if (record.unit == MeasureUnit::bytes_per_second && !t->rate_bytes)
+      return fmt::format("the twin of {} gives a time, the record a rate", record.test);
+    t->samples = static_cast<int>(std::max<std::size_t>(1, record.samples.size()));
+  }
+  return twin;
+}
+
 }  // namespace twins
 
+std::string imported_source(const Trace& trace) {
+  const auto it = trace.header.extra.find("source");
+  return it != trace.header.extra.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 std::variant<Twin, std::string> make_twin(const Trace& trace, const TraceRecord& record, int gpus,
-                                          const models::Models& models) {
+                                          const models::Models& models, const std::vector<int>& run_gpus) {
   for (int rank : record.ranks)
     if (rank >= gpus) return fmt::format("rank {} is outside the {} simulated GPUs", rank, gpus);
+  if (!imported_source(trace).empty())
+    return twins::finished(record, twins::imported(trace, record, gpus, models, run_gpus));
   std::variant<Twin, std::string> twin = std::string("not modelled yet");
   switch (record.family) {
     case Family::copy:
@@ -51,9 +68,7 @@ std::variant<Twin, std::string> make_twin(const Trace& trace, const TraceRecord&
     default:
       return fmt::format("snsim does not model the {} family yet", to_string(record.family));
   }
-  if (auto* t = std::get_if<Twin>(&twin))
-    t->samples = static_cast<int>(std::max<std::size_t>(1, record.samples.size()));
-  return twin;
+  return twins::finished(record, std::move(twin));
 }
 
 }  // namespace snsim::validation

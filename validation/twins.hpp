@@ -27,8 +27,23 @@ struct Twin {
 };
 
 /// The twin of `record` from `trace` on a platform of `gpus` GPUs, or why there is none (a family snsim does not
-/// model yet, a test it does not know). `models` gives the costs of the probe's own mechanics (event waits).
+/// model yet, a test it does not know). `models` gives the costs of the probe's own mechanics (event waits). The
+/// record's ranks are GPUs of the platform; `run_gpus` are every GPU of the run that the record comes from (an
+/// imported nvbandwidth all_to_host record is one GPU's share of a copy by all of them). A twin's value is in the
+/// record's unit: a record in B/s whose twin would give a time is refused, not compared.
 std::variant<Twin, std::string> make_twin(const Trace& trace, const TraceRecord& record, int gpus,
-                                          const models::Models& models);
+                                          const models::Models& models, const std::vector<int>& run_gpus = {});
+
+/// An imported record as the snsim-probe record of the same experiment (nvbandwidth's one-way peer copy is the
+/// probe's copy ce_peer/single, a time; nccl-tests' all_reduce_perf on N ranks its collective all_reduce), for the
+/// calibration fits, which read the probe's records; nullopt where the tool ran no experiment of the probe's.
+std::optional<TraceRecord> probe_equivalent(const Trace& trace, const TraceRecord& record);
+/// The capture environment the probe's records of an imported trace run under (NCCL_ALGO, NCCL_PROTO, ... as the
+/// log printed them).
+Json probe_environment(const Trace& trace);
+
+/// The tool an imported trace comes from (its header's `source`: "nccl-tests", "nvbandwidth", ...); empty for the
+/// probe's own traces.
+std::string imported_source(const Trace& trace);
 
 }  // namespace snsim::validation

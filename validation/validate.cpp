@@ -1,7 +1,9 @@
 #include "validation/validate.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <tuple>
 
@@ -14,7 +16,9 @@
 #include "sim/config.hpp"
 #include "sim/isolated.hpp"
 #include "sim/simulation.hpp"
+#include "topologies/gpus.hpp"
 #include "topologies/register.hpp"
+#include "validation/importers/platform.hpp"
 #include "validation/twins.hpp"
 
 namespace snsim::validation {
@@ -66,34 +70,184 @@ std::vector<Use> split_records(const std::vector<TracedRecord>& records) {
   return uses;
 }
 
-Platform platform_of(const Trace& trace) {
-  Platform p;
-  std::string name;
-  for (const auto& g : trace.header.gpus)
-    if (!g.name.empty()) name = g.name;
-  for (auto [pattern, preset] : {std::pair{"H200", "h200"}, {"H100", "h100"}, {"B200", "gb200"}})
-    if (name.find(pattern) != std::string::npos) p.gpu = preset;
-  if (p.gpu.empty())
-    throw_input_error({trace.source, 1, 0}, "gpus",
-                      name.empty() ? "the header names no GPU model: snsim cannot tell which GPU to simulate"
-                                   : fmt::format("no GPU preset for '{}' (known: H100, H200, B200)", name));
-  p.gpus = std::max<int>(2, static_cast<int>(trace.header.gpus.size()));
+namespace {
+
+// The GPUs of an HGX node and of an NVL72 rack (topologies/hgx.cpp, topologies/nvl72.cpp).
+constexpr int HGX_GPUS = 8;
+constexpr int NVL72_GPUS = 72;
+
+/// What the trace says of its machine, and what the user adds.
+struct PlatformFacts {
+  std::string gpu;  // preset
+  std::string gpu_note;
+  int ranks = 0;
+  std::optional<int> nodes, gpus_per_node;
+  std::string network;
+};
+
+std::optional<int> json_int(const Json& object, const char* key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_number_integer() ? std::optional<int>(it->get<int>()) : std::nullopt;
+}
+
+PlatformFacts facts_of(const Trace& trace) {
+  PlatformFacts f;
+  if (const auto p = trace.header.extra.find("platform"); p != trace.header.extra.end() && p->is_object()) {
+    if (p->contains("gpu_preset") && (*p)["gpu_preset"].is_string()) f.gpu = (*p)["gpu_preset"].get<std::string>();
+    if (p->contains("gpu_preset_note") && (*p)["gpu_preset_note"].is_string())
+      f.gpu_note = (*p)["gpu_preset_note"].get<std::string>();
+    f.ranks = json_int(*p, "ranks").value_or(0);
+    f.nodes = json_int(*p, "nodes");
+    f.gpus_per_node = json_int(*p, "gpus_per_node");
+    if (p->contains("network") && (*p)["network"].is_string()) f.network = (*p)["network"].get<std::string>();
+  } else {
+    std::string name;
+    for (const auto& g : trace.header.gpus)
+      if (!g.name.empty()) name = g.name;
+    const auto model = detail::gpu_model(name);
+    f.gpu = model.preset.value_or("");
+    f.gpu_note = model.note;
+    f.ranks = static_cast<int>(trace.header.gpus.size());
+    f.nodes = 1;
+  }
   for (const auto& r : trace.records)
-    for (int rank : r.ranks) p.gpus = std::max(p.gpus, rank + 1);
+    for (int rank : r.ranks) f.ranks = std::max(f.ranks, rank + 1);
+  return f;
+}
+
+int positive_setting(const std::string& file, const std::string& key, const std::string& value) {
+  int n = 0;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (error != std::errc() || end != value.data() + value.size() || n < 1)
+    throw_input_error({file, 0, 0}, key, fmt::format("--set {}={}: expected a count of 1 or more", key, value));
+  return n;
+}
+
+}  // namespace
+
+Platform platform_of(const Trace& trace, const PlatformChoice& choice) {
+  PlatformFacts f = facts_of(trace);
+  Platform p;
+  for (const auto& assignment : choice.sets) {
+    const auto eq = assignment.find('=');
+    if (eq == std::string::npos)
+      throw_input_error({"--set", 0, 0}, assignment, "expected KEY=VALUE (gpu, nodes, gpus_per_node, topology.*)");
+    const std::string key = assignment.substr(0, eq), value = assignment.substr(eq + 1);
+    if (key == "gpu") {
+      f.gpu = value;
+    } else if (key == "nodes") {
+      f.nodes = positive_setting(trace.source, key, value);
+    } else if (key == "gpus_per_node") {
+      f.gpus_per_node = positive_setting(trace.source, key, value);
+    } else if (key.starts_with("topology.")) {
+      p.sets.push_back(assignment);
+    } else {
+      throw_input_error({"--set", 0, 0}, key,
+                        fmt::format("unknown platform key '{}'; known: gpu, nodes, gpus_per_node, topology.*", key));
+    }
+  }
+  // A table without its rank list (a pasted log): as many ranks as the user's nodes hold, else the smallest run.
+  if (f.ranks == 0) f.ranks = f.nodes && f.gpus_per_node ? *f.nodes * *f.gpus_per_node : 2;
+  auto identity = [&](int n) {
+    p.gpu_of_rank.resize(static_cast<std::size_t>(n));
+    std::iota(p.gpu_of_rank.begin(), p.gpu_of_rank.end(), 0);
+  };
+  if (choice.scenario_file) {
+    p.scenario_file = *choice.scenario_file;
+    p.description = fmt::format("the topology of {}", *choice.scenario_file);
+    identity(f.ranks);
+    return p;
+  }
+  const auto presets = topologies::gpu_preset_names();
+  if (f.gpu.empty())
+    throw_input_error({trace.source, 0, 0}, "platform.gpu",
+                      fmt::format("{}: pass --set gpu=PRESET or --platform SCENARIO.yaml",
+                                  f.gpu_note.empty() ? "the file names no GPU model" : f.gpu_note));
+  if (std::ranges::find(presets, f.gpu) == presets.end())
+    throw_input_error({"--set", 0, 0}, "gpu",
+                      fmt::format("unknown GPU '{}'; known: {}", f.gpu, fmt::join(presets, ", ")));
+
+  p.gpu = f.gpu;
+  if (f.gpu == "gb200") {  // the NVLink domain is the rack, whatever the trays (nodes) the log counts
+    const int racks = (f.ranks + NVL72_GPUS - 1) / NVL72_GPUS;
+    identity(f.ranks);
+    if (racks == 1) {
+      p.topology = fmt::format("{{type: nvl72, gpus: {}}}", std::max(2, f.ranks));
+      p.description = fmt::format("an NVL72 rack of {} GB200 GPUs", std::max(2, f.ranks));
+    } else {
+      p.topology = fmt::format("{{type: superpod, node: nvl72, gpu: gb200, nodes: {}}}", racks);
+      p.description = fmt::format("a superpod of {} NVL72 racks", racks);
+    }
+    return p;
+  }
+  if (!f.nodes) {
+    if (f.ranks > HGX_GPUS)
+      throw_input_error({trace.source, 0, 0}, "platform.nodes",
+                        fmt::format("the file does not say how its {} ranks are spread over nodes: pass --set "
+                                    "nodes=N (and gpus_per_node=M)",
+                                    f.ranks));
+    f.nodes = 1;
+  }
+  if (*f.nodes == 1) {
+    if (f.ranks > HGX_GPUS)
+      throw_input_error(
+          {trace.source, 0, 0}, "platform.ranks",
+          fmt::format("{} ranks on one node: an HGX node has at most {} GPUs; pass --set nodes=N", f.ranks, HGX_GPUS));
+    const int gpus = std::max(2, f.ranks);
+    identity(f.ranks);
+    p.topology = fmt::format("{{type: hgx, gpu: {}, gpus: {}}}", f.gpu, gpus);
+    p.description = fmt::format("an HGX node of {} {} GPUs", gpus, f.gpu);
+    return p;
+  }
+  const int per_node = f.gpus_per_node.value_or((f.ranks + *f.nodes - 1) / *f.nodes);
+  if (per_node > HGX_GPUS)
+    throw_input_error({trace.source, 0, 0}, "platform.gpus_per_node",
+                      fmt::format("{} GPUs per node: an HGX node has at most {}", per_node, HGX_GPUS));
+  // A node's ranks run on its first GPUs (nccl-tests and perftest number the ranks node after node).
+  for (int r = 0; r < f.ranks; ++r) p.gpu_of_rank.push_back(r / per_node * HGX_GPUS + r % per_node);
+  p.topology = fmt::format("{{type: superpod, node: hgx, gpu: {}, nodes: {}}}", f.gpu, *f.nodes);
+  p.description =
+      fmt::format("a superpod of {} HGX {} nodes over InfiniBand, {} GPUs of each used", *f.nodes, f.gpu, per_node);
+  if (!f.network.empty() && f.network != "ib") p.description += fmt::format(" (the file's network: {})", f.network);
   return p;
 }
+
+std::shared_ptr<ConfigDocument> platform_document(const Platform& platform) {
+  auto document =
+      platform.scenario_file.empty()
+          ? ConfigDocument::load_string(fmt::format("topology: {}\n", platform.topology), "<validation platform>")
+          : ConfigDocument::load_file(platform.scenario_file);
+  for (const auto& assignment : platform.sets) document->set(assignment, "--set");
+  return document;
+}
+
+namespace {
+
+/// The record with its ranks on the platform's GPUs; an imported record that names no ranks ran on all of them.
+TraceRecord place(const Trace& trace, const TraceRecord& record, const Platform& platform) {
+  TraceRecord placed = record;
+  if (placed.ranks.empty() && !imported_source(trace).empty())
+    for (std::size_t r = 0; r < platform.gpu_of_rank.size(); ++r) placed.ranks.push_back(static_cast<int>(r));
+  for (int& rank : placed.ranks)
+    if (rank >= 0 && static_cast<std::size_t>(rank) < platform.gpu_of_rank.size())
+      rank = platform.gpu_of_rank[static_cast<std::size_t>(rank)];
+  return placed;
+}
+
+}  // namespace
 
 std::vector<Simulated> simulate_twins(const Platform& platform, const std::vector<TracedRecord>& records,
                                       const TwinOptions& options) {
   const std::string text = run_isolated([&]() -> std::string {
-    auto document = ConfigDocument::load_string(
-        fmt::format("topology: {{type: hgx, gpu: {}, gpus: {}}}\n", platform.gpu, platform.gpus),
-        "<validation platform>");
+    // The topology from the user's scenario file, or the one built from the trace; the models from the defaults
+    // and --params only (a scenario's other sections are not the platform).
+    auto scenario = platform_document(platform);
+    auto document = platform.scenario_file.empty() ? scenario : ConfigDocument::load_string("{}", "<validation>");
     if (options.params) document->set(fmt::format("models.params={}", *options.params), "--params");
     models::apply_params(*document);
     Registry<Topology> topologies("topology");
     topologies::register_topologies(topologies);
-    const Fabric fabric = topologies.create(document->root().child("topology"))->build();
+    const Fabric fabric = topologies.create(scenario->root().child("topology"))->build();
     const auto models = models::Models::load(document->root().section("models"));
     document->reject_unknown_keys();
 
@@ -105,7 +259,8 @@ std::vector<Simulated> simulate_twins(const Platform& platform, const std::vecto
     std::vector<Twin> twins(records.size());
     nlohmann::json out = nlohmann::json::array();
     for (std::size_t i = 0; i < records.size(); ++i) {
-      auto made = make_twin(*records[i].trace, *records[i].record, static_cast<int>(gpus), models);
+      const auto placed = place(*records[i].trace, *records[i].record, platform);
+      auto made = make_twin(*records[i].trace, placed, static_cast<int>(gpus), models, platform.gpu_of_rank);
       if (auto* reason = std::get_if<std::string>(&made)) {
         out.push_back({{"skipped", *reason}});
         continue;
@@ -197,17 +352,61 @@ Bounds load_bounds(const std::string& yaml, const std::string& file_name) {
   return bounds;
 }
 
+namespace {
+
+/// Why none of an imported file's records was compared, reasons counted: the file is an error, not a row of zeros.
+[[noreturn]] void nothing_compared(const Trace& trace, const std::vector<std::string>& reasons) {
+  std::map<std::string, int> counted;
+  for (const auto& r : reasons) ++counted[r];
+  std::vector<std::string> parts;
+  for (const auto& [reason, n] : counted) parts.push_back(fmt::format("{} x {}", n, reason));
+  throw_input_error(
+      {trace.source, 0, 0}, "",
+      fmt::format("none of its {} records can be compared with snsim: {}", trace.records.size(),
+                  parts.empty() ? std::string("the file holds no result") : fmt::format("{}", fmt::join(parts, "; "))));
+}
+
+/// The summary of `comparisons` (validation uses only; those `excluded` are counted apart).
+void summarise(const std::vector<const Comparison*>& comparisons,
+               const std::function<bool(const Comparison&)>& excluded, double& median, double& max, int& excluded_count,
+               double& max_all) {
+  std::vector<double> errors, all_errors;
+  for (const Comparison* c : comparisons) {
+    if (c->use != Use::validation) continue;
+    all_errors.push_back(std::abs(c->error));
+    if (excluded && excluded(*c))
+      ++excluded_count;
+    else
+      errors.push_back(std::abs(c->error));
+  }
+  if (!errors.empty()) {
+    median = median_of(errors);
+    max = *std::ranges::max_element(errors);
+  }
+  if (!all_errors.empty()) max_all = *std::ranges::max_element(all_errors);
+}
+
+// Worst records listed per test of an imported file.
+constexpr std::size_t WORST_RECORDS = 3;
+
+}  // namespace
+
 ValidationResult validate(const std::vector<Trace>& traces, const Bounds& bounds, const TwinOptions& options) {
   std::vector<TracedRecord> all;
   for (const auto& t : traces)
     for (const auto& r : t.records) all.push_back({&t, &r});
-  const auto uses = split_records(all);
+  auto uses = split_records(all);
+  // Records of other tools' output calibrated nothing in use: every one validates.
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (!imported_source(*all[i].trace).empty()) uses[i] = Use::validation;
 
   // One simulation per platform, and the jitter family in one of its own: its draws then do not depend on which
   // other records are validated with it.
+  std::map<const Trace*, Platform> platforms;
+  for (const auto& t : traces) platforms.emplace(&t, platform_of(t, options.platform));
   std::map<std::pair<Platform, bool>, std::vector<std::size_t>> by_platform;
   for (std::size_t i = 0; i < all.size(); ++i)
-    by_platform[{platform_of(*all[i].trace), all[i].record->family == Family::jitter}].push_back(i);
+    by_platform[{platforms.at(all[i].trace), all[i].record->family == Family::jitter}].push_back(i);
   std::vector<Simulated> simulated(all.size());
   for (const auto& [platform, members] : by_platform) {
     std::vector<TracedRecord> group;
@@ -217,24 +416,43 @@ ValidationResult validate(const std::vector<Trace>& traces, const Bounds& bounds
   }
 
   ValidationResult result;
-  std::map<std::string, FamilySummary> families;
+  std::map<std::pair<bool, std::string>, FamilySummary> families;  // (imported, family)
   std::map<std::string, std::vector<std::string>> autocorrelations;
+  std::map<const Trace*, std::vector<std::string>> not_compared;
+  std::map<const Trace*, int> compared;
   for (std::size_t i = 0; i < all.size(); ++i) {
     const auto& r = *all[i].record;
     const std::string family(to_string(r.family));
-    auto& summary = families[family];
+    const std::string source = imported_source(*all[i].trace);
+    auto& summary = families[{!source.empty(), family}];
     summary.family = family;
+    summary.imported = !source.empty();
     if (!simulated[i].skipped.empty() || simulated[i].samples.empty()) {
+      const std::string reason = simulated[i].skipped.empty() ? "no sample simulated" : simulated[i].skipped;
       ++summary.skipped;
-      summary.note = simulated[i].skipped;
-      result.skipped.push_back(fmt::format("{}:{}: {}", all[i].trace->source, r.id, simulated[i].skipped));
+      ++summary.skipped_reasons[reason];
+      summary.note = reason;
+      not_compared[all[i].trace].push_back(reason);
+      result.skipped.push_back(fmt::format("{}:{}: {}", all[i].trace->source, r.id, reason));
       continue;
     }
+    ++compared[all[i].trace];
     (uses[i] == Use::calibration ? summary.calibration_count : summary.validation_count)++;
     auto compare = [&](std::string statistic, double measured, double predicted) {
-      result.comparisons.push_back({all[i].trace->source, r.id, family, r.test, r.variant, r.bytes, uses[i],
-                                    std::move(statistic), std::string(to_string(r.unit)), measured, predicted,
-                                    measured > 0 ? predicted / measured - 1 : 0});
+      Comparison c{all[i].trace->source,
+                   r.id,
+                   family,
+                   r.test,
+                   r.variant,
+                   r.bytes,
+                   uses[i],
+                   std::move(statistic),
+                   std::string(to_string(r.unit)),
+                   measured,
+                   predicted,
+                   measured > 0 ? predicted / measured - 1 : 0};
+      c.source = source.empty() ? "snsim-probe" : source;
+      result.comparisons.push_back(std::move(c));
     };
     const auto& predicted = simulated[i].samples;
     compare("median", r.median, median_of(predicted));
@@ -245,25 +463,28 @@ ValidationResult validate(const std::vector<Trace>& traces, const Bounds& bounds
                                                      lag1_autocorrelation(r.samples), lag1_autocorrelation(predicted)));
     }
   }
-  for (auto& [name, summary] : families) {
-    std::vector<double> errors, all_errors;
-    for (const auto& c : result.comparisons) {
-      if (c.family != name || c.use != Use::validation) continue;
-      all_errors.push_back(std::abs(c.error));
-      if (std::ranges::any_of(bounds.known_misses, [&](const KnownMiss& m) { return m.matches(c); }))
-        ++summary.known_misses;
-      else
-        errors.push_back(std::abs(c.error));
-    }
-    if (!errors.empty()) {
-      summary.median_abs_error = median_of(errors);
-      summary.max_abs_error = *std::ranges::max_element(errors);
-    }
-    if (!all_errors.empty()) summary.max_abs_error_all = *std::ranges::max_element(all_errors);
-    if (auto it = bounds.families.find(name); it != bounds.families.end()) {
+  for (const auto& t : traces)
+    if (!imported_source(t).empty() && compared[&t] == 0) nothing_compared(t, not_compared[&t]);
+
+  auto is_imported = [](const Comparison& c) { return c.source != "snsim-probe"; };
+  for (auto& [key, summary] : families) {
+    const auto& [imported, name] = key;
+    std::vector<const Comparison*> members;
+    for (const auto& c : result.comparisons)
+      if (c.family == name && is_imported(c) == imported) members.push_back(&c);
+    summarise(
+        members,
+        [&](const Comparison& c) {
+          return std::ranges::any_of(bounds.known_misses, [&](const KnownMiss& m) { return m.matches(c); });
+        },
+        summary.median_abs_error, summary.max_abs_error, summary.known_misses, summary.max_abs_error_all);
+    // Bounds judge the probe's traces; other tools' output only when the user asks (--bounds): their machines are
+    // not the ones the bounds were set on.
+    const bool judged = !imported || bounds.judge_imported;
+    if (auto it = bounds.families.find(name); judged && it != bounds.families.end()) {
       summary.bound = it->second;
       summary.has_bound = true;
-      if (errors.empty()) {
+      if (summary.validation_count == 0) {
         summary.pass = false;
         summary.note =
             fmt::format("no validation record was simulated{}", summary.note.empty() ? "" : ": " + summary.note);
@@ -271,10 +492,42 @@ ValidationResult validate(const std::vector<Trace>& traces, const Bounds& bounds
       if (summary.bound.median && summary.median_abs_error > *summary.bound.median) summary.pass = false;
       if (summary.bound.max && summary.max_abs_error > *summary.bound.max) summary.pass = false;
     }
-    if (auto it = autocorrelations.find(name); it != autocorrelations.end())
+    if (auto it = autocorrelations.find(name); !imported && it != autocorrelations.end())
       summary.note = fmt::format("lag-1 autocorrelation: {}", fmt::join(it->second, "; "));
     result.pass = result.pass && summary.pass;
     result.families.push_back(summary);
+  }
+
+  // Per test of imported traces: what a user looks at first, with the records that miss the most.
+  std::map<std::tuple<std::string, std::string, std::string>, TestSummary> tests;  // (source, family, test)
+  for (const auto& c : result.comparisons) {
+    if (!is_imported(c)) continue;
+    auto& t = tests[{c.source, c.family, c.test}];
+    t.source = c.source;
+    t.family = c.family;
+    t.test = c.test;
+    ++t.records;
+  }
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const std::string source = imported_source(*all[i].trace);
+    if (source.empty() || simulated[i].skipped.empty()) continue;
+    auto& t = tests[{source, std::string(to_string(all[i].record->family)), all[i].record->test}];
+    t.source = source;
+    t.family = to_string(all[i].record->family);
+    t.test = all[i].record->test;
+    ++t.skipped;
+  }
+  for (auto& [key, t] : tests) {
+    std::vector<const Comparison*> members;
+    for (const auto& c : result.comparisons)
+      if (is_imported(c) && c.source == t.source && c.family == t.family && c.test == t.test) members.push_back(&c);
+    int unused = 0;
+    double unused_max = 0;
+    summarise(members, {}, t.median_abs_error, t.max_abs_error, unused, unused_max);
+    std::ranges::stable_sort(members, std::greater<>{}, [](const Comparison* c) { return std::abs(c->error); });
+    for (std::size_t k = 0; k < std::min(WORST_RECORDS, members.size()); ++k)
+      t.worst.push_back(fmt::format("{}:{} {:+.1f} %", members[k]->trace, members[k]->id, 100 * members[k]->error));
+    result.tests.push_back(std::move(t));
   }
   return result;
 }
@@ -298,6 +551,8 @@ nlohmann::json ValidationResult::to_json() const {
     if (f.bound.median) b["median"] = *f.bound.median;
     if (f.bound.max) b["max"] = *f.bound.max;
     j["families"].push_back({{"family", f.family},
+                             {"imported", f.imported},
+                             {"skipped_reasons", f.skipped_reasons},
                              {"validation_records", f.validation_count},
                              {"calibration_records", f.calibration_count},
                              {"skipped_records", f.skipped},
@@ -312,6 +567,7 @@ nlohmann::json ValidationResult::to_json() const {
   for (const auto& c : comparisons)
     j["comparisons"].push_back({{"trace", c.trace},
                                 {"id", c.id},
+                                {"source", c.source},
                                 {"family", c.family},
                                 {"test", c.test},
                                 {"variant", c.variant},
@@ -322,6 +578,16 @@ nlohmann::json ValidationResult::to_json() const {
                                 {"measured", c.measured},
                                 {"predicted", c.predicted},
                                 {"error", c.error}});
+  j["tests"] = nlohmann::json::array();
+  for (const auto& t : tests)
+    j["tests"].push_back({{"source", t.source},
+                          {"family", t.family},
+                          {"test", t.test},
+                          {"records", t.records},
+                          {"skipped_records", t.skipped},
+                          {"median_abs_error", t.median_abs_error},
+                          {"max_abs_error", t.max_abs_error},
+                          {"worst", t.worst}});
   j["skipped"] = skipped;
   return j;
 }

@@ -9,6 +9,10 @@ points hollow and validation points filled, and under it the relative error per 
 Groups compared on quantiles (jitter: p50, p99, p99.9) show measured and predicted per quantile instead. summary.png
 shows each family's median and max |error| over its validation records against its bounds (what decides PASS).
 
+Other tools' output (comparisons whose "source" is not snsim-probe: nccl-tests, nvbandwidth, ...) is drawn per tool
+and test, named SOURCE-FAMILY-TEST.png, one line per file and variant (in place, out of place), without bounds
+unless `snsim validate --bounds` judged them.
+
 `snsim validate --out DIR` runs this script into DIR/plots. Exit codes: 0 ok, 2 bad input, 3 matplotlib missing.
 """
 
@@ -171,12 +175,29 @@ def style_legend(ax):
     ax.legend(handles, labels, fontsize=7, ncol=2 if len(labels) > 10 else 1)
 
 
-def draw_curves(plt, family, test, variant, comparisons, bound, path):
-    """Measured and predicted against size, and the relative error under it."""
+def is_imported(c):
+    """Measured by another tool (nccl-tests, nvbandwidth, ...) rather than by snsim-probe."""
+    return c.get("source", "snsim-probe") != "snsim-probe"
+
+
+def file_curves(comparisons):
+    """Imported comparisons: one curve per file and variant, labelled by the file's name."""
     curves = defaultdict(list)
     for c in comparisons:
-        curves[(c["trace"], curve_name(c))].append(c)
-    labels = curve_labels(curves, family, test, variant)
+        curves[(c["trace"], c["variant"])].append(c)
+    labels = {key: f"{os.path.splitext(os.path.basename(key[0]))[0]} {key[1]}".strip() for key in curves}
+    return curves, labels
+
+
+def draw_curves(plt, family, test, variant, comparisons, bound, path):
+    """Measured and predicted against size, and the relative error under it."""
+    if any(is_imported(c) for c in comparisons):
+        curves, labels = file_curves(comparisons)
+    else:
+        curves = defaultdict(list)
+        for c in comparisons:
+            curves[(c["trace"], curve_name(c))].append(c)
+        labels = curve_labels(curves, family, test, variant)
     unit = comparisons[0]["unit"]
     factor, ylabel = value_scale(unit, [c["measured"] for c in comparisons])
     fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(9, 7.5), gridspec_kw={"height_ratios": [3, 2]})
@@ -271,8 +292,10 @@ def draw_summary(plt, families, path):
             if key in bound:
                 ax.hlines(100 * bound[key], x - width / 2, x + width / 2, color="black", linewidth=2.5,
                           label=once(ax, "bound"))
-        verdict = ("PASS" if f["pass"] else "FAIL") if bound else "not checked"
-        ticks.append(f"{f['family']}\n{verdict}\n{f['validation_records']} val., {f['calibration_records']} cal.")
+        imported = f.get("imported", False)
+        verdict = ("PASS" if f["pass"] else "FAIL") if bound else ("not judged" if imported else "not checked")
+        name = f"{f['family']} (imported)" if imported else f["family"]
+        ticks.append(f"{name}\n{verdict}\n{f['validation_records']} val., {f['calibration_records']} cal.")
         colors.append({"PASS": "tab:green", "FAIL": "tab:red"}.get(verdict, "black"))
     ax.set_xticks(range(len(shown)), ticks)
     for tick, color in zip(ax.get_xticklabels(), colors):
@@ -308,21 +331,25 @@ def main():
         fail("plot_validation.py needs matplotlib (Debian: apt install python3-matplotlib)", code=3)
 
     os.makedirs(args.out, exist_ok=True)
-    bounds = {f["family"]: f.get("bound", {}) for f in families}
+    # A family's imported records have a row of their own, with a bound only where --bounds judged them.
+    bounds = {(f["family"], f.get("imported", False)): f.get("bound", {}) for f in families}
     groups = defaultdict(list)
     for c in comparisons:
-        groups[(c["family"], c["test"], c["variant"], c["unit"])].append(c)
+        # Imported records: one figure per tool and test, their variants as lines.
+        source = c.get("source", "snsim-probe") if is_imported(c) else ""
+        groups[(source, c["family"], c["test"], "" if source else c["variant"], c["unit"])].append(c)
     units = defaultdict(set)
-    for family, test, variant, unit in groups:
-        units[(family, test, variant)].add(unit)
+    for source, family, test, variant, unit in groups:
+        units[(source, family, test, variant)].add(unit)
     written = []
-    for (family, test, variant, unit), members in sorted(groups.items()):
+    for (source, family, test, variant, unit), members in sorted(groups.items()):
         # A test measured in both units (rare) gets one figure per unit, the unit in the name.
-        name = file_name(family, test, variant, ("bandwidth" if unit == "B/s" else "time")
-                         if len(units[(family, test, variant)]) > 1 else "")
+        name = file_name(source, family, test, variant, ("bandwidth" if unit == "B/s" else "time")
+                         if len(units[(source, family, test, variant)]) > 1 else "")
         path = os.path.join(args.out, f"{name}.{args.format}")
         draw = draw_quantiles if any(c["statistic"] != "median" for c in members) else draw_curves
-        written.append(draw(plt, family, test, variant, members, bounds.get(family, {}), path))
+        title = f"{source} {family}" if source else family
+        written.append(draw(plt, title, test, variant, members, bounds.get((family, bool(source)), {}), path))
     if families:
         written.append(draw_summary(plt, families, os.path.join(args.out, f"summary.{args.format}")))
     if not args.quiet:

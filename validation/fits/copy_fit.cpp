@@ -1,9 +1,11 @@
 // Fits of the copy model and the stream model from the probe's `copy` family (tools/probe/src/families/copy.cu).
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 
+#include "sim/statistics.hpp"
 #include "validation/fit.hpp"
 
 namespace snsim::validation::fits {
@@ -19,9 +21,33 @@ struct PeerFit {
 std::optional<PeerFit> peer(Fit& fit, const std::string& push_test, const std::string& pull_test,
                             const std::string& name) {
   const auto records = fit.select(Family::copy, {push_test, pull_test}, "single");
+  const auto& route = fit.platform().peer;
+  std::set<std::uint64_t> sizes;
+  for (const auto& t : records) sizes.insert(t.record->bytes.count());
+  if (sizes.size() == 1) {
+    // Copies of one size only (nvbandwidth's buffer): the fixed cost cannot be told from the rate. At such sizes
+    // it is a small part of the time, so it stays the model's and the rate is fitted: the median over the records.
+    const auto& engine =
+        fit.platform().defaults.copy->params(name == "ce" ? models::CopyEngine::ce : models::CopyEngine::sm);
+    std::vector<double> efficiencies;
+    for (const auto& t : records) {
+      const double wire = t.record->median - (engine.setup + route.latency).count();
+      if (wire > 0)
+        efficiencies.push_back(static_cast<double>(t.record->bytes.count()) / wire / route.bottleneck.count());
+    }
+    if (efficiencies.empty()) return std::nullopt;
+    const PeerFit result{engine.setup, std::clamp(quantile(efficiencies, 0.5), 0.01, 1.0)};
+    fit.add_number(fmt::format("copy.{}.efficiency", name), result.efficiency,
+                   fmt::format("median over copies of one size of bytes / (t - setup ({}) - route latency ({})) / "
+                               "line rate ({})",
+                               to_string(engine.setup), to_string(route.latency), to_string(route.bottleneck)),
+                   records);
+    fit.note(fmt::format("copy.{}.setup: every copy has the same size ({}): kept the model's", name,
+                         to_string(Bytes{*sizes.begin()})));
+    return result;
+  }
   if (!fit.enough(records, 4, fmt::format("copy.{} setup and efficiency", name))) return std::nullopt;
   const bool pulls = std::ranges::any_of(records, [&](const TracedRecord& t) { return t.record->test == pull_test; });
-  const auto& route = fit.platform().peer;
   const auto x = Fit::relative_least_squares(records, [&](const TraceRecord& r) {
     std::vector<double> row{r.test == push_test ? 1.0 : 0.0, static_cast<double>(r.bytes.count())};
     if (pulls) row.push_back(r.test == pull_test ? 1.0 : 0.0);

@@ -13,7 +13,7 @@
 //   device_to_device_bidirectional_*   Read1/Write1: column -> row, Read2/Write2: row -> column, Total: both summed
 //   all_to_one_write / one_to_all_read every other GPU -> GPU(column) (total inbound)
 //   all_to_one_read / one_to_all_write GPU(column) -> every other GPU (total outbound)
-//   device_local_copy                  within GPU(column), reads and writes counted
+//   device_local_copy                  within GPU(column), the bytes copied (the HBM traffic is twice them)
 //   device_to_device_latency_sm        GPU(row) loads from GPU(column)'s memory (ns); named and ranked reader first
 //   host_device_latency_sm             GPU(column) loads from host memory (ns)
 //   multinode_*                        the same between processes (one GPU each); broadcast tests multicast

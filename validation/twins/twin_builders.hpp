@@ -26,6 +26,9 @@ std::variant<Twin, std::string> nvshmem(const TraceRecord& record, int gpus, con
 std::variant<Twin, std::string> latency(const TraceRecord& record, int gpus, const models::Models& models);
 std::variant<Twin, std::string> uvm(const TraceRecord& record, int gpus);
 std::variant<Twin, std::string> step(const TraceRecord& record, int gpus, const models::Models& models);
+/// Records of other tools' output (twins/imported_twin.cpp); `run_gpus` are the GPUs of the record's run.
+std::variant<Twin, std::string> imported(const Trace& trace, const TraceRecord& record, int gpus,
+                                         const models::Models& models, const std::vector<int>& run_gpus);
 
 /// The probe's PGAS gradient averaging (tools/probe/src/families/step.cu, and nvshmem.cu's `exchange`) as the ops of
 /// the record's `index`-th rank, appended to `ops`: per peer a put of its chunk of `bytes` by `blocks` blocks with a
