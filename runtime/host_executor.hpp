@@ -1,6 +1,6 @@
-// The host thread's CPU time (program/host_ops.hpp): a sleep of the rank's actor, holding no GPU resource. It goes
-// through the context's fixed-cost wait, so that a scenario's latency jitter stretches host time as it stretches
-// launch costs (models/jitter.hpp).
+// The host thread's CPU time (program/host_ops.hpp): a sleep of the rank's actor, holding no GPU resource. It is
+// not drawn through the latency jitter of fixed costs (models/jitter.hpp): that jitter is fitted on GPU transfers,
+// and a replayed host interval is already a sample of the real host (docs/replay.md).
 #pragma once
 
 #include "program/program.hpp"

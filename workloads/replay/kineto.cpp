@@ -143,6 +143,36 @@ std::optional<TraceCollective> parse_collective(const json& args, const std::str
   return c;
 }
 
+/// The work of a matrix multiply from its operator's shapes (record_shapes): aten::mm [m,k]x[k,n], aten::addmm
+/// (bias, [m,k], [k,n]), aten::bmm / aten::baddbmm with a batch. 2mkn FLOPs; reads both operands and writes the
+/// product once.
+void derive_matmul(const json& op, TraceNode& node) {
+  const std::string name = op.value("name", std::string());
+  if (name != "aten::mm" && name != "aten::addmm" && name != "aten::bmm" && name != "aten::baddbmm") return;
+  const auto& args = op.value("args", json::object());
+  const auto dims = args.find("Input Dims");
+  if (dims == args.end() || !dims->is_array()) return;
+  const std::size_t first = name == "aten::addmm" || name == "aten::baddbmm" ? 1 : 0;
+  if (dims->size() < first + 2) return;
+  const auto& a = (*dims)[first];
+  const auto& b = (*dims)[first + 1];
+  const bool batched = name == "aten::bmm" || name == "aten::baddbmm";
+  const std::size_t rank = batched ? 3 : 2;
+  if (!a.is_array() || !b.is_array() || a.size() != rank || b.size() != rank) return;
+  const double batch = batched ? a[0].get<double>() : 1;
+  const double m = a[rank - 2].get<double>(), k = a[rank - 1].get<double>(), n = b[rank - 1].get<double>();
+  std::string type;
+  if (const auto types = args.find("Input type"); types != args.end() && types->size() > first)
+    type = (*types)[first].get<std::string>();
+  const double size = type == "float" ? 4 : type == "double" ? 8 : 2;
+  node.dtype = type == "float"       ? Dtype::fp32
+               : type == "double"    ? Dtype::fp64
+               : type == "c10::Half" ? Dtype::fp16
+                                     : Dtype::bf16;
+  node.flops = Flops{2 * batch * m * k * n};
+  node.hbm_bytes = Bytes{static_cast<std::uint64_t>(size * batch * (m * k + k * n + m * n))};
+}
+
 }  // namespace
 
 bool is_kineto(const json& j) {
@@ -164,6 +194,7 @@ RankTrace read_kineto(const json& j, const std::string& file, int position) {
   std::vector<GpuOp> gpu;
   std::map<std::int64_t, std::size_t> gpu_by_correlation;
   std::vector<const json*> calls, steps, comms;
+  std::map<std::int64_t, const json*> operator_of;  // External id -> the operator with its shapes
   for (const auto& e : j["traceEvents"]) {
     if (!e.is_object() || e.value("ph", std::string()) != "X") continue;
     const std::string cat = e.value("cat", std::string());
@@ -177,8 +208,11 @@ RankTrace read_kineto(const json& j, const std::string& file, int position) {
       calls.push_back(&e);
     } else if (cat == "user_annotation" && e.value("name", std::string()).starts_with("ProfilerStep#")) {
       steps.push_back(&e);
-    } else if (cat == "cpu_op" && e.value("name", std::string()) == "record_param_comms") {
-      comms.push_back(&e);
+    } else if (cat == "cpu_op") {
+      if (e.value("name", std::string()) == "record_param_comms") comms.push_back(&e);
+      const auto& args = e.value("args", json::object());
+      if (const auto id = args.find("External id"); id != args.end() && args.contains("Input Dims"))
+        operator_of.emplace(id->get<std::int64_t>(), &e);
     }
   }
   if (gpu.empty()) fail(file, "the trace has no GPU kernels, copies or memsets: profile with ProfilerActivity.CUDA");
@@ -285,6 +319,10 @@ RankTrace read_kineto(const json& j, const std::string& file, int position) {
     const auto& args = op.event->value("args", json::object());
     if (op.category == "kernel") {
       node.kind = TraceNode::Kind::kernel;
+      // The operator that launched it, where the trace recorded shapes: its FLOPs for `cost: derived`.
+      if (const auto id = args.find("External id"); id != args.end())
+        if (const auto it = operator_of.find(id->get<std::int64_t>()); it != operator_of.end())
+          derive_matmul(*it->second, node);
     } else {
       node.bytes = Bytes{args.value("bytes", std::uint64_t{0})};
       const bool host_side = node.name.find("HtoD") != std::string::npos || node.name.find("DtoH") != std::string::npos;

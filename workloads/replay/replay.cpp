@@ -140,6 +140,16 @@ std::vector<RankTrace> read_traces(const std::vector<std::string>& files) {
                                           "trace per rank",
                                           world, missing.size() > 1 ? "s" : "", fmt::join(missing, ", ")));
   std::ranges::sort(traces, {}, &RankTrace::rank);
+  // A collective whose trace names no members (Chakra's) spans every rank.
+  std::vector<int> everyone(traces.size());
+  for (std::size_t r = 0; r < traces.size(); ++r) everyone[r] = static_cast<int>(r);
+  for (auto& t : traces)
+    for (auto& n : t.nodes)
+      if (n.collective && n.collective->group.empty()) {
+        n.collective->group = everyone;
+        if (n.collective->kind == models::CollectiveKind::reduce_scatter)
+          n.collective->out_bytes = Bytes{n.collective->in_bytes.count() / everyone.size()};
+      }
   check_collectives(traces);
   return traces;
 }
@@ -178,7 +188,8 @@ std::vector<Program> build_programs(const std::vector<RankTrace>& traces, const 
     for (const auto& t : traces) {
       const int rank = t.rank + replica * captured;
       const GpuSpec& target = *fabric.device(fabric.gpus()[static_cast<std::size_t>(rank)]).gpu;
-      const GpuSpec& source = source_gpu(t, options, sources, origin);
+      // Looked up only when a kernel needs it: a trace of host work alone (Chakra's) may name no GPU.
+      auto source = [&]() -> const GpuSpec& { return source_gpu(t, options, sources, origin); };
       std::vector<bool> awaited(t.nodes.size(), false);
       for (const auto& n : t.nodes)
         for (auto d : n.deps) awaited[d] = t.nodes[d].lane != n.lane;
@@ -190,21 +201,23 @@ std::vector<Program> build_programs(const std::vector<RankTrace>& traces, const 
         auto push = [&](auto op) { list.push_back(Op{std::move(op), phase, n.step}); };
         for (auto d : n.deps)
           if (t.nodes[d].lane != n.lane) push(EventWaitOp{static_cast<int>(d), 1});
-        if (n.delay > Seconds{0}) push(HostOp{n.delay, "launch gap"});
+        // A kernel costed from its shapes pays the compute model's own launch or queue cost instead of the gap.
+        const bool derived = options.cost == KernelCost::derived && n.kind == TraceNode::Kind::kernel && n.flops;
+        if (n.delay > Seconds{0} && !derived) push(HostOp{n.delay, "launch gap"});
         switch (n.kind) {
           case TraceNode::Kind::host:
-            if (n.duration > Seconds{0}) push(HostOp{n.duration, "host"});
+            push(HostOp{n.duration, "host"});  // even when empty: a Chakra node without its time is still an op
             break;
           case TraceNode::Kind::sync:
             break;
           case TraceNode::Kind::kernel:
           case TraceNode::Kind::memory: {
-            if (options.cost == KernelCost::derived && n.flops) {
-              push(ComputeOp{*n.flops, n.hbm_bytes, std::nullopt, Dtype::bf16, true});
+            if (derived) {
+              push(ComputeOp{*n.flops, n.hbm_bytes, std::nullopt, n.dtype, true});
               break;
             }
             const auto kind = n.kind == TraceNode::Kind::memory ? KernelClass::memory : classify(n.name);
-            const Seconds time = n.duration * slowdown(kind, source, target);
+            const Seconds time = n.duration * slowdown(kind, source(), target);
             if (time > Seconds{0}) push(ComputeOp{Flops{0}, Bytes{0}, time});
             break;
           }
@@ -253,7 +266,12 @@ class TraceWorkload final : public Workload {
 
   std::vector<Table> summarize(const std::vector<OpRecord>& records, int phase) const override {
     const int steps = traces.front().steps;
-    auto gpu_op = [](const OpRecord& r) {
+    // A trace of host work only (a Chakra trace of CPU operators) is timed by its host ops instead.
+    const bool has_gpu = std::ranges::any_of(records, [&](const OpRecord& r) {
+      return r.phase == phase && (r.kind == "compute" || r.kind == "copy" || r.kind == "collective");
+    });
+    auto gpu_op = [has_gpu](const OpRecord& r) {
+      if (!has_gpu) return r.kind == "host";
       return r.kind == "compute" || r.kind == "copy" || r.kind == "collective" || r.kind == "barrier";
     };
     // A step ends with its last GPU op: what the captured step times (CUDA events between steps) measure. The

@@ -21,8 +21,8 @@ enum class KernelCost {
 
 struct ReplayOptions {
   KernelCost cost = KernelCost::recorded;
-  int ranks = 0;                          // ranks to replay: a multiple of the traces' ranks; 0 = as captured
-  std::optional<std::string> source_gpu;  // the GPU preset the traces ran on, when their header does not say
+  int ranks = 0;                            // ranks to replay: a multiple of the traces' ranks; 0 = as captured
+  std::optional<std::string> source_gpu{};  // the GPU preset the traces ran on, when their header does not say
 };
 
 /// Reads each file by its content (Kineto JSON, Chakra protobuf; gzipped or not) and checks the set: one trace per

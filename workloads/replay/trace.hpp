@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/collective.hpp"
+#include "sim/fabric.hpp"
 #include "sim/units.hpp"
 
 namespace snsim::workloads::replay {
@@ -47,6 +48,7 @@ struct TraceNode {
   std::optional<TraceCollective> collective{};  // collective
   std::optional<Flops> flops{};                 // kernel: its work, where the trace has its operator's shapes
   Bytes hbm_bytes{0};                           // kernel: its operands' bytes, with flops
+  Dtype dtype = Dtype::bf16;                    // kernel: the number format of its flops
   std::vector<std::size_t> deps{};
   int step = 0;  // the profiler step it belongs to, from 0
 };
