@@ -13,6 +13,7 @@
 #include "sim/files.hpp"
 #include "sim/isolated.hpp"
 #include "studies/test_support.hpp"
+#include "tools/test_support.hpp"
 #include "workloads/replay/kernels.hpp"
 #include "workloads/replay/replay.hpp"
 
@@ -347,4 +348,21 @@ TEST_CASE("replay: cost derived takes each GEMM's FLOPs from its operator's shap
     for (const auto& op : lane)
       if (const auto* c = std::get_if<ComputeOp>(&op.what); c && !c->duration && op.tag >= 0) ++roofline;
   CHECK(roofline == 81);
+}
+
+TEST_CASE("replay: snsim replay runs a trace on its captured platform and on a platform scenario") {
+  snsim::testing::TempDir dir;
+  const std::string trace = TRACES + "gpt-h2048-l2-b2-s2048.kineto.json.gz";
+  const auto own = snsim::testing::run_snsim(dir, {"replay", trace});
+  CHECK(own.code == 0);
+  CHECK(own.err.empty());
+  CHECK(contains(own.out, "# snsim replay: 2 x h200"));
+  CHECK(contains(own.out, "step_time_ms 14.32"));
+  const auto platform = dir.write("nvl72.yaml", "topology: {type: nvl72}\nmodels: {params: gb200}\nworkloads: []\n");
+  const auto nvl72 = snsim::testing::run_snsim(dir, {"replay", trace, "--platform", platform, "--ranks", "2"});
+  CHECK(nvl72.code == 0);
+  CHECK(contains(nvl72.out, "72 x gb200"));
+  const auto missing = snsim::testing::run_snsim(dir, {"replay", "missing.json"});
+  CHECK(missing.code == 2);
+  CHECK(missing.err == "missing.json: cannot open the file\n");
 }
