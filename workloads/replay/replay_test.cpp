@@ -398,3 +398,19 @@ TEST_CASE("replay: a scenario's what-ifs apply to a replayed job: a slow GPU, a 
   CHECK(slow < base * 1.11);
   CHECK(cut > base * 1.5);
 }
+
+TEST_CASE("host op: CPU time beside a kernel holds no GPU; before it, it delays it") {
+  auto span_of = [](const std::string& ops) {
+    return std::stod(run_isolated([&] {
+      const Report r = workloads::testing::load(
+                           "topology: {type: hgx, gpus: 2}\nworkloads: [{type: program, ranks: "
+                           "0, ops: " +
+                           ops + "}]\n")
+                           .run();
+      return fmt::format("{}", workloads::testing::span(r));
+    }));
+  };
+  CHECK(span_of("[{streams: [[{host: {time: 1ms}}], [{compute: {time: 1ms}}]]}]") ==
+        doctest::Approx(1e-3).epsilon(1e-9));
+  CHECK(span_of("[{host: {time: 1ms}}, {compute: {time: 1ms}}]") == doctest::Approx(2e-3).epsilon(1e-9));
+}
