@@ -399,7 +399,7 @@ TEST_CASE("replay: a scenario's what-ifs apply to a replayed job: a slow GPU, a 
   CHECK(cut > base * 1.5);
 }
 
-TEST_CASE("host op: CPU time beside a kernel holds no GPU; before it, it delays it") {
+TEST_CASE("host op: CPU time beside a kernel holds no GPU, and before it delays it") {
   auto span_of = [](const std::string& ops) {
     return std::stod(run_isolated([&] {
       const Report r = workloads::testing::load(
