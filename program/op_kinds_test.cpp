@@ -42,7 +42,7 @@ TEST_CASE("op kinds: a scenario's ops are the kinds with a parser, repeat and st
   CHECK(names_where([](const OpKind& k) { return k.parse != nullptr; }) ==
         std::vector<std::string_view>{"compute", "copy", "collective", "barrier", "put", "get", "signal_wait", "quiet",
                                       "fence", "shmem_barrier", "load", "managed", "touch", "prefetch", "advise",
-                                      "read"});
+                                      "read", "host"});
   CHECK(names_where([](const OpKind& k) { return k.source == OpSource::scenario && !k.parse; }) ==
         std::vector<std::string_view>{"repeat", "streams"});
   CHECK(names_where([](const OpKind& k) { return k.source == OpSource::generator; }) ==
@@ -73,7 +73,8 @@ TEST_CASE("op kinds: each kind's timeline track, rate and waiting are those the 
                                                          {"fault", TimelineTrack::faults},
                                                          {"migrate", TimelineTrack::migrations},
                                                          {"repeat", TimelineTrack::other},
-                                                         {"streams", TimelineTrack::other}};
+                                                         {"streams", TimelineTrack::other},
+                                                         {"host", TimelineTrack::other}};
   CHECK(op_kinds().size() == tracks.size());
   for (const OpKind& kind : op_kinds()) {
     INFO(kind.name);

@@ -6,7 +6,8 @@
 //
 // The ops come in families, each in its own file with its parsing and its record's description: kernels and copies
 // (program/device_ops.hpp), collectives and barriers (collective_ops.hpp), PGAS and stream events (pgas_ops.hpp),
-// unified memory (uvm_ops.hpp); every op's entry in the op-kind table (program/op_kinds.hpp) sits with it.
+// unified memory (uvm_ops.hpp), the host thread (host_ops.hpp); every op's entry in the op-kind table
+// (program/op_kinds.hpp) sits with it.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 
 #include "program/collective_ops.hpp"
 #include "program/device_ops.hpp"
+#include "program/host_ops.hpp"
 #include "program/op_kinds.hpp"
 #include "program/pgas_ops.hpp"
 #include "program/uvm_ops.hpp"
@@ -45,7 +47,7 @@ struct StreamsOp {
 struct Op {
   std::variant<ComputeOp, CopyOp, CollectiveOp, BarrierOp, RepeatOp, StreamsOp, PutOp, GetOp, SignalWaitOp, QuietOp,
                FenceOp, ShmemBarrierOp, LoadOp, ManagedOp, TouchOp, PrefetchOp, AdviseOp, ReadOp, EventRecordOp,
-               EventWaitOp>
+               EventWaitOp, HostOp>
       what;
   int phase = 0;  // index of the workload that emitted it
   int tag = -1;   // generators' key for summarising records (a sweep point); -1 when not summarised

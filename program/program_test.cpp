@@ -22,8 +22,10 @@ TEST_CASE("workloads: program mistakes are pinned errors") {
   CHECK(error("[]") == "t.yaml:2:34: workloads[0].ops: the program is empty");
   CHECK(error("[{jump: {}}]") ==
         "t.yaml:2:35: workloads[0].ops[0]: expected an op: compute, copy, collective, barrier, put, get, "
-        "signal_wait, quiet, fence, shmem_barrier, load, managed, touch, prefetch, advise, read, repeat, streams or "
-        "ranks");
+        "signal_wait, quiet, fence, shmem_barrier, load, managed, touch, prefetch, advise, read, host, repeat, "
+        "streams or ranks");
+  CHECK(error("[{host: {}}]") == "t.yaml:2:42: workloads[0].ops[0].host.time: required key is missing");
+  CHECK(error("[{host: {time: 0s}}]") == "t.yaml:2:49: workloads[0].ops[0].host.time: must be > 0, got 0 s");
   CHECK(error("[{copy: {to: 9, bytes: 1MiB}}]") ==
         "t.yaml:2:47: workloads[0].ops[0].copy.to: GPU 9 does not exist (the topology has 4 GPUs: 0-3)");
   CHECK(error("[{copy: {to: sideways, bytes: 1MiB}}]") ==

@@ -48,6 +48,7 @@ Runner::Runner(Simulation& simulation, const models::Models& models, std::vector
       finished_(programs_.size(), false),
       tracker_{programs_.size()},
       device_{context_},
+      host_{context_},
       collectives_{context_},
       pgas_{context_},
       uvm_{context_, pgas_} {}
@@ -74,10 +75,12 @@ std::vector<int> Runner::unfinished() const {
 
 template <class T>
 OpOutcome Runner::dispatch(int rank, const T& op, const Op& top) {
-  static_assert(
-      runs<DeviceExecutor, T> + runs<CollectiveExecutor, T> + runs<PgasExecutor, T> + runs<UvmExecutor, T> == 1,
-      "every op that is not structure (repeat, streams) is run by exactly one executor");
+  static_assert(runs<DeviceExecutor, T> + runs<HostExecutor, T> + runs<CollectiveExecutor, T> + runs<PgasExecutor, T> +
+                        runs<UvmExecutor, T> ==
+                    1,
+                "every op that is not structure (repeat, streams) is run by exactly one executor");
   if constexpr (runs<DeviceExecutor, T>) return call(device_, rank, op, top);
+  if constexpr (runs<HostExecutor, T>) return call(host_, rank, op, top);
   if constexpr (runs<CollectiveExecutor, T>) return call(collectives_, rank, op, top);
   if constexpr (runs<PgasExecutor, T>) return call(pgas_, rank, op, top);
   if constexpr (runs<UvmExecutor, T>) return call(uvm_, rank, op, top);

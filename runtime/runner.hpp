@@ -13,6 +13,7 @@
 #include "runtime/collective_executor.hpp"
 #include "runtime/context.hpp"
 #include "runtime/device_executor.hpp"
+#include "runtime/host_executor.hpp"
 #include "runtime/op_tracker.hpp"
 #include "runtime/pgas_executor.hpp"
 #include "runtime/uvm_executor.hpp"
@@ -66,6 +67,7 @@ class Runner {
   std::vector<bool> finished_;  // by rank
   OpTracker tracker_;
   DeviceExecutor device_;
+  HostExecutor host_;
   CollectiveExecutor collectives_;
   PgasExecutor pgas_;
   UvmExecutor uvm_;

@@ -148,7 +148,7 @@ TEST_CASE("cli: an unknown workload type") {
   TempDir dir;
   check_input_error(run_scenario(dir, "topology: {type: hgx}\nworkloads:\n  - type: inference\n"),
                     "s.yaml:3:11: workloads[0].type: unknown workload 'inference'; known: collective_sweep, "
-                    "p2p_sweep, program, training");
+                    "p2p_sweep, program, trace, training");
 }
 
 TEST_CASE("cli: an unknown collective") {

@@ -188,6 +188,11 @@ int run_command(const RunOptions& options) {
   const auto started = std::chrono::steady_clock::now();
   auto doc = load_document(options.scenario);
   apply_overrides(*doc, options.sets, options.seed, options.params);
+  return run_document(doc, options, started);
+}
+
+int run_document(const std::shared_ptr<ConfigDocument>& doc, const RunOptions& options,
+                 std::chrono::steady_clock::time_point started) {
   const auto scenario = workloads::Scenario::load(doc);
   // Refused up front rather than killed part way: the estimate against --max-memory (scenario/limits.hpp).
   const auto estimate = workloads::estimate_memory(scenario.fabric(), scenario.programs());

@@ -3,9 +3,15 @@
 // path.
 #pragma once
 
+#include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace snsim {
+class ConfigDocument;
+}
 
 namespace snsim::tools {
 
@@ -27,6 +33,10 @@ struct RunOptions {
 };
 
 int run_command(const RunOptions& options);
+/// `snsim run` on a document already loaded and overridden (`snsim replay` builds one); `options.scenario` names it
+/// in messages. `started` is when the command began, for the run record's wall time.
+int run_document(const std::shared_ptr<ConfigDocument>& doc, const RunOptions& options,
+                 std::chrono::steady_clock::time_point started);
 /// Every topology, model and workload with its parameters; `markdown`: as the scenario reference
 /// (docs/reference/parameters.md).
 int info_command(bool markdown = false);

@@ -10,6 +10,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake pkg-config git ca-certificates \
   libsimgrid-dev libboost-graph-dev libfmt-dev libyaml-cpp-dev \
   libbenchmark-dev doctest-dev libcli11-dev nlohmann-json3-dev \
+  zlib1g-dev libprotobuf-dev protobuf-compiler \
   python3 python3-matplotlib time \
   parallel  # GNU parallel: .ci/run's sharded sweep
 # Hardening (docs/hardening.md): clang and its sanitizer and libFuzzer runtimes (libclang_rt.fuzzer*.a, libclang_rt.asan*.a)

@@ -80,7 +80,10 @@ TEST_CASE("registry: workloads document the keys they read") {
        "{schedule: pgas, steps: 1, model: {layers: 2, hidden: 1024, heads: 8, ffn_hidden: 4096, sequence: 512, "
        "vocabulary: 1000, micro_batch: 1, micro_batches: 2, dtype: bf16, attention: flash, moe: {experts: 8, top_k: "
        "2, capacity_factor: 1.25, skew: 1}}, parallel: {tp: 1, pp: 1, dp: 8, ep: 2, pipeline: 1f1b, "
-       "sequence_parallel: false, zero: false, bucket: 25MiB}, pgas: {blocks: 32, threshold: 1.0, resync_every: 4}}"}};
+       "sequence_parallel: false, zero: false, bucket: 25MiB}, pgas: {blocks: 32, threshold: 1.0, resync_every: 4}}"},
+      {"trace",
+       "{paths: [validation/traces/h200-replay/gpt-h2048-l2-b2-s2048.kineto.json.gz], cost: recorded, ranks: 2, "
+       "source_gpu: h200}"}};
   for (const auto& e : workloads.entries()) {
     CAPTURE(e.name);
     REQUIRE(examples.contains(e.name));

@@ -3,6 +3,7 @@
 #include "tools/command_line.hpp"
 #include "tools/commands.hpp"
 #include "tools/compare_command.hpp"
+#include "tools/replay_command.hpp"
 #include "tools/study_command.hpp"
 #include "tools/sweep_command.hpp"
 #include "tools/traces_command.hpp"
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
   add_info_command(cli);
   add_topo_command(cli);
   add_compare_command(cli);
+  add_replay_command(cli);
   add_traces_command(cli);
   add_validation_commands(cli);
   add_study_command(cli);

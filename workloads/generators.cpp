@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "workloads/replay/replay.hpp"
 #include "workloads/training/training.hpp"
 
 namespace snsim::workloads {
@@ -251,6 +252,7 @@ void register_workloads(WorkloadRegistry& registry) {
   registry.add(p2p_sweep_entry());
   registry.add(collective_sweep_entry());
   registry.add(training_entry());
+  registry.add(replay::trace_entry());
 }
 
 }  // namespace snsim::workloads

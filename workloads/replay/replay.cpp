@@ -1,0 +1,368 @@
+#include "workloads/replay/replay.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "sim/error.hpp"
+#include "topologies/gpus.hpp"
+#include "workloads/replay/chakra.hpp"
+#include "workloads/replay/kernels.hpp"
+#include "workloads/replay/kineto.hpp"
+#include "workloads/replay/trace_file.hpp"
+
+namespace snsim::workloads::replay {
+namespace {
+
+[[noreturn]] void fail(const std::string& file, const std::string& message) {
+  throw_input_error({file, 0, 0}, "", message);
+}
+
+RankTrace read_one(const std::string& file, int position) {
+  const std::string bytes = read_trace_file(file);
+  const auto first = bytes.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && bytes[first] == '{') {
+    nlohmann::json json;
+    try {
+      json = nlohmann::json::parse(bytes);
+    } catch (const nlohmann::json::parse_error& e) {
+      fail(file, fmt::format("not a complete JSON trace (byte {} of {}): {}", e.byte, bytes.size(),
+                             std::string(e.what()).substr(std::string(e.what()).find(':') + 2)));
+    }
+    if (is_kineto(json)) return read_kineto(json, file, position);
+    if (json.contains("nodes") && json.contains("schema"))
+      fail(file, "a PyTorch execution trace: give its Kineto trace, or convert it to Chakra with chakra_converter");
+    fail(file, "expected a PyTorch profiler (Kineto) trace (a JSON object with `traceEvents`) or a Chakra trace");
+  }
+  return read_chakra(bytes, file, position);
+}
+
+std::string describe(const TraceCollective& c) {
+  return fmt::format("{} of {} in, {} out", c.kind ? models::to_string(*c.kind) : "barrier", c.in_bytes, c.out_bytes);
+}
+
+/// Every group's collectives, in issue order, alike on all its members: same kind and sizes.
+void check_collectives(const std::vector<RankTrace>& traces) {
+  std::map<std::vector<int>, std::map<int, std::vector<const TraceCollective*>>> by_group;  // group -> rank -> ops
+  for (const auto& t : traces)
+    for (const auto& n : t.nodes)
+      if (n.collective) {
+        for (int r : n.collective->group)
+          if (r < 0 || r >= static_cast<int>(traces.size()))
+            fail(t.file,
+                 fmt::format("a {} on ranks [{}] names rank {}, but traces were given for ranks 0-{} only",
+                             describe(*n.collective), fmt::join(n.collective->group, ", "), r, traces.size() - 1));
+        by_group[n.collective->group][t.rank].push_back(&*n.collective);
+      }
+  for (const auto& [group, ranks] : by_group) {
+    const auto& [first_rank, first] = *ranks.begin();
+    for (const auto& [rank, ops] : ranks)
+      for (std::size_t i = 0; i < std::min(ops.size(), first.size()); ++i)
+        if (ops[i]->kind != first[i]->kind || ops[i]->in_bytes != first[i]->in_bytes ||
+            ops[i]->out_bytes != first[i]->out_bytes)
+          fail(traces[static_cast<std::size_t>(rank)].file,
+               fmt::format("collective #{} on ranks [{}] is a {}, but rank {}'s ({}) is a {}: the traces are not of "
+                           "one job",
+                           i + 1, fmt::join(group, ", "), describe(*ops[i]), first_rank,
+                           traces[static_cast<std::size_t>(first_rank)].file, describe(*first[i])));
+  }
+}
+
+const GpuSpec& source_gpu(const RankTrace& t, const ReplayOptions& options, std::map<std::string, GpuSpec>& cache,
+                          const std::string& origin) {
+  std::string preset;
+  if (options.source_gpu) {
+    preset = *options.source_gpu;
+  } else {
+    std::string upper = t.gpu;
+    std::ranges::transform(upper, upper.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    for (const auto& p : topologies::gpu_presets()) {
+      std::string model = p.model;
+      std::ranges::transform(model, model.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+      if (upper.find(model) != std::string::npos && model.size() > preset.size()) preset = p.model;
+    }
+    if (preset.empty())
+      fail(t.file, fmt::format("the trace's GPU is {}: set the trace workload's `source_gpu` (one of {}) to scale "
+                               "its kernels",
+                               t.gpu.empty() ? "not named" : fmt::format("'{}', no known preset", t.gpu),
+                               fmt::join(topologies::gpu_preset_names(), ", ")));
+  }
+  auto it = cache.find(preset);
+  if (it == cache.end()) {
+    const auto& presets = topologies::gpu_presets();
+    const auto p = std::ranges::find(presets, preset, &GpuSpec::model);
+    if (p == presets.end())
+      throw_input_error(
+          {origin, 0, 0}, "source_gpu",
+          fmt::format("unknown GPU '{}'; known: {}", preset, fmt::join(topologies::gpu_preset_names(), ", ")));
+    it = cache.emplace(preset, *p).first;
+  }
+  return it->second;
+}
+
+/// The bytes of a collective as nccl-tests counts them (models/collective.hpp), for a group of `n`.
+Bytes collective_bytes(const TraceCollective& c, std::size_t n) {
+  switch (*c.kind) {
+    case models::CollectiveKind::all_gather:
+      return Bytes{c.in_bytes.count() * n};
+    case models::CollectiveKind::reduce_scatter:
+      return Bytes{c.out_bytes.count() * n};
+    default:
+      return c.in_bytes;
+  }
+}
+
+}  // namespace
+
+std::vector<RankTrace> read_traces(const std::vector<std::string>& files) {
+  if (files.empty()) throw_input_error({"snsim replay", 0, 0}, "", "no trace given");
+  std::vector<RankTrace> traces;
+  for (std::size_t i = 0; i < files.size(); ++i) traces.push_back(read_one(files[i], static_cast<int>(i)));
+  std::map<int, const RankTrace*> by_rank;
+  for (const auto& t : traces) {
+    if (t.rank < 0) fail(t.file, fmt::format("rank {} is negative", t.rank));
+    if (const auto [it, fresh] = by_rank.emplace(t.rank, &t); !fresh)
+      fail(t.file, fmt::format("rank {} again: {} is rank {} too", t.rank, it->second->file, t.rank));
+  }
+  int world = static_cast<int>(traces.size());
+  for (const auto& t : traces)
+    if (t.world_size) world = std::max(world, *t.world_size);
+  std::vector<int> missing;
+  for (int r = 0; r < world; ++r)
+    if (!by_rank.contains(r)) missing.push_back(r);
+  if (!missing.empty())
+    fail(traces.front().file, fmt::format("the job has {} ranks and no trace was given for rank{} {}: give one "
+                                          "trace per rank",
+                                          world, missing.size() > 1 ? "s" : "", fmt::join(missing, ", ")));
+  std::ranges::sort(traces, {}, &RankTrace::rank);
+  // A collective whose trace names no members (Chakra's) spans every rank.
+  std::vector<int> everyone(traces.size());
+  for (std::size_t r = 0; r < traces.size(); ++r) everyone[r] = static_cast<int>(r);
+  for (auto& t : traces)
+    for (auto& n : t.nodes)
+      if (n.collective && n.collective->group.empty()) {
+        n.collective->group = everyone;
+        if (n.collective->kind == models::CollectiveKind::reduce_scatter)
+          n.collective->out_bytes = Bytes{n.collective->in_bytes.count() / everyone.size()};
+      }
+  check_collectives(traces);
+  return traces;
+}
+
+std::vector<Program> build_programs(const std::vector<RankTrace>& traces, const Fabric& fabric,
+                                    const ReplayOptions& options, int phase, const std::string& origin) {
+  const int captured = static_cast<int>(traces.size());
+  const int ranks = options.ranks == 0 ? captured : options.ranks;
+  const int gpus = static_cast<int>(fabric.gpus().size());
+  if (ranks % captured != 0)
+    throw_input_error(
+        {origin, 0, 0}, "ranks",
+        fmt::format("{} is no multiple of the {} captured ranks (replicas of the whole job)", ranks, captured));
+  if (ranks > gpus)
+    throw_input_error({origin, 0, 0}, "ranks",
+                      fmt::format("{} ranks to replay and the topology has {} GPUs", ranks, gpus));
+  const int replicas = ranks / captured;
+  std::map<std::string, GpuSpec> sources;
+  std::map<std::vector<int>, Group> groups;
+  auto group_of = [&](const std::vector<int>& captured_group, int replica) {
+    // The whole captured job's group is the data-parallel one: it spans every replica. A smaller group (tensor or
+    // pipeline parallel) stays inside its replica.
+    std::vector<int> members;
+    if (static_cast<int>(captured_group.size()) == captured) {
+      for (int r = 0; r < ranks; ++r) members.push_back(r);
+    } else {
+      for (int r : captured_group) members.push_back(r + replica * captured);
+    }
+    auto [it, fresh] = groups.try_emplace(members, nullptr);
+    if (fresh) it->second = std::make_shared<const std::vector<int>>(members);
+    return it->second;
+  };
+
+  std::vector<Program> programs(static_cast<std::size_t>(gpus));
+  for (int replica = 0; replica < replicas; ++replica)
+    for (const auto& t : traces) {
+      const int rank = t.rank + replica * captured;
+      const GpuSpec& target = *fabric.device(fabric.gpus()[static_cast<std::size_t>(rank)]).gpu;
+      // Looked up only when a kernel needs it: a trace of host work alone (Chakra's) may name no GPU.
+      auto source = [&]() -> const GpuSpec& { return source_gpu(t, options, sources, origin); };
+      std::vector<bool> awaited(t.nodes.size(), false);
+      for (const auto& n : t.nodes)
+        for (auto d : n.deps) awaited[d] = t.nodes[d].lane != n.lane;
+      StreamsOp streams;
+      streams.streams.resize(std::max<std::size_t>(t.lanes.size(), 2));
+      for (std::size_t i = 0; i < t.nodes.size(); ++i) {
+        const TraceNode& n = t.nodes[i];
+        auto& list = streams.streams[n.lane];
+        auto push = [&](auto op) { list.push_back(Op{std::move(op), phase, n.step}); };
+        for (auto d : n.deps)
+          if (t.nodes[d].lane != n.lane) push(EventWaitOp{static_cast<int>(d), 1});
+        // A kernel costed from its shapes pays the compute model's own launch or queue cost instead of the gap.
+        const bool derived = options.cost == KernelCost::derived && n.kind == TraceNode::Kind::kernel && n.flops;
+        if (n.delay > Seconds{0} && !derived) push(HostOp{n.delay, "launch gap"});
+        switch (n.kind) {
+          case TraceNode::Kind::host:
+            push(HostOp{n.duration, "host"});  // even when empty: a Chakra node without its time is still an op
+            break;
+          case TraceNode::Kind::sync:
+            break;
+          case TraceNode::Kind::kernel:
+          case TraceNode::Kind::memory: {
+            if (derived) {
+              push(ComputeOp{*n.flops, n.hbm_bytes, std::nullopt, n.dtype, true});
+              break;
+            }
+            const auto kind = n.kind == TraceNode::Kind::memory ? KernelClass::memory : classify(n.name);
+            const Seconds time = n.duration * slowdown(kind, source(), target);
+            if (time > Seconds{0}) push(ComputeOp{Flops{0}, Bytes{0}, time});
+            break;
+          }
+          case TraceNode::Kind::host_copy:
+            if (n.bytes.count() > 0) push(CopyOp{.peer = HOST, .bytes = n.bytes, .pull = !n.to_host});
+            break;
+          case TraceNode::Kind::collective: {
+            const Group group = group_of(n.collective->group, replica);
+            if (group->size() < 2) break;
+            if (!n.collective->kind) {
+              push(BarrierOp{group});
+              break;
+            }
+            CollectiveOp c;
+            c.kind = *n.collective->kind;
+            c.bytes = collective_bytes(*n.collective, group->size());
+            c.group = group;
+            c.root =
+                std::ranges::find(*group, n.collective->root) != group->end() ? n.collective->root : group->front();
+            if (c.bytes.count() > 0) push(std::move(c));
+            break;
+          }
+        }
+        if (awaited[i]) push(EventRecordOp{static_cast<int>(i)});
+      }
+      programs[static_cast<std::size_t>(rank)].ops.push_back(Op{std::move(streams), phase, -1});
+    }
+  return programs;
+}
+
+namespace {
+
+class TraceWorkload final : public Workload {
+ public:
+  std::vector<RankTrace> traces;
+  std::vector<Program> programs;
+  int ranks = 0;
+
+  void emit(std::vector<Program>& out, int phase) const override {
+    for (std::size_t r = 0; r < out.size(); ++r)
+      for (auto op : programs[r].ops) {
+        op.phase = phase;
+        out[r].ops.push_back(std::move(op));
+      }
+  }
+
+  std::vector<Table> summarize(const std::vector<OpRecord>& records, int phase) const override {
+    const int steps = traces.front().steps;
+    // A trace of host work only (a Chakra trace of CPU operators) is timed by its host ops instead.
+    const bool has_gpu = std::ranges::any_of(records, [&](const OpRecord& r) {
+      return r.phase == phase && (r.kind == "compute" || r.kind == "copy" || r.kind == "collective");
+    });
+    auto gpu_op = [has_gpu](const OpRecord& r) {
+      if (!has_gpu) return r.kind == "host";
+      return r.kind == "compute" || r.kind == "copy" || r.kind == "collective" || r.kind == "barrier";
+    };
+    // A step ends with its last GPU op: what the captured step times (CUDA events between steps) measure. The
+    // first starts when the queue found at the window's start has drained, or with its first GPU op.
+    std::vector<double> ends(static_cast<std::size_t>(steps), 0);
+    double queue_end = -1, first_start = 1e300;
+    for (const auto& r : records) {
+      if (r.phase != phase || !gpu_op(r) || r.tag >= steps) continue;
+      if (r.tag < 0) {
+        queue_end = std::max(queue_end, r.end.count());
+        continue;
+      }
+      first_start = std::min(first_start, r.start.count());
+      ends[static_cast<std::size_t>(r.tag)] = std::max(ends[static_cast<std::size_t>(r.tag)], r.end.count());
+    }
+    const double start = queue_end >= 0 ? queue_end : first_start;
+    Table per_step{
+        "replay: profiler steps (the last GPU op of each, over all ranks)", {"step", "end_ms", "step_ms"}, {}};
+    for (int s = 0; s < steps; ++s) {
+      const double previous = s == 0 ? start : ends[static_cast<std::size_t>(s - 1)];
+      per_step.rows.push_back(
+          {s, ends[static_cast<std::size_t>(s)] * 1e3, (ends[static_cast<std::size_t>(s)] - previous) * 1e3});
+    }
+    const double step = (ends.back() - start) / steps;
+    std::size_t kernels = 0, unknown = 0;
+    std::set<std::string> unknown_names;
+    for (const auto& t : traces)
+      for (const auto& n : t.nodes)
+        if (n.kind == TraceNode::Kind::kernel) {
+          ++kernels;
+          if (classify(n.name) == KernelClass::unknown) {
+            ++unknown;
+            unknown_names.insert(n.name.substr(0, 48));
+          }
+        }
+    Table summary{"replay", {"metric", "value"}, {}};
+    summary.rows.push_back({"step_time_ms", step * 1e3});
+    summary.rows.push_back({"steps", steps});
+    summary.rows.push_back({"ranks", ranks});
+    summary.rows.push_back({"captured_ranks", traces.size()});
+    summary.rows.push_back({"kernels_per_captured_job", kernels});
+    summary.rows.push_back({"kernels_costed_as_memory_bound_by_default", unknown});
+    std::vector<Table> tables{summary, per_step};
+    Table notes{"replay notes", {"note"}, {}};
+    for (const auto& t : traces)
+      for (const auto& n : t.notes) notes.rows.push_back({fmt::format("{}: {}", t.file, n)});
+    if (unknown > 0)
+      notes.rows.push_back(
+          {fmt::format("{} kernels of {} names are of no known class and are scaled as memory-bound, "
+                       "e.g. {}",
+                       unknown, unknown_names.size(), *unknown_names.begin())});
+    if (!notes.rows.empty()) tables.push_back(std::move(notes));
+    return tables;
+  }
+};
+
+}  // namespace
+
+WorkloadRegistry::Entry trace_entry() {
+  return {"trace",
+          "replay a captured job: PyTorch profiler (Kineto) or Chakra traces, one per rank (docs/replay.md)",
+          {{"paths", "list of files", "", "one trace per rank (.json, .json.gz, Chakra .et); relative to the scenario"},
+           {"cost", "recorded|derived", "recorded",
+            "kernels: recorded time scaled to the target GPU, or from their shapes where known"},
+           {"ranks", "count", "as captured", "ranks to replay: captured ranks x data-parallel replicas"},
+           {"source_gpu", "GPU preset", "from the trace", "the GPU the traces ran on, when their header lacks it"}},
+          [](const ConfigNode& node, const Fabric& fabric) -> std::unique_ptr<Workload> {
+            auto w = std::make_unique<TraceWorkload>();
+            std::vector<std::string> files;
+            const ConfigNode paths = node.child("paths");
+            for (const auto& p : paths.elements()) {
+              std::filesystem::path file(p.as<std::string>());
+              const SourceLocation where = p.location();
+              if (file.is_relative() && where.line > 0) file = std::filesystem::path(where.file).parent_path() / file;
+              files.push_back(file.lexically_normal().string());
+            }
+            if (files.empty()) paths.fail("expected one trace per rank, found none");
+            ReplayOptions options;
+            const auto cost = node.optional<std::string>("cost", "recorded");
+            if (cost != "recorded" && cost != "derived")
+              node.fail_key("cost", fmt::format("expected recorded or derived, found '{}'", cost));
+            options.cost = cost == "derived" ? KernelCost::derived : KernelCost::recorded;
+            options.ranks = node.optional<int>("ranks", 0);
+            if (node.has("ranks")) check_between(node, "ranks", options.ranks, 1, 1 << 20);
+            options.source_gpu = node.maybe<std::string>("source_gpu");
+            w->traces = read_traces(files);
+            const std::string origin = node.location().to_string();
+            w->programs = build_programs(w->traces, fabric, options, 0, origin);
+            w->ranks = options.ranks == 0 ? static_cast<int>(w->traces.size()) : options.ranks;
+            return w;
+          }};
+}
+
+}  // namespace snsim::workloads::replay

@@ -1,0 +1,68 @@
+// A captured job as snsim replays it: per rank, a graph of what its host thread and its GPU streams did, read from a
+// PyTorch profiler (Kineto) trace or a Chakra execution trace (workloads/replay/kineto.hpp, chakra.hpp), before it
+// becomes a Program (workloads/replay/replay.hpp). docs/replay.md says what is kept and what is assumed.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/collective.hpp"
+#include "sim/fabric.hpp"
+#include "sim/units.hpp"
+
+namespace snsim::workloads::replay {
+
+/// A collective as the framework issued it (record_param_comms, a Chakra communication node): what one rank gives
+/// and gets, so that its size follows the group when the replay widens it.
+struct TraceCollective {
+  std::optional<models::CollectiveKind> kind;  // none: a barrier
+  Bytes in_bytes;                              // this rank's input
+  Bytes out_bytes;                             // this rank's output
+  std::vector<int> group;                      // global ranks, sorted
+  int root = 0;                                // broadcast
+  std::string dtype;                           // as the trace names it ("Float", "BFloat16")
+};
+
+/// One thing a rank did, on one lane: the host thread or a GPU stream. Nodes of a lane run in order; `deps` are
+/// nodes of other lanes that must end first (a launch, a synchronisation, a cross-stream wait).
+struct TraceNode {
+  enum class Kind {
+    host,        // CPU time of the host thread, held as recorded
+    sync,        // the host waits for its `deps` (cudaDeviceSynchronize, a blocking copy); takes no time itself
+    kernel,      // GPU work, costed from its recorded time or its shape
+    memory,      // memset, device-local memcpy: costed as a memory-bound kernel
+    host_copy,   // memcpy to or from the host: re-simulated over the target's links
+    collective,  // re-simulated on the target fabric
+  };
+  Kind kind = Kind::host;
+  std::size_t lane = 0;
+  std::string name;
+  Seconds duration{0};  // as recorded
+  /// Time the lane waited before the node started beyond what its lane and deps explain: the launch latency or the
+  /// GPU's gap between queued kernels, held as recorded.
+  Seconds delay{0};
+  Bytes bytes{0};                               // copies, memsets
+  bool to_host = false;                         // host_copy: device -> host
+  std::optional<TraceCollective> collective{};  // collective
+  std::optional<Flops> flops{};                 // kernel: its work, where the trace has its operator's shapes
+  Bytes hbm_bytes{0};                           // kernel: its operands' bytes, with flops
+  Dtype dtype = Dtype::bf16;                    // kernel: the number format of its flops
+  std::vector<std::size_t> deps{};
+  int step = 0;  // the profiler step it belongs to, from 0
+};
+
+/// One rank's trace.
+struct RankTrace {
+  std::string file;
+  int rank = 0;                    // from the trace, else the file's position on the command line
+  std::optional<int> world_size;   // when the trace says
+  std::string gpu;                 // the GPU that ran it, as the trace names it ("NVIDIA H200"); empty: unknown
+  std::vector<std::string> lanes;  // "host", "stream 7", ...
+  std::vector<TraceNode> nodes;    // in the order each lane ran them
+  int steps = 1;                   // profiler steps in the replayed window
+  std::vector<std::string> notes;  // assumptions made while reading it, for the user
+};
+
+}  // namespace snsim::workloads::replay
