@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "models/nccl_tuning.hpp"
 
 namespace snsim::models {
 namespace {
@@ -13,7 +16,8 @@ namespace {
 constexpr std::array<std::string_view, 5> KIND_NAMES{"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
                                                      "broadcast"};
 constexpr std::array<std::string_view, 3> PROTOCOL_NAMES{"LL", "LL128", "Simple"};
-constexpr std::array<std::string_view, 6> ALGORITHM_NAMES{"ring", "tree", "one_shot", "two_shot", "nvls", "direct"};
+constexpr std::array<std::string_view, 8> ALGORITHM_NAMES{"ring", "tree",   "one_shot",  "two_shot",
+                                                          "nvls", "direct", "nvls_tree", "collnet"};
 constexpr std::array<std::string_view, 2> LAUNCH_NAMES{"stream", "graph"};
 
 template <std::size_t N>
@@ -29,6 +33,41 @@ std::optional<T> parse_name(const std::array<std::string_view, N>& names, std::s
 }
 
 constexpr std::size_t LL = 0, LL128 = 1, SIMPLE = 2;  // indices of CollectiveModel::protocols and ::tree
+
+/// NCCL's algorithm for one of snsim's, where NCCL's tuning tables have it.
+std::optional<nccl::Algo> nccl_algo(Algorithm a) {
+  switch (a) {
+    case Algorithm::ring:
+      return nccl::Algo::ring;
+    case Algorithm::tree:
+      return nccl::Algo::tree;
+    case Algorithm::nvls:
+      return nccl::Algo::nvls;
+    case Algorithm::nvls_tree:
+      return nccl::Algo::nvls_tree;
+    case Algorithm::collnet:
+      return nccl::Algo::collnet_direct;
+    default:
+      return std::nullopt;
+  }
+}
+std::optional<Algorithm> snsim_algorithm(nccl::Algo a) {
+  switch (a) {
+    case nccl::Algo::ring:
+      return Algorithm::ring;
+    case nccl::Algo::tree:
+      return Algorithm::tree;
+    case nccl::Algo::nvls:
+      return Algorithm::nvls;
+    case nccl::Algo::nvls_tree:
+      return Algorithm::nvls_tree;
+    case nccl::Algo::collnet_direct:
+    case nccl::Algo::collnet_chain:
+      return Algorithm::collnet;
+    default:
+      return std::nullopt;
+  }
+}
 
 }  // namespace
 
@@ -162,6 +201,33 @@ const ParamTable<CollectiveModel>& collective_params() {
     params.add(
         {.key = "nvls_latency", .fallback = 25_us, .doc = "NVLS fixed cost", .source = "model NCCL tuning.cc hwLat"},
         [](M& m) { return &m.nvls_latency; });
+    // Scenario-wide forcing, as NCCL_ALGO / NCCL_PROTO with one name each: every collective that can run it runs it;
+    // an op's own algorithm: / protocol: wins.
+    params.add<std::string>(
+        {.key = "algorithm",
+         .unit = "name",
+         .fallback = "auto",
+         .check = one_of<std::string>({"auto", "ring", "tree", "nvls", "nvls_tree", "collnet"}),
+         .doc = "force every collective's algorithm where it can run (NCCL_ALGO); auto = NCCL's choice"},
+        [](M& m, const std::string& v) { m.forced_algorithm = v == "auto" ? std::nullopt : algorithm(v); },
+        [](const M& m) { return m.forced_algorithm ? std::string(to_string(*m.forced_algorithm)) : "auto"; });
+    params.add<std::string>(
+        {.key = "protocol",
+         .unit = "name",
+         .fallback = "auto",
+         .check = one_of<std::string>({"auto", "LL", "LL128", "Simple"}),
+         .doc = "force every collective's protocol where it can run (NCCL_PROTO); auto = NCCL's choice"},
+        [](M& m, const std::string& v) { m.forced_protocol = v == "auto" ? std::nullopt : protocol(v); },
+        [](const M& m) { return m.forced_protocol ? std::string(to_string(*m.forced_protocol)) : "auto"; });
+    // NCCL's graph search runs an NDR 400 Gb/s NIC (50 GB/s) at most at 48 GB/s per channel, the top of its SM90
+    // inter-node speed list [src: NVIDIA/nccl src/graph/search.cc, docs/nccl.md 5.2]; no trace of ours measures a NIC.
+    params.add({.key = "nic_efficiency",
+                .unit = "fraction",
+                .fallback = 0.96,
+                .check = between(0.1, 1.0),
+                .doc = "payload share of a NIC's line rate that collectives reach across nodes",
+                .source = "src NCCL search.cc 48 of 50 GB/s"},
+               [](M& m) { return &m.nic_efficiency; });
     // Launch: an empty kernel back to back from a stream 4.80 us, replayed from a CUDA graph 0.52 us on our
     // H200 [meas: validation/traces/h200/h200x1-launch.jsonl, back_to_back and graph_back_to_back medians].
     params.add({.key = "stream_launch",
@@ -174,6 +240,14 @@ const ParamTable<CollectiveModel>& collective_params() {
                 .doc = "launch from a CUDA graph",
                 .source = "meas h200x1-launch graph_back_to_back"},
                [](M& m) { return &m.graph_launch; });
+    // A framework's per-call cost before NCCL's (PyTorch ProcessGroupNCCL's work object, stream guards, the
+    // record of the call), so that measurements at the framework level can be expressed; 0 = NCCL called directly
+    // [unverified default: no trace of ours measures a framework].
+    params.add({.key = "framework_call",
+                .fallback = 0_us,
+                .check = non_negative,
+                .doc = "a framework's per-call cost on top of NCCL's launch (PyTorch c10d); 0 = none"},
+               [](M& m) { return &m.framework_call; });
     // Device-side barrier across the ranks [unverified default; measured by the probe's nvshmem family].
     params.add({.key = "barrier_latency", .fallback = 2_us, .doc = "device-side barrier across the ranks"},
                [](M& m) { return &m.barrier_latency; });
@@ -271,7 +345,8 @@ double bus_bandwidth_factor(CollectiveKind kind, int ranks) {
 std::vector<Algorithm> algorithms_for(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::all_reduce:
-      return {Algorithm::ring, Algorithm::tree, Algorithm::one_shot, Algorithm::two_shot, Algorithm::nvls};
+      return {Algorithm::ring, Algorithm::tree,      Algorithm::one_shot, Algorithm::two_shot,
+              Algorithm::nvls, Algorithm::nvls_tree, Algorithm::collnet};
     case CollectiveKind::all_to_all:
       return {Algorithm::direct};
     default:
@@ -311,6 +386,35 @@ double switch_reduction(const Fabric& fabric, const std::vector<DeviceId>& gpus)
     if (!has_switch) return 0;
   }
   return std::isinf(efficiency) ? 0 : efficiency;
+}
+
+std::vector<int> nodes_of(const Fabric& fabric, const std::vector<DeviceId>& gpus) {
+  // A node: the component of a GPU through every channel that stays off NICs, InfiniBand and the host.
+  std::vector<int> component(fabric.device_count(), -1);
+  auto component_of = [&](DeviceId start) {
+    if (component[start] >= 0) return component[start];
+    const int id = static_cast<int>(start);
+    std::vector<DeviceId> frontier{start};
+    component[start] = id;
+    while (!frontier.empty()) {
+      const DeviceId u = frontier.back();
+      frontier.pop_back();
+      for (auto e : boost::make_iterator_range(boost::out_edges(u, fabric.graph()))) {
+        const DeviceId v = fabric.target(e);
+        const auto kind = fabric.device(v).kind;
+        if (component[v] >= 0 || fabric.channel(e).kind == ChannelKind::ib || kind == DeviceKind::nic ||
+            kind == DeviceKind::ib_switch || kind == DeviceKind::host)
+          continue;
+        component[v] = id;
+        frontier.push_back(v);
+      }
+    }
+    return id;
+  };
+  std::map<int, int> index;
+  std::vector<int> out;
+  for (auto g : gpus) out.push_back(index.try_emplace(component_of(g), static_cast<int>(index.size())).first->second);
+  return out;
 }
 
 int switch_links(const Fabric& fabric, DeviceId gpu) {
@@ -404,6 +508,14 @@ CollectiveShape CollectiveModel::shape(CollectiveKind kind, Bytes size, int rank
       s.step_bytes = ceil_div(size, n);
       s.peers = peers;
       break;
+    case Algorithm::nvls_tree:
+    case Algorithm::collnet:
+      // Across nodes: the runtime derives each pair's flows from the nodes (runtime/collective_executor.cpp); as a
+      // lone estimate, a GPU's links carry what NVLS puts on them.
+      s.pattern = Pattern::nodes;
+      s.steps = 1;
+      s.step_bytes = size + ceil_div(size, n);
+      break;
   }
   s.latency_steps = s.steps;
   s.serial_bytes = s.step_bytes * (s.steps * s.peers);
@@ -419,7 +531,7 @@ CollectivePlan CollectiveModel::make_plan(const CollectiveRequest& request, Algo
   plan.protocol = protocol;
   plan.shape = shape(request.kind, request.bytes, request.ranks, algorithm);
   plan.channels = channels_for(request, algorithm, protocol, platform);
-  plan.launch = request.launch == Launch::graph ? graph_launch : stream_launch;
+  plan.launch = (request.launch == Launch::graph ? graph_launch : stream_launch) + framework_call;
   plan.efficiency = std::min(1.0, p.efficiency * relative_rate[static_cast<std::size_t>(request.kind)]);
   plan.max_bandwidth = p.max_bandwidth;
   // NCCL's bus bandwidth is channels x one link's effective rate (tuning.cc: busBw = nChannels * bwIntra), so fewer
@@ -440,26 +552,88 @@ CollectivePlan CollectiveModel::make_plan(const CollectiveRequest& request, Algo
       if (direct) lat = *direct;
       break;
     case Algorithm::nvls:
+    case Algorithm::nvls_tree:
       lat = {Seconds{0}, nvls_latency};
       plan.rate_scale *= platform.switch_reduction;
+      break;
+    case Algorithm::collnet:  // the heads' exchange inside the node; the network's part is network_latency
+      lat = {Seconds{0}, p.step_latency};
       break;
     default:
       break;
   }
   plan.base_latency = lat.base_latency;
   plan.step_latency = lat.step_latency;
+  plan.nodes = std::max(1, platform.nodes);
+  // Across nodes a tree's chain spans one node, and NCCL's network steps cost more than NVLink steps (its tuning
+  // tables: network hardware latencies and the proxy's per-step overhead, docs/nccl.md 6.4).
+  if (plan.nodes > 1 && algorithm == Algorithm::tree) plan.shape.latency_steps = 2 * (request.ranks / plan.nodes - 1);
+  if (plan.nodes > 1 && algorithm == Algorithm::nvls_tree) {
+    // Inside each node NVLS moves S + S/ranks-per-node through a GPU's links; NCCL runs NVLSTree's kernels at most at
+    // its per-channel NVLSTree maximum (docs/nccl.md 6.3), which no link of ours limits.
+    plan.shape.step_bytes =
+        request.bytes + ceil_div(request.bytes, static_cast<std::uint64_t>(request.ranks / plan.nodes));
+    plan.shape.serial_bytes = plan.shape.step_bytes;
+    if (platform.nccl)
+      if (const double cap = nccl::nvls_tree_cap(*platform.nccl); cap > 0)
+        plan.max_bandwidth = BytesPerSecond{cap * 1e9 * static_cast<double>(plan.shape.step_bytes.count()) /
+                                            static_cast<double>(std::max<std::uint64_t>(1, request.bytes.count()))};
+  }
+  if (plan.nodes > 1 && algorithm == Algorithm::direct)
+    plan.network_latency = Seconds{nccl::network_step_us(protocol) * 1e-6};
+  if (plan.nodes > 1 && platform.nccl) {
+    const auto f = nccl::func(request.kind);
+    const auto a = nccl_algo(algorithm);
+    if (f && a) plan.network_latency = Seconds{nccl::network_latency_us(*platform.nccl, *f, *a, protocol) * 1e-6};
+  }
   return plan;
 }
 
 CollectivePlan CollectiveModel::plan(const CollectiveRequest& request, const CollectivePlatform& platform) const {
+  const auto runs = algorithms_for(request.kind);
+  auto forced_algo = request.algorithm;  // the op's own, else the scenario's where this kind can run it
+  if (!forced_algo && forced_algorithm && std::ranges::find(runs, *forced_algorithm) != runs.end())
+    forced_algo = forced_algorithm;
+  const auto forced_proto = request.protocol ? request.protocol : forced_protocol;
+  const auto f = nccl::func(request.kind);
+  const bool symmetric = forced_algo && !nccl_algo(*forced_algo);  // one_shot, two_shot, direct: not NCCL's tables
+  if (platform.nccl && f && !symmetric) {
+    nccl::Allowed allowed;
+    allowed.algos[static_cast<std::size_t>(nccl::Algo::pat)] = false;            // snsim does not run PAT
+    allowed.algos[static_cast<std::size_t>(nccl::Algo::collnet_chain)] = false;  // SHARP runs as CollNetDirect
+    // NVLS across nodes needs SHARP underneath (NVLS+CollNet), which snsim does not run.
+    if (platform.nodes > 1) allowed.algos[static_cast<std::size_t>(nccl::Algo::nvls)] = false;
+    if (!nvls_enabled || platform.switch_reduction <= 0) {
+      allowed.algos[static_cast<std::size_t>(nccl::Algo::nvls)] = false;
+      allowed.algos[static_cast<std::size_t>(nccl::Algo::nvls_tree)] = false;
+    }
+    if (forced_algo) {
+      const auto only = *nccl_algo(*forced_algo);
+      for (std::size_t i = 0; i < allowed.algos.size(); ++i)
+        allowed.algos[i] = allowed.algos[i] && static_cast<nccl::Algo>(i) == only;
+    }
+    if (forced_proto)
+      for (std::size_t i = 0; i < allowed.protos.size(); ++i)
+        allowed.protos[i] = static_cast<Protocol>(i) == *forced_proto;
+    const auto choice = nccl::choose(*platform.nccl, *f, static_cast<double>(request.bytes.count()), allowed);
+    // A forced pair NCCL's model cannot run here (nvls_tree on one node, tree for all_gather) keeps snsim's own
+    // choice among what was forced, as an op-level force always did.
+    if (choice) {
+      auto chosen = make_plan(request, *snsim_algorithm(choice->algo), choice->protocol, platform);
+      if (!request.channels) chosen.channels = choice->channels;
+      chosen.nccl_choice = true;
+      return chosen;
+    }
+  }
   std::vector<Algorithm> candidates;
-  if (request.algorithm) {
-    candidates.push_back(*request.algorithm);
+  if (forced_algo) {
+    candidates.push_back(*forced_algo);
   } else {
-    for (auto a : algorithms_for(request.kind)) {
+    for (auto a : runs) {
       // Symmetric-memory kernels need buffers registered by the application: never chosen, only forced.
       if (a == Algorithm::one_shot || a == Algorithm::two_shot) continue;
       if (a == Algorithm::nvls && !(nvls_enabled && platform.switch_reduction > 0)) continue;
+      if (a == Algorithm::nvls_tree || a == Algorithm::collnet) continue;  // across nodes: NCCL's model picks them
       candidates.push_back(a);
     }
   }
@@ -467,7 +641,7 @@ CollectivePlan CollectiveModel::plan(const CollectiveRequest& request, const Col
   Seconds best_time{std::numeric_limits<double>::infinity()};
   for (auto a : candidates) {
     for (auto p : protocols_for(a)) {
-      if (request.protocol && p != *request.protocol) continue;
+      if (forced_proto && p != *forced_proto) continue;
       auto candidate = make_plan(request, a, p, platform);
       if (auto t = predict(candidate, platform); !best || t < best_time) {
         best = candidate;
@@ -477,7 +651,7 @@ CollectivePlan CollectiveModel::plan(const CollectiveRequest& request, const Col
   }
   if (!best)
     throw std::logic_error(fmt::format("no algorithm runs {} with protocol {}", to_string(request.kind),
-                                       request.protocol ? to_string(*request.protocol) : "any"));
+                                       forced_proto ? to_string(*forced_proto) : "any"));
   return *best;
 }
 

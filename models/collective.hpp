@@ -48,10 +48,15 @@
 #include "sim/units.hpp"
 
 namespace snsim::models {
+namespace nccl {
+struct System;
+}
 
 enum class CollectiveKind { all_reduce, all_gather, reduce_scatter, all_to_all, broadcast };
 enum class Protocol { ll, ll128, simple };
-enum class Algorithm { ring, tree, one_shot, two_shot, nvls, direct };
+/// nvls_tree and collnet run across nodes: NVLS inside each node with a double binary tree between the nodes'
+/// heads, and in-network reduction by SHARP switches (NCCL's CollNetDirect).
+enum class Algorithm { ring, tree, one_shot, two_shot, nvls, direct, nvls_tree, collnet };
 /// How the collective's kernel is launched: from a stream, or replayed from a CUDA graph.
 enum class Launch { stream, graph };
 
@@ -77,6 +82,9 @@ double switch_reduction(const Fabric& fabric);
 /// The same for a group of GPUs: 0 unless they are all in one NVLink domain (Fabric::nvlink_domain), where NVLS can
 /// reduce; a superpod's NVSwitches reduce within a node only.
 double switch_reduction(const Fabric& fabric, const std::vector<DeviceId>& gpus);
+/// NCCL's node of each GPU of `gpus`, numbered from 0 in order of first appearance: the GPUs that reach each other
+/// without a NIC (a host's NVLink or PCIe domain; a whole NVL72 rack, as NCCL's MNNVL makes it one node).
+std::vector<int> nodes_of(const Fabric& fabric, const std::vector<DeviceId>& gpus);
 /// Lanes from `gpu` into its NVLink or PCIe switches, at least 1: NCCL runs a channel per link's worth of bandwidth.
 int switch_links(const Fabric& fabric, DeviceId gpu);
 /// NCCL's channel count for `size` bytes: one channel per `threshold` bytes, at least 1 and at most `links`
@@ -88,6 +96,7 @@ enum class Pattern {
   ring,       // send to the next rank, receive from the previous one
   all_peers,  // send to every other rank and receive from every other rank at once
   chain,      // chunks pipelined along a chain: broadcast from the root; tree: up to the root and back down
+  nodes,      // across nodes: each pair's flows follow from the group's nodes (runtime/collective_executor.cpp)
 };
 
 /// The data movement of a plan, without protocol or platform: what calibration needs for its design matrix.
@@ -122,6 +131,11 @@ struct CollectivePlatform {
   Seconds hop_latency;          // the route's wire latency
   int links = 1;                // NVLinks (or PCIe links) leaving a GPU: NCCL runs a channel per link's worth
   double switch_reduction = 0;  // in-switch reduction efficiency; 0 = no NVLS on this platform
+  int nodes = 1;                // NCCL's nodes the group spans (NVLink domains); ranks per node = ranks / nodes
+  // What NCCL's tuning model sees of the group (models/nccl_tuning.hpp); set, it chooses the algorithm, protocol and
+  // channel count as NCCL does; unset (2 ranks in one node, where our traces calibrate snsim's own choice, or a GPU
+  // NCCL's tables do not cover), the pair with the smallest predicted time wins.
+  const nccl::System* nccl = nullptr;
 };
 
 /// What a collective op asks for.
@@ -147,6 +161,9 @@ struct CollectivePlan {
   double efficiency = 1;         // protocol payload efficiency (SM copy efficiency is the platform's)
   double rate_scale = 1;         // share of the SM copy rate: channels / links, times the switch's reduction efficiency
   BytesPerSecond max_bandwidth;  // per-rank payload rate cap; 0 = none
+  int nodes = 1;                 // nodes the group spans
+  Seconds network_latency;       // once per collective: the inter-node steps' latency beyond the intra-node steps'
+  bool nccl_choice = false;      // the algorithm, protocol and channels are NCCL's tuning model's pick
 };
 
 /// Every parameter is set by collective_params(), where its default, range and source are declared.
@@ -156,15 +173,19 @@ class CollectiveModel final : public Model {
   std::array<Latencies, 3> tree{};            // indexed by Protocol
   Latencies one_shot;
   Latencies two_shot;
-  std::optional<Latencies> direct;        // all_to_all's grouped sends; unset = the chosen protocol's ring latencies
-  bool nvls_enabled = false;              // NCCL_NVLS_ENABLE
-  Seconds nvls_latency;                   // NVLS fixed cost (NCCL: base 0, hwLat 25 us)
-  Seconds stream_launch;                  // a collective launched from a stream
-  Seconds graph_launch;                   // a collective replayed from a CUDA graph
-  Seconds barrier_latency;                // a device-side barrier across the ranks
-  Bytes chain_chunk;                      // pipeline chunk of broadcast and tree
-  int max_chunks = 0;                     // at most this many chunks per pipeline
-  std::array<double, 5> relative_rate{};  // indexed by CollectiveKind; all_reduce's is the reference
+  std::optional<Latencies> direct;  // all_to_all's grouped sends; unset = the chosen protocol's ring latencies
+  bool nvls_enabled = false;        // NCCL_NVLS_ENABLE
+  Seconds nvls_latency;             // NVLS fixed cost (NCCL: base 0, hwLat 25 us)
+  Seconds stream_launch;            // a collective launched from a stream
+  Seconds graph_launch;             // a collective replayed from a CUDA graph
+  Seconds framework_call;           // a framework's own per-call cost on top (PyTorch c10d), either launch
+  Seconds barrier_latency;          // a device-side barrier across the ranks
+  Bytes chain_chunk;                // pipeline chunk of broadcast and tree
+  int max_chunks = 0;               // at most this many chunks per pipeline
+  std::optional<Algorithm> forced_algorithm;  // every collective's algorithm where it can run (NCCL_ALGO)
+  std::optional<Protocol> forced_protocol;    // every collective's protocol where it can run (NCCL_PROTO)
+  double nic_efficiency = 1;                  // payload share of a NIC's line rate that NCCL reaches
+  std::array<double, 5> relative_rate{};      // indexed by CollectiveKind; all_reduce's is the reference
 
   const ProtocolParams& params(Protocol p) const { return protocols[static_cast<std::size_t>(p)]; }
 
@@ -179,7 +200,8 @@ class CollectiveModel final : public Model {
   /// The plan for a forced (algorithm, protocol) pair, without checking that the platform can run it.
   CollectivePlan make_plan(const CollectiveRequest& request, Algorithm algorithm, Protocol protocol,
                            const CollectivePlatform& platform) const;
-  /// The plan for one collective: the forced algorithm and protocol, or the pair with the smallest predicted time.
+  /// The plan for one collective: the forced algorithm and protocol, else NCCL's pick where the platform carries
+  /// NCCL's view (CollectivePlatform::nccl), else the pair with the smallest predicted time.
   CollectivePlan plan(const CollectiveRequest& request, const CollectivePlatform& platform) const;
   /// Per-rank payload rate of a plan without contention.
   BytesPerSecond rate(const CollectivePlan& plan, const CollectivePlatform& platform) const;

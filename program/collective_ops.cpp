@@ -54,19 +54,32 @@ void parse_collective_options(const ConfigNode& parent, const std::vector<models
     op.algorithm = models::algorithm(*name);
     if (!op.algorithm)
       parent.fail_key("algorithm",
-                      fmt::format("expected ring, tree, one_shot, two_shot, nvls or direct, found '{}'", *name));
+                      fmt::format("expected ring, tree, one_shot, two_shot, nvls, direct, nvls_tree or collnet, "
+                                  "found '{}'",
+                                  *name));
   }
   // NVLS reduces in the switches of one NVLink domain: the group's GPUs must all be in it.
   std::vector<DeviceId> members;
   for (int r : *op.group) members.push_back(fabric.gpus()[static_cast<std::size_t>(r)]);
   const bool reduces = models::switch_reduction(fabric, members) > 0;
+  const auto nodes = models::nodes_of(fabric, members);
+  const bool one_node = std::ranges::all_of(nodes, [](int n) { return n == 0; });
   for (auto kind : kinds) {
     const auto runs = models::algorithms_for(kind);
     auto allowed = runs;
     if (!reduces) std::erase(allowed, models::Algorithm::nvls);
+    if (one_node) {  // NVLSTree and SHARP join nodes
+      std::erase(allowed, models::Algorithm::nvls_tree);
+      std::erase(allowed, models::Algorithm::collnet);
+    }
     std::vector<std::string_view> names;
     for (auto a : allowed) names.push_back(models::to_string(a));
     if (op.algorithm && std::ranges::find(allowed, *op.algorithm) == allowed.end()) {
+      if (*op.algorithm == models::Algorithm::nvls_tree || *op.algorithm == models::Algorithm::collnet)
+        parent.fail_key("algorithm",
+                        fmt::format("{} runs across nodes, and every rank is in one node; "
+                                    "allowed for {}: {}",
+                                    models::to_string(*op.algorithm), models::to_string(kind), fmt::join(names, ", ")));
       if (std::ranges::find(runs, *op.algorithm) != runs.end()) {  // nvls where the switches cannot reduce
         const auto domain = fabric.nvlink_domain(members.front());
         for (std::size_t i = 1; i < members.size() && models::switch_reduction(fabric, {members.front()}) > 0; ++i)

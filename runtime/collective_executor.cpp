@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <simgrid/s4u.hpp>
 
+#include "models/nccl_tuning.hpp"
 #include "runtime/collective_executor.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -26,17 +27,90 @@ struct CollectiveExecutor::Step {
   const void* group = nullptr;  // the op's Group: its transfers use this group's pair mailboxes
 };
 
+/// A group's nodes as NCCL sees them: the GPUs that reach each other without a NIC (a host's NVLink or PCIe domain;
+/// an NVL72 rack is one node, as with NCCL's MNNVL), each node's members in group order.
+struct CollectiveExecutor::Layout {
+  int nodes = 1;
+  int ppn = 0;                                    // ranks per node; 0 when the nodes hold different counts
+  std::vector<int> node_of, local_of;             // by position in the group
+  std::vector<std::vector<std::size_t>> members;  // [node][local]: a position in the group
+  double node_reduction = 0;                      // in-switch reduction inside a node (NVLS, NVLSTree)
+  bool sharp = false;                             // the network's switches reduce (SHARP)
+  std::optional<models::nccl::System> nccl;       // NCCL's view, where its tables cover the GPU and the layout
+};
+
+const CollectiveExecutor::Layout& CollectiveExecutor::layout(const std::vector<int>& group) {
+  auto [it, fresh] = layouts_.try_emplace(&group, nullptr);
+  if (!fresh) return *it->second;
+  const Fabric& fabric = simulation_.fabric();
+  auto l = std::make_shared<Layout>();
+  std::vector<DeviceId> gpus;
+  for (int r : group) gpus.push_back(device(r));
+  const auto node_of = models::nodes_of(fabric, gpus);
+  for (std::size_t pos = 0; pos < group.size(); ++pos) {
+    const auto node = static_cast<std::size_t>(node_of[pos]);
+    if (node == l->members.size()) l->members.emplace_back();
+    l->node_of.push_back(node_of[pos]);
+    l->local_of.push_back(static_cast<int>(l->members[node].size()));
+    l->members[node].push_back(pos);
+  }
+  l->nodes = static_cast<int>(l->members.size());
+  const auto ppn = l->members.front().size();
+  l->ppn = std::ranges::all_of(l->members, [&](const auto& m) { return m.size() == ppn; }) ? static_cast<int>(ppn) : 0;
+  std::vector<DeviceId> first_node;
+  for (auto pos : l->members.front()) first_node.push_back(device(group[pos]));
+  l->node_reduction = models::switch_reduction(fabric, first_node);
+  // NICs of the first node and their line rate; SHARP where the switch a NIC reaches reduces.
+  int nics = 0;
+  BytesPerSecond nic_rate{0};
+  for (auto gpu : first_node)
+    for (auto e : boost::make_iterator_range(boost::out_edges(gpu, fabric.graph()))) {
+      const DeviceId nic = fabric.target(e);
+      if (fabric.device(nic).kind != DeviceKind::nic) continue;
+      ++nics;
+      for (auto f : boost::make_iterator_range(boost::out_edges(nic, fabric.graph()))) {
+        if (fabric.channel(f).kind != ChannelKind::ib) continue;
+        nic_rate = std::max(nic_rate, fabric.channel(f).lane_bandwidth * fabric.channel(f).lanes);
+        l->sharp = l->sharp || fabric.device(fabric.target(f)).in_switch_reduction > 0;
+      }
+    }
+  const auto& gpu = fabric.device(device(group[0])).gpu;
+  const auto arch = gpu ? models::nccl::arch_of(gpu->model) : std::nullopt;
+  // NCCL's tables decide where they cover the GPU, equal nodes and more than 2 ranks or 1 node; 2 ranks in one node
+  // keep snsim's own choice, which our 2-GPU traces calibrate.
+  if (arch && l->ppn > 0 && (group.size() > 2 || l->nodes > 1)) {
+    int nvlinks = 0;
+    for (auto e : boost::make_iterator_range(boost::out_edges(first_node.front(), fabric.graph())))
+      if (fabric.channel(e).kind == ChannelKind::nvlink && fabric.device(fabric.target(e)).kind == DeviceKind::nvswitch)
+        nvlinks += fabric.channel(e).lanes;
+    l->nccl = models::nccl::derive({.arch = *arch,
+                                    .nodes = l->nodes,
+                                    .gpus_per_node = l->ppn,
+                                    .nvlinks = nvlinks,
+                                    .nics = nics,
+                                    .nic_bandwidth = nic_rate,
+                                    .nvls = l->node_reduction > 0,
+                                    .sharp = l->sharp});
+  }
+  it->second = std::move(l);
+  return *it->second;
+}
+
 models::CollectivePlatform CollectiveExecutor::collective_platform(const std::vector<int>& group) {
   const Fabric& fabric = simulation_.fabric();
   const auto& route = simulation_.route(device(group[0]), device(group[1]));
+  const Layout& nodes = layout(group);
   auto [reduction, fresh] = switch_reduction_.try_emplace(&group, 0.0);
-  if (fresh) {  // NVLS only inside one NVLink domain (a superpod's nodes each have their own)
+  if (fresh) {  // NVLS inside one NVLink domain; across nodes (NVLSTree) inside each node
     std::vector<DeviceId> members;
     for (int r : group) members.push_back(device(r));
-    reduction->second = models::switch_reduction(fabric, members);
+    reduction->second = nodes.nodes > 1 ? nodes.node_reduction : models::switch_reduction(fabric, members);
   }
-  return {route.bottleneck, models_.copy->efficiency(models::CopyEngine::sm), route.latency,
-          models::switch_links(fabric, device(group[0])), reduction->second};
+  models::CollectivePlatform platform{route.bottleneck, models_.copy->efficiency(models::CopyEngine::sm), route.latency,
+                                      models::switch_links(fabric, device(group[0])), reduction->second};
+  platform.nodes = nodes.nodes;
+  platform.nccl = nodes.nccl ? &*nodes.nccl : nullptr;
+  return platform;
 }
 
 OpOutcome CollectiveExecutor::run(int rank, const CollectiveOp& op) {
@@ -62,38 +136,50 @@ OpOutcome CollectiveExecutor::run(int rank, const CollectiveOp& op) {
   if (position == 0) ++collectives_by_path_[fast ? 1 : ring_fast_path ? 2 : 0];
   context_.hold_sms(rank);  // the collective kernel occupies its channels' SMs from launch to end
   sleep_for(plan.launch + plan.base_latency);
-  switch (plan.shape.pattern) {
-    case models::Pattern::ring:
-      step.ring_latency = ring_latency(group);
-      if (ring_fast_path)
-        ring_fast_steps(rank, group[(position + 1) % n], group[(position + n - 1) % n], group, step);
-      else
-        ring_steps(rank, group[(position + 1) % n], group[(position + n - 1) % n], step);
-      break;
-    case models::Pattern::all_peers:
-      if (fast)
-        crossbar_steps(rank, group, position, step);
-      else
-        all_peers_steps(rank, group, step);
-      break;
-    case models::Pattern::chain:
-      if (plan.algorithm == models::Algorithm::tree) {
-        tree(rank, group, position, step);
-      } else {  // broadcast: a chain from the root around the ring
-        const auto root = static_cast<std::size_t>(std::ranges::find(group, op.root) - group.begin());
-        const std::size_t distance = (position + n - root) % n;  // 0 for the root
-        const auto prev = distance > 0 ? std::optional{group[(position + n - 1) % n]} : std::nullopt;
-        const auto next = distance + 1 < n ? std::optional{group[(position + 1) % n]} : std::nullopt;
-        pipeline(rank, prev, next, step);
-      }
-      break;
-  }
+  const Layout& nodes = layout(group);
+  const bool across_nodes =
+      nodes.nodes > 1 && nodes.ppn > 0 &&
+      (plan.shape.pattern == models::Pattern::nodes || plan.algorithm == models::Algorithm::tree ||
+       plan.algorithm == models::Algorithm::direct ||
+       (plan.algorithm == models::Algorithm::ring && op.kind != models::CollectiveKind::broadcast));
+  if (across_nodes) {
+    node_flows(rank, group, position, step);
+  } else
+    switch (plan.shape.pattern) {
+      case models::Pattern::ring:
+        step.ring_latency = ring_latency(group);
+        if (ring_fast_path)
+          ring_fast_steps(rank, group[(position + 1) % n], group[(position + n - 1) % n], group, step);
+        else
+          ring_steps(rank, group[(position + 1) % n], group[(position + n - 1) % n], step);
+        break;
+      case models::Pattern::all_peers:
+        if (fast)
+          crossbar_steps(rank, group, position, step);
+        else
+          all_peers_steps(rank, group, step);
+        break;
+      case models::Pattern::chain:
+        if (plan.algorithm == models::Algorithm::tree) {
+          tree(rank, group, position, step);
+        } else {  // broadcast: a chain from the root around the ring
+          const auto root = static_cast<std::size_t>(std::ranges::find(group, op.root) - group.begin());
+          const std::size_t distance = (position + n - root) % n;  // 0 for the root
+          const auto prev = distance > 0 ? std::optional{group[(position + n - 1) % n]} : std::nullopt;
+          const auto next = distance + 1 < n ? std::optional{group[(position + 1) % n]} : std::nullopt;
+          pipeline(rank, prev, next, step);
+        }
+        break;
+      case models::Pattern::nodes:
+        throw std::logic_error(fmt::format("{} needs a group across nodes", models::to_string(plan.algorithm)));
+    }
   // NVLS moves its bytes as one neighbour step, but the switch multicasts the reduced result only once every
   // member's data is in: every member ends with the last to arrive.
   if (plan.algorithm == models::Algorithm::nvls) barrier(BarrierOp{op.group, true});
   context_.release_sms(rank);
   context_.waits().arrive(rank, Sync::collective, op.group.get(), n, arrival, Simulation::now());
-  return {fmt::format("{}/{}", models::to_string(plan.algorithm), models::to_string(plan.protocol))};
+  return {
+      fmt::format("{}/{}/{}ch", models::to_string(plan.algorithm), models::to_string(plan.protocol), plan.channels)};
 }
 
 void CollectiveExecutor::run(int rank, const BarrierOp& op) {
@@ -296,6 +382,183 @@ void CollectiveExecutor::crossbar_steps(int rank, const std::vector<int>& group,
     start(false, in_late);
     for (auto& f : flows) f->wait();
   }
+}
+
+/// Every pair's payload of one collective across nodes, and each member's flows out and in.
+struct CollectiveExecutor::FlowSet {
+  struct Flow {
+    std::size_t from, to;  // positions in the group
+    double payload;        // bytes
+    bool network;          // between nodes
+  };
+  std::vector<Flow> flows;
+  std::vector<std::vector<std::size_t>> out, in;  // by position: indices into flows
+  sg4::BarrierPtr members;                        // start and end together
+  std::size_t readers = 0;                        // members that have not taken their flows yet
+};
+
+namespace {
+
+using Pairs = std::map<std::pair<std::size_t, std::size_t>, double>;
+
+/// The parent of node k in NCCL's double binary tree `tree` over `nodes` nodes (tree 1 mirrors tree 0 for an even
+/// count and shifts it by one for an odd count, so that a leaf of one is interior in the other,
+/// src/graph/trees.cc); nullopt at the root.
+std::optional<int> tree_parent(int k, int nodes, int tree) {
+  auto to_tree = [&](int v) { return tree == 0 ? v : nodes % 2 == 0 ? nodes - 1 - v : (v + 1) % nodes; };
+  auto from_tree = [&](int v) { return tree == 0 ? v : nodes % 2 == 0 ? nodes - 1 - v : (v - 1 + nodes) % nodes; };
+  const int t = to_tree(k);
+  if (t == 0) return std::nullopt;
+  return from_tree((t - 1) / 2);
+}
+
+}  // namespace
+
+void CollectiveExecutor::node_flows(int rank, const std::vector<int>& group, std::size_t position, const Step& step) {
+  const Layout& l = layout(group);
+  const auto& plan = step.plan;
+  const std::size_t n = group.size();
+  const auto key = std::pair{static_cast<const void*>(&group), flow_sets_done_[{&group, rank}]++};
+  if (!flow_sets_.contains(key)) {
+    auto set = std::make_shared<FlowSet>();
+    const int nodes = l.nodes, p = l.ppn;
+    const double size = static_cast<double>(plan.shape.step_bytes.count()) *
+                        (plan.algorithm == models::Algorithm::direct ? static_cast<double>(n) : 1.0);
+    const double bytes = static_cast<double>(plan.shape.steps) * static_cast<double>(plan.shape.step_bytes.count());
+    const double total = plan.algorithm == models::Algorithm::ring ? bytes : 0;  // a ring rank's payload
+    Pairs pairs;
+    auto at = [&](int node, int local) {
+      return l.members[static_cast<std::size_t>(node)][static_cast<std::size_t>(((local % p) + p) % p)];
+    };
+    auto add = [&](std::size_t from, std::size_t to, double b) {
+      if (from != to && b > 0) pairs[{from, to}] += b;
+    };
+    const int rings = l.nccl ? l.nccl->ring.channels : p;
+    const int trees = l.nccl ? l.nccl->tree.channels : p;
+    switch (plan.algorithm) {
+      case models::Algorithm::ring:
+        // NCCL's rings across nodes: channel c enters node k at local (c - k) and walks the node's GPUs by index, so
+        // it leaves through the NIC of the GPU before its entry, on the rail where the next node's entry sits: each
+        // channel's inter-node hop stays on one rail and the channels spread over the node's NICs
+        // (docs/nccl.md 7.2).
+        for (int c = 0; c < rings; ++c)
+          for (int k = 0; k < nodes; ++k) {
+            const int entry = c - k;
+            for (int i = 0; i + 1 < p; ++i) add(at(k, entry + i), at(k, entry + i + 1), total / rings);
+            add(at(k, entry + p - 1), at((k + 1) % nodes, c - (k + 1) % nodes), total / rings);
+          }
+        break;
+      case models::Algorithm::tree: {
+        // Tree channel c chains the node's GPUs from its head (the GPU of NIC c) and joins the heads of the nodes
+        // on rail c by the double binary tree c mod 2; each channel reduces S/channels up and broadcasts it down
+        // (docs/nccl.md 7.3).
+        const double part = static_cast<double>(plan.shape.step_bytes.count()) * plan.shape.chunks / trees;
+        for (int c = 0; c < trees; ++c)
+          for (int k = 0; k < nodes; ++k) {
+            for (int i = 1; i < p; ++i) {
+              add(at(k, c + i), at(k, c + i - 1), part);
+              add(at(k, c + i - 1), at(k, c + i), part);
+            }
+            if (const auto parent = tree_parent(k, nodes, c % 2)) {
+              add(at(k, c), at(*parent, c), part);
+              add(at(*parent, c), at(k, c), part);
+            }
+          }
+        break;
+      }
+      case models::Algorithm::nvls_tree: {
+        // NVLS inside each node (S + S/ppn through each GPU's links, at the switch's reduction rate), and GPU l of
+        // every node the head of slice l: two binary trees of S/(2 ppn) each between the nodes' GPUs l, on rail l
+        // (docs/nccl.md 8).
+        const double s_bytes = static_cast<double>(plan.shape.step_bytes.count()) * p / (p + 1.0);
+        for (int k = 0; k < nodes; ++k)
+          for (int i = 0; i < p; ++i) {
+            add(at(k, i), at(k, i + 1), s_bytes + s_bytes / p);
+            for (int t = 0; t < 2; ++t)
+              if (const auto parent = tree_parent(k, nodes, t)) {
+                add(at(k, i), at(*parent, i), s_bytes / (2.0 * p));
+                add(at(*parent, i), at(k, i), s_bytes / (2.0 * p));
+              }
+          }
+        break;
+      }
+      case models::Algorithm::collnet: {
+        // SHARP (CollNetDirect): every GPU scatters slice l to the node's GPU l and gets the reduced slice back;
+        // GPU l sends its slice into the switch, which reduces it across the nodes and returns it. The switch's
+        // load per NIC is one slice each way, drawn as a flow to the next node's GPU l on the same rail.
+        const double s_bytes = static_cast<double>(plan.shape.step_bytes.count()) * n / (n + 1.0);
+        for (int k = 0; k < nodes; ++k)
+          for (int i = 0; i < p; ++i) {
+            for (int j = 0; j < p; ++j) add(at(k, i), at(k, j), 2 * s_bytes / p);
+            add(at(k, i), at((k + 1) % nodes, i), s_bytes / p);
+          }
+        break;
+      }
+      case models::Algorithm::direct:
+        // All-to-all: S/n to every peer; to another node through PXN, over NVLink to the local GPU on the peer's
+        // rail, whose NIC sends it (docs/nccl.md 7.4).
+        for (std::size_t from = 0; from < n; ++from)
+          for (std::size_t to = 0; to < n; ++to) {
+            if (from == to) continue;
+            const int kf = l.node_of[from], kt = l.node_of[to];
+            if (kf == kt) {
+              add(from, to, size / n);
+              continue;
+            }
+            const std::size_t relay = at(kf, l.local_of[to]);
+            add(from, relay, size / n);
+            add(relay, to, size / n);
+          }
+        break;
+      default:
+        throw std::logic_error(fmt::format("{} does not run across nodes", models::to_string(plan.algorithm)));
+    }
+    set->out.resize(n);
+    set->in.resize(n);
+    for (const auto& [pair, b] : pairs) {
+      set->out[pair.first].push_back(set->flows.size());
+      set->in[pair.second].push_back(set->flows.size());
+      set->flows.push_back({pair.first, pair.second, b, l.node_of[pair.first] != l.node_of[pair.second]});
+    }
+    set->readers = n;
+    auto members = sg4::Barrier::create(static_cast<unsigned>(n));  // a simcall: others may run meanwhile
+    set->members = std::move(members);
+    flow_sets_.try_emplace(key, std::move(set));
+  }
+  const auto set = flow_sets_.at(key);
+  if (--set->readers == 0) flow_sets_.erase(key);
+  set->members->wait();
+  // Latency: the intra-node steps at the NVLink hop, plus what NCCL's network steps add (models/nccl_tuning.hpp).
+  const Seconds hop = simulation_.route(device(group[0]), device(group[1])).latency;
+  sleep_for((plan.step_latency + hop) * static_cast<double>(plan.shape.latency_steps) + plan.network_latency);
+  // Wire bytes: NVLink flows at the SM copy and protocol efficiency, network flows at the NIC's and the protocol's
+  // line format (LL 8 of 16 B, LL128 120 of 128 B, docs/nccl.md 3). The plan's rate limit (fewer channels, LL's cap,
+  // NVLS's reduction) caps a member's NVLink flows together.
+  constexpr double LINE_FORMAT[3] = {0.5, 120.0 / 128.0, 1.0};
+  const double network_efficiency =
+      models_.collective->nic_efficiency * LINE_FORMAT[static_cast<std::size_t>(plan.protocol)];
+  double intra_out = 0;
+  for (auto i : set->out[position])
+    if (!set->flows[i].network) intra_out += set->flows[i].payload;
+  std::vector<sg4::CommPtr> comms;
+  for (auto i : set->out[position]) {
+    const auto& f = set->flows[i];
+    const double efficiency = f.network ? network_efficiency : step.efficiency;
+    const Bytes payload{static_cast<std::uint64_t>(std::llround(f.payload))};
+    const Bytes wire{static_cast<std::uint64_t>(std::ceil(f.payload / efficiency))};
+    simulation_.account(device(rank), device(group[f.to]), wire, payload);
+    auto comm = mailbox(rank, group[f.to], step.group)
+                    ->put_init(&token, std::max<std::uint64_t>(1, simulation_.timed_bytes(wire).count()));
+    if (!f.network && step.wire_cap > 0 && intra_out > 0)
+      comm->set_rate(step.wire_cap * static_cast<double>(plan.shape.peers) * f.payload / intra_out);
+    comms.push_back(comm->start());
+  }
+  std::vector<int*> received(set->in[position].size(), nullptr);  // outlives the gets
+  for (std::size_t j = 0; j < set->in[position].size(); ++j)
+    comms.push_back(
+        mailbox(group[set->flows[set->in[position][j]].from], rank, step.group)->get_async<int>(&received[j]));
+  for (auto& c : comms) c->wait();
+  set->members->wait();
 }
 
 std::optional<Table> CollectiveExecutor::fabric_path_table() const {

@@ -22,7 +22,7 @@ namespace snsim::workloads {
 class CollectiveExecutor : Executor {
  public:
   explicit CollectiveExecutor(RunContext& context) : Executor{context} {}
-  /// Its outcome's detail is the algorithm and protocol it ran: "ring/LL128".
+  /// Its outcome's detail is the algorithm, protocol and channel count it ran: "ring/LL128/24ch".
   OpOutcome run(int rank, const CollectiveOp& op);
   void run(int rank, const BarrierOp& op);
   /// The run has failures that change link rates mid-run (scenario/failures.hpp): rings keep the exact path
@@ -32,7 +32,14 @@ class CollectiveExecutor : Executor {
   std::optional<Table> fabric_path_table() const;
 
  private:
-  struct Step;  // a plan with what its transfers need
+  struct Step;     // a plan with what its transfers need
+  struct Layout;   // a group's nodes and what NCCL's tuning model sees of them
+  struct FlowSet;  // every pair's bytes of one collective across nodes
+  const Layout& layout(const std::vector<int>& group);
+  /// A collective across nodes as the flows between pairs that NCCL's structure gives (rings per rail, double binary
+  /// trees between the nodes' heads, NVLSTree, SHARP, all-to-all through PXN), all at once after the plan's latency;
+  /// the members start and end together.
+  void node_flows(int rank, const std::vector<int>& group, std::size_t position, const Step& step);
   /// Waits for every member of the op's group; a barrier that is not `sync` then pays the barrier latency.
   void barrier(const BarrierOp& op);
   models::CollectivePlatform collective_platform(const std::vector<int>& group);
@@ -58,8 +65,11 @@ class CollectiveExecutor : Executor {
   std::uint64_t mailboxes_created_ = 0;  // names them: two ends may create the same pair's at once (mailbox())
   std::map<const void*, simgrid::s4u::BarrierPtr> barriers_;  // by Group identity
   std::map<const void*, double> switch_reduction_;            // by Group identity, computed on first use
-  std::map<const void*, Seconds> ring_latency_;               // by Group identity, computed on first use
-  struct CrossbarRound;                                       // what the ranks of one fast-path round send each other
+  std::map<const void*, std::shared_ptr<Layout>> layouts_;    // by Group identity, computed on first use
+  std::map<std::pair<const void*, std::uint64_t>, std::shared_ptr<FlowSet>> flow_sets_;  // by (group, round)
+  std::map<std::pair<const void*, int>, std::uint64_t> flow_sets_done_;                  // by (group, rank)
+  std::map<const void*, Seconds> ring_latency_;  // by Group identity, computed on first use
+  struct CrossbarRound;                          // what the ranks of one fast-path round send each other
   std::map<std::pair<const void*, std::uint64_t>, std::shared_ptr<CrossbarRound>> crossbar_rounds_;
   std::map<std::pair<const void*, int>, std::uint64_t> crossbar_rounds_done_;  // by (group, rank)
   std::map<const void*, simgrid::s4u::BarrierPtr> ring_barriers_;              // ring fast path: by Group identity

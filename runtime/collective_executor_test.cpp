@@ -169,8 +169,11 @@ TEST_CASE("collectives: forcing what cannot run is a pinned error") {
   CHECK(error("{op: all_to_all, bytes: 1MiB, protocol: LL128}") ==
         "t.yaml:2:88: workloads[0].ops[0].collective.protocol: LL128 cannot run all_to_all; allowed: LL, Simple");
   CHECK(error("{op: all_reduce, bytes: 1MiB, algorithm: star}") ==
-        "t.yaml:2:89: workloads[0].ops[0].collective.algorithm: expected ring, tree, one_shot, two_shot, nvls or "
-        "direct, found 'star'");
+        "t.yaml:2:89: workloads[0].ops[0].collective.algorithm: expected ring, tree, one_shot, two_shot, nvls, "
+        "direct, nvls_tree or collnet, found 'star'");
+  CHECK(error("{op: all_reduce, bytes: 1MiB, algorithm: nvls_tree}") ==
+        "t.yaml:2:89: workloads[0].ops[0].collective.algorithm: nvls_tree runs across nodes, and every rank is in one "
+        "node; allowed for all_reduce: ring, tree, one_shot, two_shot, nvls");
   CHECK(error("{op: all_reduce, bytes: 1MiB, channels: 0}") ==
         "t.yaml:2:88: workloads[0].ops[0].collective.channels: must be between 1 and 64, got 0");
   CHECK(error("{op: all_reduce, bytes: 1MiB, launch: kernel}") ==

@@ -115,6 +115,6 @@ TEST_CASE("nvls: only inside one NVLink domain, never across superpod nodes") {
                             "8], ops: [{collective: {op: all_reduce, bytes: 1GiB, algorithm: nvls}}]}]}]\n"),
                        "t.yaml:2:111: workloads[0].ops[0].ops[0].collective.algorithm: nvls needs every rank in one "
                        "NVLink domain, and ranks 0 and 8 are in different ones; allowed for all_reduce: ring, tree, "
-                       "one_shot, two_shot",
+                       "one_shot, two_shot, nvls_tree, collnet",
                        InputError);
 }

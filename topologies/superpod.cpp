@@ -1,6 +1,8 @@
 #include "topologies/superpod.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 
 #include "topologies/gpus.hpp"
 
@@ -36,26 +38,36 @@ class Superpod final : public Topology {
   int switch_ports = IB_NDR_SWITCH_PORTS;
   BytesPerSecond nic_pcie_bandwidth;
   Seconds ib_latency;
+  bool sharp = false;           // the InfiniBand switches reduce in the network (SHARP)
+  double oversubscription = 1;  // a leaf's ports down per port up
+  bool rail_optimized = true;   // NIC i of every node on the leaves of rail i; else a node's NICs share leaves
 
   Fabric build() const override {
     Fabric fabric;
     const Seconds nvlink_latency = NVLINK_HOP;
     const BytesPerSecond lane = node.lane;
-    const int nodes_per_leaf = switch_ports / 2;  // half a leaf's ports down, half up (non-blocking)
+    // A leaf's ports split down:up by the oversubscription (1: half and half, non-blocking); every leaf has one
+    // uplink to each spine.
+    const int down = std::clamp(static_cast<int>(std::lround(switch_ports * oversubscription / (oversubscription + 1))),
+                                1, switch_ports - 1);
+    const int nodes_per_leaf = rail_optimized ? down : std::max(1, down / node.gpus);
     const int leaves_per_rail = (nodes + nodes_per_leaf - 1) / nodes_per_leaf;
-    const int rails = node.gpus;
-    const int spines = switch_ports / 2;
+    const int rails = rail_optimized ? node.gpus : 1;
+    const int spines = switch_ports - down;
     const int leaves = rails * leaves_per_rail;
+    const double reduction = sharp ? 1.0 : 0.0;  // SHARP: the switches reduce at their line rate
     // A spine position connects every leaf once; beyond `switch_ports` leaves it stands for the several spine (or
     // core) switches a real fabric needs there, so its ports are not checked.
     const int spine_ports = leaves <= switch_ports ? switch_ports : 0;
     const Channel ib{ChannelKind::ib, 1, ib_bandwidth, ib_latency};
     std::vector<DeviceId> spine;
     for (int s = 0; s < spines; ++s)
-      spine.push_back(fabric.add_device({fmt::format("spine{}", s), DeviceKind::ib_switch, s, {}, 0.0, spine_ports}));
+      spine.push_back(
+          fabric.add_device({fmt::format("spine{}", s), DeviceKind::ib_switch, s, {}, reduction, spine_ports}));
     std::vector<DeviceId> leaf;  // [rail * leaves_per_rail + k]
     for (int l = 0; l < leaves; ++l) {
-      leaf.push_back(fabric.add_device({fmt::format("leaf{}", l), DeviceKind::ib_switch, l, {}, 0.0, switch_ports}));
+      leaf.push_back(
+          fabric.add_device({fmt::format("leaf{}", l), DeviceKind::ib_switch, l, {}, reduction, switch_ports}));
       for (auto s : spine) fabric.add_duplex(leaf.back(), s, ib);
     }
     const int planes = static_cast<int>(node.links_per_plane.size());
@@ -73,7 +85,8 @@ class Superpod final : public Topology {
           fabric.add_duplex(g, chips[p], {ChannelKind::nvlink, node.links_per_plane[p], lane, nvlink_latency});
         const DeviceId nic = fabric.add_device({fmt::format("nic{}", rank), DeviceKind::nic, rank, {}});
         fabric.add_duplex(g, nic, {ChannelKind::pcie, 1, nic_pcie_bandwidth, PCIE_HOP});
-        fabric.add_duplex(nic, leaf[i * leaves_per_rail + n / nodes_per_leaf], ib);
+        fabric.add_duplex(nic, leaf[rail_optimized ? i * leaves_per_rail + n / nodes_per_leaf : n / nodes_per_leaf],
+                          ib);
       }
     }
     return fabric;
@@ -101,10 +114,20 @@ std::unique_ptr<Topology> make_superpod(const ConfigNode& node) {
     t->ib_bandwidth = IB_XDR_PORT;
     t->switch_ports = IB_XDR_SWITCH_PORTS;
     t->nic_pcie_bandwidth = PCIE6_X16;
+  } else if (ib == "roce") {
+    // 400 GbE RoCE: the NDR line rate on Ethernet; Spectrum-4 switches carry 128 x 400 GbE ports [spec: NVIDIA
+    // Spectrum SN5600, 64 x 800 GbE].
+    t->ib_bandwidth = IB_NDR_PORT;
+    t->switch_ports = 128;
+    t->nic_pcie_bandwidth = PCIE5_X16;
   } else {
-    node.fail_key("ib", fmt::format("unknown InfiniBand generation '{}'; known: ndr, xdr", ib));
+    node.fail_key("ib", fmt::format("unknown network '{}'; known: ndr, xdr, roce", ib));
   }
   t->ib_latency = node.optional<Seconds>("ib_latency", IB_HOP);
+  t->sharp = node.optional<bool>("sharp", false);
+  t->oversubscription = node.optional<double>("oversubscription", 1.0);
+  check_between(node, "oversubscription", t->oversubscription, 1.0, 16.0);
+  t->rail_optimized = node.optional<bool>("rail_optimized", true);
   return t;
 }
 }  // namespace
@@ -116,8 +139,13 @@ Registry<Topology>::Entry superpod_entry() {
               {"node", "hgx|nvl72", "hgx", "what each node is (8 or 72 GPUs on NVLink)"},
               {"gpu", "h100|h200|b200|gb200", "h200 (hgx), gb200 (nvl72)", "GPU model"},
               {"nodes", "nodes", "2", "number of nodes, 1-1024"},
-              {"ib", "ndr|xdr", "ndr", "NDR: 50 GB/s per port, 64-port switches; XDR: 100 GB/s, 144-port"},
+              {"ib", "ndr|xdr|roce", "ndr",
+               "NDR: 50 GB/s per port, 64-port switches; XDR: 100 GB/s, 144-port; RoCE: 400 GbE, 128-port"},
               {"ib_latency", "time per hop", "300ns", "NIC-to-switch and switch-to-switch hop [unverified]"},
+              {"sharp", "bool", "false", "the switches reduce in the network (SHARP: NCCL's CollNet)"},
+              {"oversubscription", "ratio", "1", "a leaf's ports down per port up, 1-16 (1: non-blocking)"},
+              {"rail_optimized", "bool", "true",
+               "NIC i of every node on rail i's leaves; false: a node's NICs share a leaf"},
           },
           make_superpod};
 }

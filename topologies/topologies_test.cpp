@@ -254,7 +254,7 @@ TEST_CASE("superpod: 4 HGX nodes on NDR, rail-optimised: 2, 4 or 6 hops") {
   CHECK(xdr.gpus().size() == 144);
   CHECK(xdr.bisection_bandwidth().count() == doctest::Approx(72 * 100e9));
   CHECK_THROWS_WITH_AS(build("topology: {type: superpod, ib: hdr}"),
-                       "t.yaml:1:32: topology.ib: unknown InfiniBand generation 'hdr'; known: ndr, xdr", InputError);
+                       "t.yaml:1:32: topology.ib: unknown network 'hdr'; known: ndr, xdr, roce", InputError);
 }
 
 TEST_CASE("crossbar domains: a node's GPUs behind one switch stage, never across tiers or nodes") {

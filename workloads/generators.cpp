@@ -141,8 +141,10 @@ class CollectiveSweep final : public Workload {
   std::vector<Table> summarize(const std::vector<OpRecord>& records, int phase) const override {
     // A collective's time runs from the first rank's start to the last rank's end (they start together).
     std::map<int, std::pair<Seconds, Seconds>> span;
+    std::map<int, std::string> ran;  // what the first rank's record says the collective ran: "nvls/Simple/16ch"
     for (const auto& r : records) {
       if (r.phase != phase || r.tag < 0) continue;
+      if (!r.detail.empty()) ran.try_emplace(r.tag, r.detail);
       auto [it, inserted] = span.try_emplace(r.tag, r.start, r.end);
       if (!inserted) {
         it->second.first = std::min(it->second.first, r.start);
@@ -165,8 +167,8 @@ class CollectiveSweep final : public Workload {
           p.kind == models::CollectiveKind::all_reduce || p.kind == models::CollectiveKind::reduce_scatter;
       tables.back().rows.push_back({p.bytes.count(), p.bytes.count() / 4, "float", reduces ? "sum" : "none",
                                     p.kind == models::CollectiveKind::broadcast ? group->front() : -1,
-                                    options.algorithm ? std::string(models::to_string(*options.algorithm)) : "auto",
-                                    time * 1e6, algbw, algbw * models::bus_bandwidth_factor(p.kind, n)});
+                                    ran.contains(tag) ? ran.at(tag) : std::string("auto"), time * 1e6, algbw,
+                                    algbw * models::bus_bandwidth_factor(p.kind, n)});
     }
     return tables;
   }
@@ -240,7 +242,8 @@ WorkloadRegistry::Entry collective_sweep_entry() {
            {"sizes.from", "bytes", "8B", "smallest size"},
            {"sizes.to", "bytes", "1GiB", "largest size"},
            {"sizes.factor", "integer", "2", "ratio between sizes"},
-           {"algorithm", "ring|tree|one_shot|two_shot|nvls|direct", "by size", "force an algorithm"},
+           {"algorithm", "ring|tree|one_shot|two_shot|nvls|direct|nvls_tree|collnet", "NCCL's choice",
+            "force an algorithm"},
            {"protocol", "LL|LL128|Simple", "by size", "force a protocol"},
            {"channels", "count", "one per link", "force the channel count, 1-64"},
            {"launch", "stream|graph", "stream", "launch from a stream or a CUDA graph"}},
