@@ -213,10 +213,11 @@ TEST_CASE(
   const std::string big = "nccl-tests/all_reduce_perf/{}/float/sum/134217728";
   CHECK(g8.at(fmt::format(fmt::runtime(big), "in_place")) ==
         doctest::Approx(g8.at(fmt::format(fmt::runtime(big), "out_of_place"))).epsilon(0.01));
-  // The same 128 MiB all_reduce on 2 nodes of 8 takes longer than on one: the superpod's InfiniBand is in its path.
+  // The same 128 MiB all_reduce on 2 nodes of 8 crosses the superpod's InfiniBand: without in-network reduction,
+  // each node must receive the other's contribution to all S bytes, so it takes at least S over the node's eight
+  // NDR NICs (8 x 50 GB/s); NVLink alone would allow far less.
   const auto two = predicted("nccl-tests-issue290-all_reduce-16xh100-2node-srun-label.txt");
-  CHECK(two.at(fmt::format(fmt::runtime(big), "out_of_place")) >
-        1.5 * g8.at(fmt::format(fmt::runtime(big), "out_of_place")));
+  CHECK(two.at(fmt::format(fmt::runtime(big), "out_of_place")) > 134217728.0 / (8 * 50e9));
   // p2pBandwidthLatencyTest sums both directions of a bidirectional cell: a full-duplex NVLink pair gives twice
   // the one-way rate; the diagonal counts the copy's read and write.
   const auto p2p = predicted("p2pBandwidthLatencyTest-8xh100-sxm-kr-unresolved.txt");
