@@ -880,15 +880,7 @@ Trace import_nccl_tests_json_with_options(std::string_view text, std::string_vie
                                           const ImportOptions& options) {
   Trace trace = detail::imported_trace(source_name, "nccl-tests");
   const SourceLocation file{trace.source, 0, 0};
-  Json root;
-  try {
-    root = Json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw_input_error(file, "", fmt::format("malformed JSON at byte {}", e.byte));
-  } catch (const nlohmann::json::out_of_range& e) {
-    const std::string what = e.what();
-    throw_input_error(file, "", fmt::format("malformed JSON: {}", what.substr(what.find("] ") + 2)));
-  }
+  Json root = detail::parse_json_at(text, file);
   if (!root.is_object() || !root.contains("results") || !root["results"].is_array())
     throw_input_error(file, "results", "missing; expected the nccl-tests -J object {\"config\", \"results\": [...]}");
   auto number = [&](const Json& v, const std::string& key) -> double {

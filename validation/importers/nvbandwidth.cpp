@@ -506,15 +506,7 @@ Trace import_nvbandwidth_json(std::string_view text, std::string_view source_nam
   detail::RecordCollector records{trace};
   const SourceLocation file{trace.source, 0, 0};
 
-  Json root;
-  try {
-    root = Json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw_input_error(file, "", fmt::format("malformed JSON at byte {}", e.byte));
-  } catch (const nlohmann::json::out_of_range& e) {  // a number beyond a double (1e999), as the trace reader found
-    const std::string what = e.what();  // "[json.exception.out_of_range.406] number overflow parsing '1e999'"
-    throw_input_error(file, "", fmt::format("malformed JSON: {}", what.substr(what.find("] ") + 2)));
-  }
+  Json root = detail::parse_json_at(text, file);
   if (!root.is_object() || !root.contains("nvbandwidth") || !root["nvbandwidth"].is_object())
     throw_input_error(file, "nvbandwidth", "expected an object {\"nvbandwidth\": {...}}");
   const Json& nvb = root["nvbandwidth"];

@@ -189,6 +189,17 @@ int index_at(std::string_view word, const SourceLocation& where, std::string_vie
   return static_cast<int>(value);
 }
 
+Json parse_json_at(std::string_view text, const SourceLocation& file) {
+  try {
+    return Json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw_input_error(file, "", fmt::format("malformed JSON at byte {}", e.byte));
+  } catch (const nlohmann::json::out_of_range& e) {
+    const std::string what = e.what();  // "[json.exception.out_of_range.406] number overflow parsing '1e999'"
+    throw_input_error(file, "", fmt::format("malformed JSON: {}", what.substr(what.find("] ") + 2)));
+  }
+}
+
 Trace imported_trace(std::string_view source_name, std::string_view format_name) {
   Trace trace;
   trace.source = std::string(source_name);

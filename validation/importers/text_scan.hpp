@@ -52,6 +52,9 @@ int index_at(std::string_view word, const SourceLocation& where, std::string_vie
 std::vector<std::pair<std::string, std::string>> assignments(std::string_view text,
                                                              std::initializer_list<std::string_view> prefixes);
 
+/// `text` parsed as JSON; malformed JSON, a number beyond a double (1e999) included, is an InputError at `file`.
+Json parse_json_at(std::string_view text, const SourceLocation& file);
+
 /// An empty imported trace: the header names the source format; everything the source does not say is empty.
 Trace imported_trace(std::string_view source_name, std::string_view format_name);
 
