@@ -71,7 +71,7 @@ def dictionary(target, texts):
 
 
 def main():
-    out = Path(sys.argv[1] if len(sys.argv) > 1 else "build-fuzz/corpora")
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "build-asan/corpora")
     for target, texts in seeds().items():
         folder = out / target
         folder.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@
 # (docs/hardening.md).
 #
 #   cmake --preset fuzz && cmake --build --preset fuzz -j"$(nproc)"
-#   bash fuzz/run.sh [-t SECONDS] [-b BUILD_DIR] [TARGET...]      # default: 60 s each, every target, build-fuzz
+#   bash fuzz/run.sh [-t SECONDS] [-b BUILD_DIR] [TARGET...]      # default: 60 s each, every target, build-asan
 #
 # Seeds are rebuilt from the repository (fuzz/make_corpora.py); what the fuzzer finds goes to BUILD_DIR/corpus/<t>/,
 # crashing inputs to BUILD_DIR/artifacts/<t>/ (copy them to fuzz/regressions/<t>/ once the bug is fixed). One line
@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=60
-build=build-fuzz
+build=build-asan
 while getopts "t:b:" opt; do
   case $opt in
     t) seconds=$OPTARG ;;

@@ -97,15 +97,17 @@ TEST_CASE("collective: below its ramp a ring runs one channel per channel_bytes,
   auto plan = [&](std::uint64_t s) {
     return c.make_plan(forced(Bytes{s}, Algorithm::ring, Protocol::simple), Algorithm::ring, Protocol::simple, NO_NVLS);
   };
-  for (auto [s, channels] : std::vector<std::pair<std::uint64_t, int>>{{8, 1},
-                                                                       {16 * 1024, 1},
-                                                                       {48 * 1024, 1},
-                                                                       {64 * 1024, 2},
-                                                                       {96 * 1024, 3},
-                                                                       {512 * 1024, 16},
-                                                                       {576 * 1024, 18},
-                                                                       {1 << 20, 18},
-                                                                       {1ull << 30, 18}}) {
+  for (const auto& entry : std::vector<std::pair<std::uint64_t, int>>{{8, 1},
+                                                                      {16 * 1024, 1},
+                                                                      {48 * 1024, 1},
+                                                                      {64 * 1024, 2},
+                                                                      {96 * 1024, 3},
+                                                                      {512 * 1024, 16},
+                                                                      {576 * 1024, 18},
+                                                                      {1 << 20, 18},
+                                                                      {1ull << 30, 18}}) {
+    const auto& s = entry.first;
+    const auto& channels = entry.second;
     CAPTURE(s);
     CHECK(plan(s).channels == channels);
     CHECK(c.predict(plan(s), NO_NVLS).count() == doctest::Approx(expected(s, channels)).epsilon(1e-12));

@@ -124,7 +124,9 @@ TEST_CASE("nccl scenarios: snsim's time per algorithm against NCCL's model at 8 
   };
   for (const auto& c : cases) {
     const auto system = derive(Machine{.arch = Arch::hopper, .nodes = c.nodes, .gpus_per_node = 8});
-    for (const auto& [algo, name] : c.algorithms) {
+    for (const auto& entry : c.algorithms) {
+      const auto& algo = entry.first;
+      const auto& name = entry.second;
       CAPTURE(c.nodes);
       CAPTURE(name);
       const double nccl = time_us(system, Func::all_reduce, algo, snsim::models::Protocol::simple, bytes);

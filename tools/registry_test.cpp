@@ -169,7 +169,9 @@ TEST_CASE("registry: the models of an empty models: hold every declared default"
   for (const auto& t : model_tables(m)) {
     CAPTURE(t.name);
     CHECK(t.not_at_default.empty());
-    for (const auto& [key, text] : t.recorded_defaults) {
+    for (const auto& entry : t.recorded_defaults) {
+      const auto& key = entry.first;
+      const auto& text = entry.second;
       CAPTURE(key);
       CHECK(at_key(config, fmt::format("models.{}.{}", t.name, key)) == text);
       ++rows;

@@ -24,7 +24,9 @@ inline std::map<std::string, std::string> fitted_values(const Calibration& calib
 /// Checks that every key of `expected` was fitted to its value within 2e-3 (times are written with 4 digits).
 inline void check_fitted(const std::map<std::string, std::string>& fitted,
                          const std::vector<std::pair<std::string, double>>& expected) {
-  for (const auto& [key, want] : expected) {
+  for (const auto& entry : expected) {
+    const auto& key = entry.first;
+    const auto& want = entry.second;
     CAPTURE(key);
     const auto it = fitted.find(key);
     REQUIRE_MESSAGE(it != fitted.end(), key);

@@ -211,13 +211,15 @@ TEST_CASE("real nccl-tests 2.19: per-iteration columns (-I 1) and timestamps (-S
 }
 
 TEST_CASE("real nccl-tests 2.19: every collective's name from its starting line") {
-  for (const auto& [file, test] : std::vector<std::pair<std::string, std::string>>{
+  for (const auto& entry : std::vector<std::pair<std::string, std::string>>{
            {"nccl-tests-2.19.6-all_gather-1xh200.txt", "all_gather_perf"},
            {"nccl-tests-2.19.6-alltoall-1xh200.txt", "alltoall_perf"},
            {"nccl-tests-2.19.6-broadcast-1xh200.txt", "broadcast_perf"},
            {"nccl-tests-2.19.6-reduce_scatter-1xh200.txt", "reduce_scatter_perf"},
            {"nccl-tests-2.19.6-sendrecv-1xh200.txt", "sendrecv_perf"},
            {"nccl-tests-2.19.6-reduce-1xh200.txt", "reduce_perf"}}) {
+    const auto& file = entry.first;
+    const auto& test = entry.second;
     CAPTURE(file);
     const Trace t = real(file);
     CHECK(t.complete);
