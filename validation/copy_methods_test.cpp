@@ -1,8 +1,13 @@
 // One copy, timed several ways (tools/crosscheck/README.md, "The timing methods"): the copy model holds the copy's
 // own cost and each twin adds its method's mechanics (validation/twins/copy_twin.cpp); the copy fit splits the
 // probe's single-copy cost into the copy's own and its gate's hand-off (validation/fits/copy_fit.cpp).
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <optional>
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -51,14 +56,16 @@ TraceRecord local_copy(const std::string& test, const std::string& variant, std:
 
 /// The per-repetition times `snsim validate` simulates for `record` timed by `method`, with default parameters
 /// (no variability).
-double simulated(const std::string& method, const TraceRecord& record) {
+double simulated(const std::string& method, const TraceRecord& record, const std::optional<std::string>& params = {}) {
   auto trace = trace_of(method);
   trace.records = {record};
   Platform platform;
   platform.gpu = "h200";
   platform.topology = "{type: hgx, gpu: h200, gpus: 2}";
   platform.gpu_of_rank = {0};
-  const auto out = simulate_twins(platform, {{&trace, &trace.records.front()}}, TwinOptions{});
+  TwinOptions options;
+  options.params = params;
+  const auto out = simulate_twins(platform, {{&trace, &trace.records.front()}}, options);
   REQUIRE(out.size() == 1);
   REQUIRE_MESSAGE(out.front().skipped.empty(), out.front().skipped);
   REQUIRE(!out.front().samples.empty());
@@ -110,6 +117,21 @@ TEST_CASE("copy twins: a single copy between host-recorded events takes one host
   CHECK(simulated("events_single", record) - released == doctest::Approx(stream->host_launch.count()).epsilon(1e-6));
   CHECK(simulated("host_sync", record) - released ==
         doctest::Approx((stream->host_launch + stream->sync_wakeup).count()).epsilon(1e-6));
+}
+
+TEST_CASE("copy twins: the host's jitter stretches the host's calls only, not the copy behind a stream wait") {
+  const auto stream = default_models().stream;
+  const auto file = std::filesystem::temp_directory_path() / fmt::format("snsim-host-jitter-{}.yaml", getpid());
+  {
+    std::ofstream out(file);
+    out << "models: {jitter: {host: {dist: constant, value: 3}}}\ncalibration: {}\n";
+  }
+  const auto record = local_copy("ce_local", "single", 4, 3e-6);
+  const double released = simulated("wait_value", record);
+  CHECK(simulated("wait_value", record, file.string()) == doctest::Approx(released).epsilon(1e-9));
+  CHECK(simulated("events_single", record, file.string()) - released ==
+        doctest::Approx(3 * stream->host_launch.count()).epsilon(1e-6));
+  std::filesystem::remove(file);
 }
 
 TEST_CASE("copy twins: tiny copies issued back to back from the host take one host launch each (host bound)") {

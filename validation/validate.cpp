@@ -68,7 +68,10 @@ std::vector<Use> split_records(const std::vector<TracedRecord>& records) {
   for (auto& [key, members] : curves) {
     std::ranges::stable_sort(members, {}, [&](std::size_t i) { return records[i].record->bytes; });
     for (std::size_t k = 0; k < members.size(); ++k) {
-      if (const auto use = fixed_use(records[members[k]]))
+      const auto& t = records[members[k]];
+      if (t.record->family == Family::jitter && k == 0 && timing_method(*t.trace, *t.record) == "events_single")
+        uses[members[k]] = Use::calibration;  // the host's jitter (fits/jitter_fit.cpp); the larger sizes validate it
+      else if (const auto use = fixed_use(t))
         uses[members[k]] = *use;
       else if (members.size() > 1 && k % 2 == 1)
         uses[members[k]] = Use::validation;

@@ -25,8 +25,9 @@ std::vector<Op> copies(int peer, Bytes bytes, Engine engine, int depth, bool pip
   return {op(RepeatOp{depth, {op(CopyOp{peer, bytes, engine, true, pull})}})};
 }
 
-Op wait(Seconds time, const char* what) {
-  return op(HostOp{time, what});
+/// A mechanic of the timing method: a host runtime call (which varies as the host does) or a device-side delay.
+Op wait(Seconds time, const char* what, bool runtime_call) {
+  return op(HostOp{time, what, runtime_call});
 }
 
 /// The copies of one GPU as the record's timing method ran them (tools/crosscheck/README.md, "The timing methods"):
@@ -41,20 +42,21 @@ std::vector<Op> timed(const std::string& method, std::vector<Op> ops, int depth,
     // the synchronising call returns.
     const int calls = pipelined ? depth : 1;
     if (pipelined)
-      out.push_back(op(StreamsOp{{{op(RepeatOp{calls, {wait(stream.host_launch, "host launch")}})}, std::move(ops)}}));
+      out.push_back(
+          op(StreamsOp{{{op(RepeatOp{calls, {wait(stream.host_launch, "host launch", true)}})}, std::move(ops)}}));
     else {
-      out.push_back(wait(stream.host_launch, "host launch"));
+      out.push_back(wait(stream.host_launch, "host launch", true));
       for (auto& o : ops) out.push_back(std::move(o));
     }
-    if (method == "host_sync") out.push_back(wait(stream.sync_wakeup, "sync wake-up"));
+    if (method == "host_sync") out.push_back(wait(stream.sync_wakeup, "sync wake-up", true));
     return out;
   }
   if (!pipelined) {
     // Between the start event and a single copy: the host's submission (events recorded around it on an idle
     // stream), the probe's gate kernel handing the stream over, another stream's event releasing it.
-    if (method == "events_single") out.push_back(wait(stream.host_launch, "host launch"));
-    if (method == "probe") out.push_back(wait(stream.gate_handoff, "gate hand-off"));
-    if (method == "event_from_other_stream") out.push_back(wait(stream.event_release, "event release"));
+    if (method == "events_single") out.push_back(wait(stream.host_launch, "host launch", true));
+    if (method == "probe") out.push_back(wait(stream.gate_handoff, "gate hand-off", false));
+    if (method == "event_from_other_stream") out.push_back(wait(stream.event_release, "event release", false));
   }
   for (auto& o : ops) out.push_back(std::move(o));
   return out;

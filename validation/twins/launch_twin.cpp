@@ -37,15 +37,15 @@ std::variant<Twin, std::string> launch(const TraceRecord& r, int gpus, const mod
         r.test);
   if (r.variant == "back_to_back" && (method == "events_b2b" || method == "host_sync" || method == "probe")) {
     // The host calls while the GPU runs the kernels already queued: the slower of the two sets the rate.
-    at.push_back(op(StreamsOp{{{op(RepeatOp{kernels, {op(HostOp{stream.host_launch, "host launch"})}})},
+    at.push_back(op(StreamsOp{{{op(RepeatOp{kernels, {op(HostOp{stream.host_launch, "host launch", true})}})},
                                {op(RepeatOp{kernels, {queued_kernel()}})}}}));
-    if (method == "host_sync") at.push_back(op(HostOp{stream.sync_wakeup, "sync wake-up"}));
+    if (method == "host_sync") at.push_back(op(HostOp{stream.sync_wakeup, "sync wake-up", true}));
   } else if (r.variant == "back_to_back_gated") {
     at.push_back(op(RepeatOp{kernels, {queued_kernel()}}));
   } else if (r.variant == "graph_back_to_back") {
     at.push_back(op(RepeatOp{kernels, {op(HostOp{models.collective->graph_launch, "graph node"})}}));
   } else if (r.variant == "host_rate" || r.variant == "host_enqueue") {
-    at.push_back(op(RepeatOp{kernels, {op(HostOp{stream.host_launch, "host launch"})}}));
+    at.push_back(op(RepeatOp{kernels, {op(HostOp{stream.host_launch, "host launch", true})}}));
   } else {
     return fmt::format(
         "launch/empty_kernel/{} ({}): a lone kernel's own time from its release is not modelled "
