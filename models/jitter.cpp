@@ -257,6 +257,8 @@ const ParamTable<JitterModel>& jitter_params() {
     params.add(factor("bandwidth", "factor on each transfer's achievable rate"),
                [](JitterModel& m) { return &m.bandwidth; });
     params.add(factor("compute", "factor on each kernel's duration"), [](JitterModel& m) { return &m.compute; });
+    params.add(factor("host", "factor on each host runtime call's CPU time (launch, synchronise)"),
+               [](JitterModel& m) { return &m.host; });
     return params;
   }();
   return table;
@@ -312,6 +314,7 @@ Variability::Variability(const JitterModel& jitter, const VariationModel& variat
   streams(latency_, jitter.latency, "jitter.latency");
   streams(bandwidth_, jitter.bandwidth, "jitter.bandwidth");
   streams(compute_, jitter.compute, "jitter.compute");
+  streams(host_, jitter.host, "jitter.host");
 
   flop_rate_.assign(n, 1.0);
   hbm_rate_.assign(n, 1.0);
@@ -346,6 +349,9 @@ double Variability::bandwidth_factor(DeviceId issuer) {
 }
 double Variability::compute_factor(DeviceId gpu) {
   return compute_.draw(gpu);
+}
+double Variability::host_factor(DeviceId gpu) {
+  return host_.draw(gpu);
 }
 
 }  // namespace snsim::models

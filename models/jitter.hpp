@@ -5,6 +5,7 @@
 //       latency:   {dist: empirical, samples: [0.97, 1.0, 1.12]}  # factor on each transfer's fixed costs
 //       bandwidth: {dist: lognormal, sigma: 0.004}                # factor on each transfer's achievable rate
 //       compute:   {dist: normal, sigma: 0.002}                   # factor on each kernel's duration
+//       host:      {dist: empirical, samples: [0.9, 1.0, 3.0]}    # factor on each host runtime call's CPU time
 //     variation:                                                  # drawn once per GPU per run
 //       clock: {dist: normal, sigma: 0.005}                       # factor on the GPU's FLOP rate
 //       hbm:   {dist: normal, sigma: 0.02}                        # factor on the GPU's HBM bandwidth
@@ -70,6 +71,8 @@ class JitterModel final : public Model {
   Distribution latency;    // on a transfer's fixed costs: route latency, engine setup, launch, protocol step latency
   Distribution bandwidth;  // on a transfer's achievable rate
   Distribution compute;    // on a kernel's duration
+  Distribution host;       // on the CPU time of a host's runtime call (a launch, a synchronisation): its tail is
+                           // heavy (the crosscheck's p99.9 of a copy between host-recorded events is 3.5 x its median)
 };
 
 /// Factors drawn once per GPU per run (models.variation).
@@ -119,6 +122,8 @@ class Variability {
   double bandwidth_factor(DeviceId issuer);
   /// Per-kernel duration factor, from the GPU's stream.
   double compute_factor(DeviceId gpu);
+  /// Per host runtime call factor, from the stream of the GPU whose actor makes the call.
+  double host_factor(DeviceId gpu);
   /// The GPU's rate factors for the whole run: variation / slow (1 for devices that are not GPUs).
   double flop_rate(DeviceId gpu) const { return flop_rate_.at(gpu); }
   double hbm_rate(DeviceId gpu) const { return hbm_rate_.at(gpu); }
@@ -133,7 +138,7 @@ class Variability {
     std::vector<std::optional<RandomStream>> by_device;
     double draw(DeviceId device);
   };
-  Streams latency_, bandwidth_, compute_;
+  Streams latency_, bandwidth_, compute_, host_;
   std::vector<double> flop_rate_, hbm_rate_;  // by DeviceId
 };
 

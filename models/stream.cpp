@@ -12,13 +12,37 @@ const ParamTable<StreamModel>& stream_params() {
                 .check = non_negative,
                 .doc = "cross-GPU event wait until the stream resumes"},
                [](StreamModel& m) { return &m.event_wait; });
+    // The mechanics of the ways of timing an op, [unverified defaults: no cost, a few microseconds per host call];
+    // `snsim calibrate` fits them on snsim-crosscheck's traces (validation/fits/copy_fit.cpp).
+    params.add({.key = "event_release",
+                .fallback = 0_us,
+                .check = non_negative,
+                .doc = "same-GPU event from another stream until the next op starts"},
+               [](StreamModel& m) { return &m.event_release; });
+    params.add({.key = "gate_handoff",
+                .fallback = 0_us,
+                .check = non_negative,
+                .doc = "single op behind the probe's gate kernel, beyond a stream wait"},
+               [](StreamModel& m) { return &m.gate_handoff; });
+    params.add({.key = "host_launch",
+                .fallback = 4_us,
+                .check = non_negative,
+                .doc = "CPU time of one asynchronous launch or copy call"},
+               [](StreamModel& m) { return &m.host_launch; });
+    params.add({.key = "sync_wakeup",
+                .fallback = 2_us,
+                .check = non_negative,
+                .doc = "GPU's last write to a synchronising call returning"},
+               [](StreamModel& m) { return &m.sync_wakeup; });
     return params;
   }();
   return table;
 }
 
 Registry<Model>::Entry stream_model_entry() {
-  return model_entry("stream", "CUDA stream mechanics: a stream waiting on another GPU's event", stream_params());
+  return model_entry("stream",
+                     "CUDA stream mechanics: event waits, the probe's gate, host submission and synchronisation",
+                     stream_params());
 }
 
 }  // namespace snsim::models

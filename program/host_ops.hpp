@@ -17,6 +17,7 @@ struct HostOp {
   static constexpr OpKind KIND{.name = "host", .track = TimelineTrack::other, .parse = parse_host};
   Seconds time;
   std::string label = "host";  // what the record calls it: "host" or, for a replay, "launch gap"
+  bool runtime_call = false;   // a CUDA runtime call (a launch, a synchronisation): varies with models.jitter.host
 };
 
 OpDescription describe(const HostOp& op);

@@ -127,6 +127,17 @@ int run_validate(const ValidateOptions& o) {
     else if (!f.note.empty())
       std::cout << fmt::format("    {}\n", f.note);
   }
+  // Per timing method where the traces used more than one way to time (snsim-crosscheck's files): a model term
+  // that means one thing under every method has the same error under each.
+  const bool several_methods = std::ranges::any_of(
+      result.methods, [&](const validation::MethodSummary& m) { return m.method != result.methods.front().method; });
+  if (several_methods) {
+    std::cout << fmt::format("\n{:<22} {:<24} {:>10}  {:>13} {:>10}\n", "family", "timing method", "validation",
+                             "median |err|", "max |err|");
+    for (const auto& m : result.methods)
+      std::cout << fmt::format("{:<22} {:<24} {:>10}  {:>13} {:>10}\n", m.family, m.method, m.validation_count,
+                               percent(m.median_abs_error), percent(m.max_abs_error));
+  }
   if (!result.tests.empty()) {
     std::cout << fmt::format("\n{:<18} {:<40} {:>8} {:>8}  {:>13} {:>10}\n", "tool", "test", "records", "no twin",
                              "median |err|", "max |err|");

@@ -47,12 +47,14 @@ Fit::Fit(std::vector<TracedRecord> calibration, FitPlatform platform, Calibratio
 
 std::vector<TracedRecord> Fit::select(Family family, const std::vector<std::string>& tests,
                                       std::optional<std::string_view> variant,
-                                      const std::function<bool(const TraceRecord&)>& also) const {
+                                      const std::function<bool(const TraceRecord&)>& also,
+                                      std::string_view method) const {
   std::vector<TracedRecord> out;
   for (const auto& t : calibration_) {
     const auto& r = *t.record;
     if (r.family != family || (variant && r.variant != *variant) || std::ranges::find(tests, r.test) == tests.end())
       continue;
+    if (timing_method(*t.trace, r) != method) continue;
     if (also && !also(r)) continue;
     out.push_back(t);
   }

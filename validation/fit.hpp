@@ -30,10 +30,11 @@ class Fit {
   const FitPlatform& platform() const { return platform_; }
 
   /// Calibration records of `family` whose test is one of `tests` and whose variant is `variant` (any: nullopt), and
-  /// `also`.
+  /// `also`, timed by `method` (timing_method(): snsim-probe's records unless a fit asks for another program's).
   std::vector<TracedRecord> select(Family family, const std::vector<std::string>& tests,
                                    std::optional<std::string_view> variant,
-                                   const std::function<bool(const TraceRecord&)>& also = {}) const;
+                                   const std::function<bool(const TraceRecord&)>& also = {},
+                                   std::string_view method = "probe") const;
   /// False, with a note, when fewer than `needed` records are there to fit `what`.
   bool enough(const std::vector<TracedRecord>& records, std::size_t needed, std::string_view what);
 

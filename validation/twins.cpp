@@ -36,6 +36,13 @@ std::string imported_source(const Trace& trace) {
   return it != trace.header.extra.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+std::string timing_method(const Trace& trace, const TraceRecord& record) {
+  for (const Json* fields : {&record.extra, &trace.header.extra})
+    if (const auto it = fields->find("method"); it != fields->end() && it->is_string()) return it->get<std::string>();
+  const std::string source = imported_source(trace);
+  return source.empty() ? "probe" : source;
+}
+
 std::variant<Twin, std::string> make_twin(const Trace& trace, const TraceRecord& record, int gpus,
                                           const models::Models& models, const std::vector<int>& run_gpus) {
   for (int rank : record.ranks)
@@ -46,7 +53,7 @@ std::variant<Twin, std::string> make_twin(const Trace& trace, const TraceRecord&
   switch (record.family) {
     case Family::copy:
     case Family::jitter:  // single copies, many samples
-      twin = twins::copy(record, gpus, models);
+      twin = twins::copy(record, gpus, models, timing_method(trace, record));
       break;
     case Family::collective:
       twin = twins::collective(trace, record, gpus);
@@ -64,7 +71,8 @@ std::variant<Twin, std::string> make_twin(const Trace& trace, const TraceRecord&
       twin = twins::step(record, gpus, models);
       break;
     case Family::launch:
-      return "launch records are the launch parameters themselves (fits/copy_fit.cpp): calibration only, no twin";
+      twin = twins::launch(record, gpus, models, timing_method(trace, record));
+      break;
     default:
       return fmt::format("snsim does not model the {} family yet", to_string(record.family));
   }

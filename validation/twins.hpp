@@ -42,6 +42,11 @@ std::optional<TraceRecord> probe_equivalent(const Trace& trace, const TraceRecor
 /// log printed them).
 Json probe_environment(const Trace& trace);
 
+/// How a record was timed: its `method` field, else its trace header's (snsim-crosscheck writes both: gate,
+/// events_single, graph, host_clock, ...); "probe" for snsim-probe's records (copies behind its gate kernel,
+/// latency loops on the GPU clock), the tool's name for other tools' output.
+std::string timing_method(const Trace& trace, const TraceRecord& record);
+
 /// The tool an imported trace comes from (its header's `source`: "nccl-tests", "nvbandwidth", ...); empty for the
 /// probe's own traces.
 std::string imported_source(const Trace& trace);

@@ -29,9 +29,17 @@ namespace {
 constexpr int JITTER_SAMPLES = 50'000;
 
 /// The use of records that do not alternate along their curve: jitter distributions and training steps only
-/// validate (what the models compose to), the step family's lone GEMMs only calibrate (the compute rate, as launch
-/// records are the launch costs).
-std::optional<Use> fixed_use(const TraceRecord& r) {
+/// validate (what the models compose to), the step family's lone GEMMs only calibrate (the compute rate, as the
+/// probe's launch records are the launch costs and crosscheck's host clocks the host's; launches timed other ways
+/// validate them).
+std::optional<Use> fixed_use(const TracedRecord& t) {
+  const auto& r = *t.record;
+  if (r.family == Family::launch) {
+    const std::string method = timing_method(*t.trace, r);
+    const bool fitted = method == "probe" || (method == "host_clock" && r.variant == "host_enqueue") ||
+                        (method == "host_poll" && r.variant == "wakeup");
+    return fitted ? Use::calibration : Use::validation;
+  }
   if (r.family == Family::jitter) return Use::validation;
   if (r.family == Family::step) return r.test == "gemm" ? Use::calibration : Use::validation;
   return std::nullopt;
@@ -60,8 +68,10 @@ std::vector<Use> split_records(const std::vector<TracedRecord>& records) {
   for (auto& [key, members] : curves) {
     std::ranges::stable_sort(members, {}, [&](std::size_t i) { return records[i].record->bytes; });
     for (std::size_t k = 0; k < members.size(); ++k) {
-      const auto& r = *records[members[k]].record;
-      if (const auto use = fixed_use(r))
+      const auto& t = records[members[k]];
+      if (t.record->family == Family::jitter && k == 0 && timing_method(*t.trace, *t.record) == "events_single")
+        uses[members[k]] = Use::calibration;  // the host's jitter (fits/jitter_fit.cpp); the larger sizes validate it
+      else if (const auto use = fixed_use(t))
         uses[members[k]] = *use;
       else if (members.size() > 1 && k % 2 == 1)
         uses[members[k]] = Use::validation;
@@ -450,8 +460,9 @@ ValidationResult validate(const std::vector<Trace>& traces, const Bounds& bounds
                    std::string(to_string(r.unit)),
                    measured,
                    predicted,
-                   measured > 0 ? predicted / measured - 1 : 0};
-      c.source = source.empty() ? "snsim-probe" : source;
+                   measured > 0 ? predicted / measured - 1 : 0,
+                   source.empty() ? "snsim-probe" : source,
+                   timing_method(*all[i].trace, r)};
       result.comparisons.push_back(std::move(c));
     };
     const auto& predicted = simulated[i].samples;
@@ -497,6 +508,13 @@ ValidationResult validate(const std::vector<Trace>& traces, const Bounds& bounds
     result.pass = result.pass && summary.pass;
     result.families.push_back(summary);
   }
+
+  std::map<std::pair<std::string, std::string>, std::vector<double>> by_method;  // (family, method) -> |errors|
+  for (const auto& c : result.comparisons)
+    if (c.use == Use::validation) by_method[{c.family, c.method}].push_back(std::abs(c.error));
+  for (auto& [key, errors] : by_method)
+    result.methods.push_back(
+        {key.first, key.second, static_cast<int>(errors.size()), median_of(errors), *std::ranges::max_element(errors)});
 
   // Per test of imported traces: what a user looks at first, with the records that miss the most.
   std::map<std::tuple<std::string, std::string, std::string>, TestSummary> tests;  // (source, family, test)
@@ -564,10 +582,18 @@ nlohmann::json ValidationResult::to_json() const {
                              {"pass", f.pass},
                              {"note", f.note}});
   }
+  j["methods"] = nlohmann::json::array();
+  for (const auto& m : methods)
+    j["methods"].push_back({{"family", m.family},
+                            {"method", m.method},
+                            {"validation_records", m.validation_count},
+                            {"median_abs_error", m.median_abs_error},
+                            {"max_abs_error", m.max_abs_error}});
   for (const auto& c : comparisons)
     j["comparisons"].push_back({{"trace", c.trace},
                                 {"id", c.id},
                                 {"source", c.source},
+                                {"method", c.method},
                                 {"family", c.family},
                                 {"test", c.test},
                                 {"variant", c.variant},

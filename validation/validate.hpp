@@ -94,6 +94,7 @@ struct Comparison {
   double predicted = 0;
   double error = 0;                    // predicted / measured - 1
   std::string source = "snsim-probe";  // the tool that measured it: snsim-probe, nccl-tests, nvbandwidth, ...
+  std::string method;                  // how it was timed (timing_method()): "probe", "gate", "events_single", ...
 };
 
 struct FamilyBound {
@@ -148,11 +149,21 @@ struct TestSummary {
   std::vector<std::string> worst;  // "trace:id +12.3 %", largest |error| first
 };
 
+/// One family's validation comparisons timed one way: a fixed cost must not depend on how it is measured.
+struct MethodSummary {
+  std::string family;
+  std::string method;
+  int validation_count = 0;
+  double median_abs_error = 0;
+  double max_abs_error = 0;
+};
+
 struct ValidationResult {
   std::vector<Comparison> comparisons;
   std::vector<FamilySummary> families;
-  std::vector<TestSummary> tests;    // imported traces only
-  std::vector<std::string> skipped;  // "trace:id: reason"
+  std::vector<MethodSummary> methods;  // per family and timing method, known misses included
+  std::vector<TestSummary> tests;      // imported traces only
+  std::vector<std::string> skipped;    // "trace:id: reason"
   bool pass = true;
   nlohmann::json to_json() const;
   std::string to_csv() const;

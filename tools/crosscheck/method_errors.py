@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Median and max |error| per family, timing method and variant, from `snsim validate --out DIR`'s validation.json.
 
-The method of a comparison is its trace's (each snsim-crosscheck file holds one method: its header's `method`);
-traces without one (snsim-probe's) count as `probe`. Prints one table over every comparison (calibration and
+The method of a comparison is its own `method` (snsim validate writes it), else its trace's (each snsim-crosscheck
+file holds one method: its header's `method`); traces without one (snsim-probe's) count as `probe`. Prints one table over every comparison (calibration and
 validation records alike: shipped parameters were fitted on other traces) and one over validation records only,
 then the records `snsim validate` simulated no twin for, by family and test, with the reason.
 
@@ -61,10 +61,10 @@ def main():
     for title, chosen in (("every comparison", comparisons),
                           ("validation records only", [c for c in comparisons if c["use"] == "validation"])):
         print(f"## {title}: by family and method\n")
-        rows = grouped(chosen, lambda c: (c["family"], method_of(c["trace"]), c["statistic"]))
+        rows = grouped(chosen, lambda c: (c["family"], c.get("method") or method_of(c["trace"]), c["statistic"]))
         print(table(rows, ["family", "method", "statistic"], markdown) + "\n")
         print(f"## {title}: by family, method, test and variant\n")
-        rows = grouped(chosen, lambda c: (c["family"], method_of(c["trace"]), c["test"], c["variant"], c["statistic"]))
+        rows = grouped(chosen, lambda c: (c["family"], c.get("method") or method_of(c["trace"]), c["test"], c["variant"], c["statistic"]))
         print(table(rows, ["family", "method", "test", "variant", "statistic"], markdown) + "\n")
     skipped = collections.Counter()
     for line in result.get("skipped", []):

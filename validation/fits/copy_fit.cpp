@@ -2,8 +2,10 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "sim/statistics.hpp"
 #include "validation/fit.hpp"
@@ -55,15 +57,18 @@ std::optional<PeerFit> peer(Fit& fit, const std::string& push_test, const std::s
   });
   PeerFit result{fit.non_negative(Seconds{x[0]} - route.latency, fmt::format("copy.{}.setup", name)),
                  std::clamp(1 / (x[1] * route.bottleneck.count()), 0.01, 1.0)};
+  // The probe's single copies start behind its gate kernel: the copy's own fixed cost is what is left without it.
+  const Seconds handoff{fit.value_or("stream.gate_handoff", 0)};
   const std::string method = fmt::format(
-      "least squares on relative errors of t = setup (push or pull) + route latency ({}) + bytes / ({} x "
-      "efficiency)",
-      to_string(route.latency), to_string(route.bottleneck));
+      "least squares on relative errors of t = gate hand-off ({}) + setup (push or pull) + route latency ({}) + "
+      "bytes / ({} x efficiency)",
+      to_string(handoff), to_string(route.latency), to_string(route.bottleneck));
   fit.add_number(fmt::format("copy.{}.efficiency", name), result.efficiency, method, records);
-  fit.add_time(fmt::format("copy.{}.setup", name), result.setup, method, records);
+  const std::string key = fmt::format("copy.{}.setup", name);
+  fit.add_time(key, fit.non_negative(result.setup - handoff, key), method, records);
   if (pulls) {
-    const std::string key = fmt::format("copy.{}.pull_setup", name);
-    fit.add_time(key, fit.non_negative(Seconds{x[2]} - route.latency, key), method, records);
+    const std::string pull_key = fmt::format("copy.{}.pull_setup", name);
+    fit.add_time(pull_key, fit.non_negative(Seconds{x[2]} - route.latency - handoff, pull_key), method, records);
   }
   return result;
 }
@@ -109,8 +114,6 @@ void local(Fit& fit) {
       "weighted least squares on t = local_setup(engine) + 2 bytes / (HBM {} x efficiency), / speedup when "
       "2 bytes <= L2 ({})",
       to_string(gpu.hbm_bandwidth), to_string(gpu.l2));
-  fit.add_time("copy.ce.local_setup", fit.non_negative(Seconds{x[0]}, "copy.ce.local_setup"), method, records);
-  fit.add_time("copy.sm.local_setup", fit.non_negative(Seconds{x[1]}, "copy.sm.local_setup"), method, records);
   fit.add_number("copy.local_hbm_efficiency", efficiency, method, records);
   fit.add_number("copy.local_l2_speedup", speedup, method, records);
 
@@ -118,6 +121,46 @@ void local(Fit& fit) {
     const double traffic = 2.0 * static_cast<double>(r.bytes.count());
     return traffic / (hbm * efficiency * (fits_l2(r) ? speedup : 1.0));
   };
+  // The probe times single copies behind its gate kernel; snsim-crosscheck times the same copies released by a
+  // stream memory wait (`wait_value`), with nothing in front: that is the copy's own fixed cost, and the probe's
+  // surplus over it is its gate's hand-off, which every single copy the probe times carries (peer ones too).
+  const double probe_setup[] = {x[0], x[1]};
+  double own[] = {x[0], x[1]};
+  std::vector<double> handoffs;
+  std::vector<TracedRecord> released;
+  for (int e = 0; e < 2; ++e) {
+    const char* test = e == 0 ? "ce_local" : "sm_local";
+    const auto by_wait = fit.select(
+        Family::copy, {test}, "single", [](const TraceRecord& r) { return r.bytes.count() <= 64 * 1024; },
+        "wait_value");
+    if (by_wait.empty()) continue;
+    own[e] = Fit::intercept(by_wait, [&](const TraceRecord& r) { return r.median - memory_time(r); });
+    handoffs.push_back(probe_setup[e] - own[e]);
+    released.insert(released.end(), by_wait.begin(), by_wait.end());
+  }
+  if (handoffs.empty()) {
+    fit.note(
+        "stream.gate_handoff: no single copy timed by wait_value (snsim-crosscheck): the probe's gate stays in "
+        "the copies' own fixed costs");
+  } else {
+    auto from = records;
+    from.insert(from.end(), released.begin(), released.end());
+    const double handoff = (handoffs.front() + handoffs.back()) / 2;
+    fit.add_time("stream.gate_handoff", fit.non_negative(Seconds{handoff}, "stream.gate_handoff"),
+                 "mean over ce_local and sm_local of local_setup fitted on the probe's single copies (behind its gate "
+                 "kernel) less the same fitted on crosscheck's wait_value single copies <= 64 KiB",
+                 from);
+    fit.add_time("copy.ce.local_setup", fit.non_negative(Seconds{own[0]}, "copy.ce.local_setup"),
+                 "weighted mean of t - memory time (the probe's local fit) over crosscheck's wait_value single "
+                 "ce_local copies <= 64 KiB: the copy released by a stream wait, nothing in front",
+                 released);
+    fit.add_time("copy.sm.local_setup", fit.non_negative(Seconds{own[1]}, "copy.sm.local_setup"),
+                 "the same over sm_local", released);
+  }
+  if (handoffs.empty()) {
+    fit.add_time("copy.ce.local_setup", fit.non_negative(Seconds{x[0]}, "copy.ce.local_setup"), method, records);
+    fit.add_time("copy.sm.local_setup", fit.non_negative(Seconds{x[1]}, "copy.sm.local_setup"), method, records);
+  }
   for (const auto& [test, engine] : {std::pair{"ce_local", "ce"}, {"sm_local", "sm"}}) {
     const auto queued = fit.select(Family::copy, {test}, "pipelined");
     if (!fit.enough(queued, 2, fmt::format("copy.{}.local_queue_gap", engine))) continue;
@@ -134,7 +177,7 @@ void event_wait(Fit& fit, const PeerFit& ce) {
   if (!fit.enough(records, 2, "stream.event_wait")) return;
   const auto& route = fit.platform().peer;
   const double rate = route.bottleneck.count() * ce.efficiency;
-  const double wait = Fit::intercept(records, [&](const TraceRecord& r) {
+  const double wait = Fit::intercept(records, [&](const TraceRecord& r) {  // ce.setup: the gate's hand-off in
     return (r.median - (ce.setup + route.latency).count() - static_cast<double>(r.bytes.count()) / rate) / 2;
   });
   fit.add_time("stream.event_wait", fit.non_negative(Seconds{wait}, "stream.event_wait"),
@@ -143,16 +186,39 @@ void event_wait(Fit& fit, const PeerFit& ce) {
                records);
 }
 
+/// A single local copy released by an event another stream records (crosscheck's event_from_other_stream):
+/// t = event release + the copy's own cost (the local fit).
+void release(Fit& fit) {
+  const auto records = fit.select(
+      Family::copy, {"ce_local", "sm_local"}, "single",
+      [](const TraceRecord& r) { return r.bytes.count() <= 64 * 1024; }, "event_from_other_stream");
+  const auto efficiency = fit.value("copy.local_hbm_efficiency");
+  if (records.empty() || !efficiency) return;
+  models::CopyModel local = *fit.platform().defaults.copy;
+  local.local_hbm_efficiency = *efficiency;
+  local.local_l2_speedup = fit.value_or("copy.local_l2_speedup", 1);
+  const double release = Fit::intercept(records, [&](const TraceRecord& r) {
+    const auto engine = r.test == "ce_local" ? "ce" : "sm";
+    return r.median - fit.value_or(fmt::format("copy.{}.local_setup", engine), 0) -
+           local.local_memory_time(fit.platform().gpu, r.bytes).count();
+  });
+  fit.add_time("stream.event_release", fit.non_negative(Seconds{release}, "stream.event_release"),
+               "weighted mean of t - local_setup - memory time (the local fit) over crosscheck's "
+               "event_from_other_stream single local copies <= 64 KiB",
+               records);
+}
+
 }  // namespace
 
 void copies(Fit& fit) {
+  local(fit);  // first: the gate's hand-off, which the peer fits take out of their setups
   const auto ce = peer(fit, "ce_peer", "ce_pull", "ce");
   const auto sm = peer(fit, "sm_push", "sm_pull", "sm");
   if (ce) queue_gap(fit, *ce, "ce_peer", "copy.ce.queue_gap");
   if (sm) queue_gap(fit, *sm, "sm_push", "copy.sm.queue_gap");
   if (sm) queue_gap(fit, *sm, "sm_pull", "copy.sm.pull_queue_gap");
-  local(fit);
   if (ce) event_wait(fit, *ce);
+  release(fit);
 }
 
 /// Kernel launches: the probe's empty-kernel medians are the parameters themselves.
@@ -168,6 +234,19 @@ void launches(Fit& fit) {
     for (const auto& key : keys)
       fit.add_time(key, Seconds{quantile(medians, 0.5)}, fmt::format("median of empty_kernel/{} per kernel", variant),
                    records);
+  }
+  // The host's side, from snsim-crosscheck's host clocks: the CPU time of one launch call, and how long after the
+  // GPU's last write a synchronising call returns (a host thread spinning on that write sees when it lands).
+  for (const auto& [tests, variant, method, key] :
+       {std::tuple{std::vector<std::string>{"empty_kernel"}, "host_enqueue", "host_clock", "stream.host_launch"},
+        {std::vector<std::string>{"stream_synchronize", "event_synchronize", "device_synchronize"}, "wakeup",
+         "host_poll", "stream.sync_wakeup"}}) {
+    const auto records = fit.select(Family::launch, tests, variant, {}, method);
+    if (records.empty()) continue;
+    std::vector<double> medians;
+    for (const auto& t : records) medians.push_back(t.record->median);
+    fit.add_time(key, Seconds{quantile(medians, 0.5)},
+                 fmt::format("median of {}/{} ({})", fmt::join(tests, ", "), variant, method), records);
   }
 }
 

@@ -13,6 +13,7 @@ namespace {
 using workloads::BarrierOp;
 using workloads::ComputeOp;
 using workloads::CopyOp;
+using workloads::HostOp;
 using workloads::Op;
 using workloads::RepeatOp;
 using workloads::StreamsOp;
@@ -22,6 +23,43 @@ using Engine = models::CopyEngine;
 std::vector<Op> copies(int peer, Bytes bytes, Engine engine, int depth, bool pipelined, bool pull = false) {
   if (!pipelined) return {op(CopyOp{peer, bytes, engine, false, pull})};
   return {op(RepeatOp{depth, {op(CopyOp{peer, bytes, engine, true, pull})}})};
+}
+
+/// A mechanic of the timing method: a host runtime call (which varies as the host does) or a device-side delay.
+Op wait(Seconds time, const char* what, bool runtime_call) {
+  return op(HostOp{time, what, runtime_call});
+}
+
+/// The copies of one GPU as the record's timing method ran them (tools/crosscheck/README.md, "The timing methods"):
+/// the copy model's costs are the copies' own, as released by a stream memory wait (`wait_value`, and the
+/// crosscheck's gate, which measures the same); each method adds its own mechanics around them.
+std::vector<Op> timed(const std::string& method, std::vector<Op> ops, int depth, bool pipelined,
+                      const models::StreamModel& stream) {
+  std::vector<Op> out;
+  if (method == "events_b2b" || method == "host_sync") {
+    // The host submits each copy (one launch call's CPU time) while the GPU runs those already submitted: the
+    // slower of the two sets the time, and a host-synchronised sample starts with the first call and ends when
+    // the synchronising call returns.
+    const int calls = pipelined ? depth : 1;
+    if (pipelined)
+      out.push_back(
+          op(StreamsOp{{{op(RepeatOp{calls, {wait(stream.host_launch, "host launch", true)}})}, std::move(ops)}}));
+    else {
+      out.push_back(wait(stream.host_launch, "host launch", true));
+      for (auto& o : ops) out.push_back(std::move(o));
+    }
+    if (method == "host_sync") out.push_back(wait(stream.sync_wakeup, "sync wake-up", true));
+    return out;
+  }
+  if (!pipelined) {
+    // Between the start event and a single copy: the host's submission (events recorded around it on an idle
+    // stream), the probe's gate kernel handing the stream over, another stream's event releasing it.
+    if (method == "events_single") out.push_back(wait(stream.host_launch, "host launch", true));
+    if (method == "probe") out.push_back(wait(stream.gate_handoff, "gate hand-off", false));
+    if (method == "event_from_other_stream") out.push_back(wait(stream.event_release, "event release", false));
+  }
+  for (auto& o : ops) out.push_back(std::move(o));
+  return out;
 }
 
 /// ce_concurrent / sm_concurrent: copies at once, each on its own stream of its source GPU, `depth` queued each.
@@ -63,7 +101,8 @@ std::variant<Twin, std::string> concurrent(const TraceRecord& r, Twin twin, int 
 
 }  // namespace
 
-std::variant<Twin, std::string> copy(const TraceRecord& r, int gpus, const models::Models& models) {
+std::variant<Twin, std::string> copy(const TraceRecord& r, int gpus, const models::Models& models,
+                                     const std::string& method) {
   Twin twin;
   twin.sample.resize(static_cast<std::size_t>(gpus));
   const bool pipelined = r.variant == "pipelined";
@@ -84,7 +123,7 @@ std::variant<Twin, std::string> copy(const TraceRecord& r, int gpus, const model
     const auto pair =
         std::make_shared<const std::vector<int>>(std::vector<int>{std::min(src, dst), std::max(src, dst)});
     const int n = pipelined ? depth : 1;
-    at_src = copies(dst, r.bytes, Engine::ce, n, pipelined);
+    at_src = timed(method, copies(dst, r.bytes, Engine::ce, n, pipelined), depth, pipelined, *models.stream);
     at_src.push_back(op(BarrierOp{pair, true}));
     const Op event_wait = op(ComputeOp{Flops{0}, Bytes{0}, models.stream->event_wait});
     at_src.push_back(event_wait);
@@ -103,6 +142,11 @@ std::variant<Twin, std::string> copy(const TraceRecord& r, int gpus, const model
   } else {
     return fmt::format("no twin for copy test '{}'", r.test);
   }
+  if (r.test == "ce_peer" || r.test == "ce_local" || r.test == "sm_push" || r.test == "sm_local")
+    at_src = timed(method, std::move(at_src), depth, pipelined, *models.stream);
+  else if (r.test == "sm_pull")
+    twin.sample[static_cast<std::size_t>(dst)] =
+        timed(method, std::move(twin.sample[static_cast<std::size_t>(dst)]), depth, pipelined, *models.stream);
   return twin;
 }
 

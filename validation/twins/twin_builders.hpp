@@ -20,7 +20,11 @@ int rank_at(const TraceRecord& record, std::size_t i);
 std::string env(const Trace& trace, const char* name);
 
 // One builder per family: the twin, or why there is none.
-std::variant<Twin, std::string> copy(const TraceRecord& record, int gpus, const models::Models& models);
+/// `method`: the record's timing method (timing_method()), whose mechanics the twin adds around the copies.
+std::variant<Twin, std::string> copy(const TraceRecord& record, int gpus, const models::Models& models,
+                                     const std::string& method);
+std::variant<Twin, std::string> launch(const TraceRecord& record, int gpus, const models::Models& models,
+                                       const std::string& method);
 std::variant<Twin, std::string> collective(const Trace& trace, const TraceRecord& record, int gpus);
 std::variant<Twin, std::string> nvshmem(const TraceRecord& record, int gpus, const models::Models& models);
 std::variant<Twin, std::string> latency(const TraceRecord& record, int gpus, const models::Models& models);

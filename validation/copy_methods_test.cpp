@@ -1,0 +1,177 @@
+// One copy, timed several ways (tools/crosscheck/README.md, "The timing methods"): the copy model holds the copy's
+// own cost and each twin adds its method's mechanics (validation/twins/copy_twin.cpp); the copy fit splits the
+// probe's single-copy cost into the copy's own and its gate's hand-off (validation/fits/copy_fit.cpp).
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include "models/models.hpp"
+#include "sim/config.hpp"
+#include "validation/calibrate.hpp"
+#include "validation/calibration_test_support.hpp"
+#include "validation/twins.hpp"
+#include "validation/validate.hpp"
+
+namespace snsim::validation {
+namespace {
+
+using workloads::HostOp;
+
+models::Models default_models() {
+  auto document = ConfigDocument::load_string("{}", "<test>");
+  return models::Models::load(document->root().section("models"));
+}
+
+/// A one-GPU H200 trace timed by `method` (empty: snsim-probe's, which names none).
+Trace trace_of(const std::string& method) {
+  Trace t;
+  t.source = method.empty() ? "probe.jsonl" : method + ".jsonl";
+  t.header.gpus.push_back({0, "NVIDIA H200", "", Json::object()});
+  if (!method.empty()) t.header.extra["method"] = method;
+  t.complete = true;
+  return t;
+}
+
+TraceRecord local_copy(const std::string& test, const std::string& variant, std::uint64_t bytes, double median,
+                       int depth = 1) {
+  TraceRecord r;
+  r.family = Family::copy;
+  r.test = test;
+  r.variant = variant;
+  r.ranks = {0};
+  r.bytes = Bytes{bytes};
+  r.median = r.p01 = r.p99 = r.min = r.max = median;
+  r.samples = {median, median, median};
+  if (depth > 1) r.extra["depth"] = depth;
+  r.id = fmt::format("copy/{}/{}/0/{}", test, variant, bytes);
+  return r;
+}
+
+/// The per-repetition times `snsim validate` simulates for `record` timed by `method`, with default parameters
+/// (no variability).
+double simulated(const std::string& method, const TraceRecord& record, const std::optional<std::string>& params = {}) {
+  auto trace = trace_of(method);
+  trace.records = {record};
+  Platform platform;
+  platform.gpu = "h200";
+  platform.topology = "{type: hgx, gpu: h200, gpus: 2}";
+  platform.gpu_of_rank = {0};
+  TwinOptions options;
+  options.params = params;
+  const auto out = simulate_twins(platform, {{&trace, &trace.records.front()}}, options);
+  REQUIRE(out.size() == 1);
+  REQUIRE_MESSAGE(out.front().skipped.empty(), out.front().skipped);
+  REQUIRE(!out.front().samples.empty());
+  return out.front().samples.front();
+}
+
+}  // namespace
+
+TEST_CASE("copy twins: each timing method adds its own mechanics around the copy's own cost") {
+  const auto models = default_models();
+  const auto& stream = *models.stream;
+  auto ops_of = [&](const std::string& method, const TraceRecord& r) {
+    auto trace = trace_of(method);
+    const auto made = make_twin(trace, r, 2, models);
+    if (const auto* reason = std::get_if<std::string>(&made)) FAIL(*reason);
+    return std::get<Twin>(made).sample.front();
+  };
+  auto host_waits = [](const std::vector<workloads::Op>& ops) {
+    std::vector<std::pair<std::string, double>> waits;
+    for (const auto& o : ops)
+      if (const auto* h = std::get_if<HostOp>(&o.what)) waits.emplace_back(h->label, h->time.count());
+    return waits;
+  };
+  const auto single = local_copy("ce_local", "single", 4, 3e-6);
+  // Released by a stream wait (or the crosscheck's gate, which measures the same): the copy alone.
+  CHECK(ops_of("wait_value", single).size() == 1);
+  CHECK(ops_of("gate", single).size() == 1);
+  using Waits = std::vector<std::pair<std::string, double>>;
+  CHECK(host_waits(ops_of("events_single", single)) == Waits{{"host launch", stream.host_launch.count()}});
+  CHECK(host_waits(ops_of("host_sync", single)) ==
+        Waits{{"host launch", stream.host_launch.count()}, {"sync wake-up", stream.sync_wakeup.count()}});
+  CHECK(host_waits(ops_of("", single)) == Waits{{"gate hand-off", stream.gate_handoff.count()}});
+  CHECK(host_waits(ops_of("event_from_other_stream", single)) ==
+        Waits{{"event release", stream.event_release.count()}});
+  // Back to back from the host: the host's calls and the GPU's copies run at once.
+  const auto queued = ops_of("events_b2b", local_copy("ce_local", "pipelined", 4, 3e-6, 50));
+  REQUIRE(queued.size() == 1);
+  const auto& both = std::get<workloads::StreamsOp>(queued.front().what);
+  REQUIRE(both.streams.size() == 2);
+  CHECK(std::get<workloads::RepeatOp>(both.streams[0].front().what).count == 50);
+  // Queued behind a stream wait, nothing but the copies.
+  CHECK(host_waits(ops_of("wait_value", local_copy("ce_local", "pipelined", 4, 3e-6, 50))).empty());
+}
+
+TEST_CASE("copy twins: a single copy between host-recorded events takes one host launch more than behind a wait") {
+  const auto stream = default_models().stream;
+  const auto record = local_copy("ce_local", "single", 4, 3e-6);
+  const double released = simulated("wait_value", record);
+  CHECK(simulated("events_single", record) - released == doctest::Approx(stream->host_launch.count()).epsilon(1e-6));
+  CHECK(simulated("host_sync", record) - released ==
+        doctest::Approx((stream->host_launch + stream->sync_wakeup).count()).epsilon(1e-6));
+}
+
+TEST_CASE("copy twins: the host's jitter stretches the host's calls only, not the copy behind a stream wait") {
+  const auto stream = default_models().stream;
+  const auto file = std::filesystem::temp_directory_path() / fmt::format("snsim-host-jitter-{}.yaml", getpid());
+  {
+    std::ofstream out(file);
+    out << "models: {jitter: {host: {dist: constant, value: 3}}}\ncalibration: {}\n";
+  }
+  const auto record = local_copy("ce_local", "single", 4, 3e-6);
+  const double released = simulated("wait_value", record);
+  CHECK(simulated("wait_value", record, file.string()) == doctest::Approx(released).epsilon(1e-9));
+  CHECK(simulated("events_single", record, file.string()) - released ==
+        doctest::Approx(3 * stream->host_launch.count()).epsilon(1e-6));
+  std::filesystem::remove(file);
+}
+
+TEST_CASE("copy twins: tiny copies issued back to back from the host take one host launch each (host bound)") {
+  const auto models = default_models();
+  // 4 B copies: the GPU's per-copy gap (copy.ce.local_queue_gap, 2 us by default) is below a launch call (4 us).
+  REQUIRE(models.copy->local_fixed_cost(models::CopyEngine::ce, true) < models.stream->host_launch);
+  const double per_copy = simulated("events_b2b", local_copy("ce_local", "pipelined", 4, 4e-6, 100));
+  CHECK(per_copy == doctest::Approx(models.stream->host_launch.count()).epsilon(1e-6));
+  // 64 MiB copies: the GPU is the slower one, the host's calls are hidden behind the copies.
+  const auto big = local_copy("ce_local", "pipelined", 64ull << 20, 40e-6, 100);
+  CHECK(simulated("events_b2b", big) == doctest::Approx(simulated("wait_value", big)).epsilon(1e-6));
+}
+
+TEST_CASE("copy fit: the probe's single copies are the copy's own cost plus its gate's hand-off") {
+  // Noiseless local copies by the model's formula: own fixed cost + 2 bytes / (HBM x efficiency), from L2 faster.
+  const double hbm = 4.8e12, efficiency = 0.86, speedup = 1.6, l2 = 60.0 * 1024 * 1024;
+  const double own_ce = 3.1e-6, own_sm = 3.3e-6, handoff = 1.5e-6, release = 0.3e-6;
+  auto memory = [&](std::uint64_t bytes) {
+    const double traffic = 2.0 * static_cast<double>(bytes);
+    return traffic / (hbm * efficiency * (traffic <= l2 ? speedup : 1.0));
+  };
+  std::vector<Trace> traces{trace_of(""), trace_of("wait_value"), trace_of("event_from_other_stream")};
+  for (std::uint64_t bytes = 4; bytes <= (1ull << 30); bytes *= 4)
+    for (const auto& [test, own] : {std::pair{"ce_local", own_ce}, {"sm_local", own_sm}}) {
+      traces[0].records.push_back(local_copy(test, "single", bytes, own + handoff + memory(bytes)));
+      traces[1].records.push_back(local_copy(test, "single", bytes, own + memory(bytes)));
+      traces[2].records.push_back(local_copy(test, "single", bytes, own + release + memory(bytes)));
+    }
+  const auto fitted = testing::fitted_values(calibrate(traces, {}));
+  testing::check_fitted(fitted, {{"stream.gate_handoff", handoff},
+                                 {"copy.ce.local_setup", own_ce},
+                                 {"copy.sm.local_setup", own_sm},
+                                 {"stream.event_release", release},
+                                 {"copy.local_hbm_efficiency", efficiency},
+                                 {"copy.local_l2_speedup", speedup}});
+
+  // The probe's traces alone cannot tell the two apart: the copies' fixed cost keeps the hand-off.
+  const auto alone = testing::fitted_values(calibrate({traces[0]}, {}));
+  CHECK(!alone.contains("stream.gate_handoff"));
+  testing::check_fitted(alone, {{"copy.ce.local_setup", own_ce + handoff}, {"copy.sm.local_setup", own_sm + handoff}});
+}
+
+}  // namespace snsim::validation
