@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -21,7 +22,8 @@ int slow_node(const studies::SlowNodeOptions& o) {
   const auto started = std::chrono::steady_clock::now();
   const studies::SlowNodePlan plan = studies::plan_slow_node(o);
   std::filesystem::path out;
-  if (!o.out.empty()) out = studies::make_output_dir(o.out);
+  std::optional<studies::OutputDir> held;  // one study at a time into one folder
+  if (!o.out.empty()) out = held.emplace(o.out).path();
 
   const std::size_t n = plan.trials, count = plan.points.size() * n;
   std::cout << fmt::format("# slow-node study of {}: {} points x {} trials (seeds {}-{}), {} at a time\n", plan.name,
@@ -75,9 +77,13 @@ void add_study_command(CommandLine& cli) {
       "lost, who waited on whom",
       [o] { return slow_node(*o); }, &study);
   cmd.add_option("scenario", o->scenario, "scenario YAML file")->required();
-  cmd.add_option("--trials", o->trials, "trials per point")->capture_default_str();
+  // Ranges checked on the text, so that -1 is not read as 2^64 - 1 first.
+  cmd.add_option("--trials", o->trials, "trials per point")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, studies::MAX_TRIALS));
   cmd.add_option("--seed", o->seed, "the first trial's seed (trial i: seed + i); default the scenario's");
-  cmd.add_option("--jobs", o->jobs, "trials at a time (default: the CPUs available)");
+  cmd.add_option("--jobs", o->jobs, "trials at a time (default: the CPUs available)")
+      ->check(CLI::Range(std::size_t{1}, studies::MAX_JOBS));
   cmd.add_option("--slow", o->slow,
                  "a sweep point GPU:FACTOR[:HBM_FACTOR][,...] (compute time x FACTOR, or N% longer; HBM time x "
                  "HBM_FACTOR), repeatable; "
