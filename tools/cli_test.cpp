@@ -359,6 +359,17 @@ TEST_CASE("cli: --out holds one run's files: what an earlier run wrote goes, wha
   CHECK(fs::is_directory(dir.path() / "out/sub"));
 }
 
+TEST_CASE("cli: options and the scenario go in any order, a repeatable option taking one value each time") {
+  TempDir dir;
+  dir.write("s.yaml", scenario());
+  const Result r =
+      run_snsim(dir, {"run", "--set", "name=first", "--set", "seed=3", "s.yaml", "--out", "out", "--quiet"});
+  REQUIRE(r.code == 0);
+  const auto report = nlohmann::json::parse(read_file(dir.path() / "out/report.json"));
+  CHECK(report["scenario"] == "first");
+  CHECK(report["seed"] == 3);
+}
+
 TEST_CASE("cli: a second run into an --out folder another run holds is refused, and the holder's files stay") {
   TempDir dir;
   REQUIRE(run_scenario(dir, scenario(), {"--out", "out", "--quiet"}).code == 0);
