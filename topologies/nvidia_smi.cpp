@@ -251,8 +251,8 @@ std::unique_ptr<Topology> make_nvidia_smi(const ConfigNode& node) {
     const auto file = resolve("trace", *trace);
     std::error_code ec;
     if (!std::filesystem::exists(file, ec)) node.fail_key("trace", fmt::format("cannot read '{}'", file.string()));
-    const std::string text = read_file(file);  // refuses a FIFO, a device or a directory by its kind
-    const std::string header = text.substr(0, text.find('\n'));
+    const std::string content = read_file(file);  // refuses a FIFO, a device or a directory by its kind
+    const std::string header = content.substr(0, content.find('\n'));
     if (header.empty()) node.fail_key("trace", fmt::format("cannot read '{}'", file.string()));
     const auto json = nlohmann::json::parse(header, nullptr, false);
     if (json.is_discarded() || !json.contains("topo") || !json["topo"].is_string())
