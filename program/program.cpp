@@ -214,6 +214,8 @@ void check_size(const ConfigNode& parent, std::string_view key, Bytes bytes, con
 
 void check_no_parameters(const ConfigNode& op) {
   if (!op.is_map() && !(op.is_scalar() && op.scalar().empty())) op.fail("expected {} (no parameters)");
+  // Opened, asking for no real key, so that keys inside `barrier: {...}` are unknown, not ignored.
+  if (op.is_map()) op.has("");
 }
 
 std::uint64_t expanded_size(const std::vector<Op>& ops) {

@@ -457,11 +457,11 @@ void ConfigDocument::reject_unknown_keys() const {
         return;
       }
       if (!node.IsMap()) return;
-      // The walk reaches only values of known keys. A map there that no code opened is one whose every key is
-      // unknown: the value of an op without parameters (`barrier: {x: 1}`), or of a key read as nothing else.
-      static const std::set<std::string> none;
       auto known = doc.known_keys_.find(path);
-      const std::set<std::string>& known_keys = known == doc.known_keys_.end() ? none : known->second;
+      if (known == doc.known_keys_.end()) return;  // a map nobody opened: its parent key was handled
+      // An op without parameters opens its map asking only for the empty key (has("")): every key there is unknown.
+      std::set<std::string> known_keys = known->second;
+      known_keys.erase("");
       std::set<std::string> seen;
       for (const auto& entry : node) {
         const std::string key = entry.first.Scalar();

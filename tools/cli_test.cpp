@@ -104,7 +104,7 @@ TEST_CASE("cli: zero bandwidth") {
 TEST_CASE("cli: negative bandwidth") {
   TempDir dir;
   check_input_error(run_scenario(dir, scenario("{type: hgx, nvlink_bandwidth: -5GBps}")),
-                    "s.yaml:3:41: topology.nvlink_bandwidth: must be > 0, got -5 GB/s");
+                    "s.yaml:3:41: topology.nvlink_bandwidth: cannot parse '-5GBps' as a bandwidth: cannot be negative");
 }
 
 TEST_CASE("cli: more GPUs than the topology allows") {

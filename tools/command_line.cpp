@@ -16,11 +16,11 @@ std::string full_name(const CLI::App& app) {
   return full_name(*parent) + " " + app.get_name();
 }
 
-/// Every repeatable option (`--set`, `--slow`) of `app` and its commands takes one value per occurrence, so that
-/// options and the scenario go in any order: `snsim run --set k=v s.yaml` must not read s.yaml as a second --set.
+/// Every `--set` of `app` and its commands takes one value per occurrence, so that options and the scenario go in
+/// any order: `snsim run --set k=v s.yaml` must not read s.yaml as a second --set (`--slow A B` keeps taking both).
 void one_value_per_option(CLI::App& app) {
   for (CLI::Option* option : app.get_options())
-    if (option->nonpositional() && option->get_items_expected_max() > 1) option->allow_extra_args(false);
+    if (option->check_lname("set")) option->allow_extra_args(false);
   for (CLI::App* sub : app.get_subcommands(std::function<bool(CLI::App*)>{})) one_value_per_option(*sub);
 }
 
