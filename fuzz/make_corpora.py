@@ -55,7 +55,24 @@ def seeds():
                             ("p2p_bandwidth_latency", "p2p_bandwidth_latency*"), ("nvshmem_perftest", "perftest*")]:
         s[target] += [p.read_text() for p in sorted(SAMPLES.glob(pattern))]
     s["nvidia_smi"] += topo_matrices()
+    # Shapes that mutation rarely reaches and that once crashed or exhausted memory: nesting past the cap
+    # (sim/text.hpp) and aliases of aliases (sim/config.cpp), each just over its limit so that mutants fall on both
+    # sides of it.
+    header = (SAMPLES / "snsim_trace.jsonl").read_text().splitlines()[0]
+    s["trace"].append(header + '\n{"id": "x", "family": ' + "[" * 600 + "]" * 600 + "}\n")
+    s["nvbandwidth"].append('{"nvbandwidth": ' + "[" * 600 + "]" * 600 + "}")
+    s["scenario"].append("name: " + "[" * 600 + "]" * 600 + "\ntopology: {type: hgx}\n")
+    s["scenario"].append(alias_bomb(23))
+    s["params"].append("".join(f"x{k}: &x{k} [*x{k - 1}, *x{k - 1}]\n" if k else "x0: &x0 [1, 1]\n" for k in range(24))
+                       + "models: {copy: {ce: {efficiency: *x23}}}\n")
     return s
+
+
+def alias_bomb(levels):
+    """A program of 2^levels kernels written as aliases of aliases: a few lines that expand to millions of ops."""
+    lines = ["name: bomb", "topology: {type: hgx, gpus: 2}", "x0: &x0 {compute: {time: 1us}}"]
+    lines += [f"x{k}: &x{k} {{repeat: 1, ops: [*x{k - 1}, *x{k - 1}]}}" for k in range(1, levels + 1)]
+    return "\n".join(lines + [f"workloads: [{{type: program, ops: [*x{levels}]}}]"]) + "\n"
 
 
 def dictionary(target, texts):

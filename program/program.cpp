@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -43,6 +44,22 @@ Group make_group(const std::vector<int>& ranks) {
 
 void parse_list(const ConfigNode& ops, const std::vector<int>& ranks, const Fabric& fabric, int phase,
                 const Group& group, std::vector<Program>& programs);
+
+/// The ops written out so far for each rank by the parse_ops under way (repeat bodies once, aliases each time
+/// they are used): a rank beyond MAX_OPS_PER_RANK here is beyond it after repeats too.
+thread_local std::vector<std::uint64_t>* written_ops = nullptr;
+
+void count_written(const ConfigNode& item, const std::vector<int>& ranks) {
+  if (!written_ops) return;
+  for (int r : ranks) {
+    auto& n = (*written_ops)[static_cast<std::size_t>(r)];
+    if (++n > MAX_OPS_PER_RANK)
+      item.fail(
+          fmt::format("rank {} would run more than {} ops (written out, YAML aliases expanded); the limit is {} "
+                      "per rank",
+                      r, MAX_OPS_PER_RANK, MAX_OPS_PER_RANK));
+  }
+}
 
 void parse_one(const ConfigNode& item, const std::vector<int>& ranks, const Fabric& fabric, int phase,
                const Group& group, std::vector<Program>& programs) {
@@ -92,6 +109,7 @@ void parse_one(const ConfigNode& item, const std::vector<int>& ranks, const Fabr
                               : fmt::format("one op per list item, found {}", fmt::join(names, " and ")));
   }
   const OpKind& kind = *present.front();
+  count_written(item, ranks);
   kind.parse(item.child(kind.name), OpParse{ranks, fabric, phase, group, programs});
 }
 
@@ -177,7 +195,15 @@ int parse_peer(const ConfigNode& node, int rank, int gpus) {
 void parse_ops(const ConfigNode& ops, const std::vector<int>& ranks, const Fabric& fabric, int phase,
                std::vector<Program>& programs) {
   const ManagedScope buffers;
-  parse_list(ops, ranks, fabric, phase, make_group(ranks), programs);
+  std::vector<std::uint64_t> written(programs.size());
+  auto* outer = std::exchange(written_ops, &written);
+  try {
+    parse_list(ops, ranks, fabric, phase, make_group(ranks), programs);
+  } catch (...) {
+    written_ops = outer;
+    throw;
+  }
+  written_ops = outer;
 }
 
 void check_size(const ConfigNode& parent, std::string_view key, Bytes bytes, const Fabric& fabric) {
@@ -188,6 +214,8 @@ void check_size(const ConfigNode& parent, std::string_view key, Bytes bytes, con
 
 void check_no_parameters(const ConfigNode& op) {
   if (!op.is_map() && !(op.is_scalar() && op.scalar().empty())) op.fail("expected {} (no parameters)");
+  // Opened, asking for no real key, so that keys inside `barrier: {...}` are unknown, not ignored.
+  if (op.is_map()) op.has("");
 }
 
 std::uint64_t expanded_size(const std::vector<Op>& ops) {

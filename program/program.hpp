@@ -67,6 +67,10 @@ OpDescription describe(const Op& op);
 bool is_free_barrier(const Op& op);
 
 /// Where an op is being parsed: the ranks whose programs get it, their group, the fabric and the workload's phase.
+/// Refuses programs larger than this many ops after expanding repeats (a million ops per rank); the ops written out
+/// (YAML aliases expanded) are counted against it while they are parsed, so that an alias bomb stops at the limit.
+inline constexpr std::uint64_t MAX_OPS_PER_RANK = 1'000'000;
+
 struct OpParse {
   const std::vector<int>& ranks;
   const Fabric& fabric;

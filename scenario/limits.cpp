@@ -38,6 +38,10 @@ constexpr double ROUTE = 0.25 * KiB;
 constexpr double OP = 1.75 * KiB;
 constexpr double PGAS = 0.25 * KiB;
 constexpr double FLOW = 2.5 * KiB;
+// timeline.json per op, measured here on 8-GPU HGX runs: 20,000 kernels per GPU, 17,033,607 B (106 B per op); 5,000
+// steps of a kernel, a copy and an all-reduce per GPU, 26,265,414 B (219 B per op: copies add rate counters). The
+// larger, rounded up.
+constexpr double TIMELINE_OP = 220;
 
 constexpr std::uint64_t MAX = std::numeric_limits<std::uint64_t>::max();
 
@@ -48,13 +52,22 @@ std::uint64_t plus(std::uint64_t a, std::uint64_t b) {
   return b > MAX - a ? MAX : a + b;
 }
 
-/// Ops of a list run `count` times, into `e`; `fanout` becomes the largest collective fan-out of one rank.
-void count(const std::vector<Op>& ops, std::uint64_t count_, MemoryEstimate& e, std::uint64_t& fanout) {
+/// Ops of a list run `count` times, into `e`; `fanout` becomes the largest collective fan-out of one rank, `streams`
+/// the most actors its streams ops run at once besides the rank's own.
+void count(const std::vector<Op>& ops, std::uint64_t count_, MemoryEstimate& e, std::uint64_t& fanout,
+           std::uint64_t& streams) {
   for (const auto& op : ops) {
     if (const auto* r = std::get_if<RepeatOp>(&op.what)) {
-      count(r->body, times(count_, static_cast<std::uint64_t>(r->count)), e, fanout);
+      count(r->body, times(count_, static_cast<std::uint64_t>(r->count)), e, fanout, streams);
     } else if (const auto* s = std::get_if<StreamsOp>(&op.what)) {
-      for (const auto& list : s->streams) count(list, count_, e, fanout);
+      // Its lists run at once: each one's own streams may be alive together with the others'.
+      std::uint64_t inner = 0;
+      for (const auto& list : s->streams) {
+        std::uint64_t in_list = 0;
+        count(list, count_, e, fanout, in_list);
+        inner = plus(inner, in_list);
+      }
+      streams = std::max<std::uint64_t>(streams, plus(s->streams.size() - 1, inner));
     } else if (const auto* b = std::get_if<BarrierOp>(&op.what); b && b->sync) {
       continue;  // bookkeeping, not recorded
     } else {
@@ -104,10 +117,12 @@ MemoryEstimate estimate_memory(const Fabric& fabric, const std::vector<Program>&
   e.endpoints = fabric.gpus().size() + (fabric.host() ? 1 : 0) + fabric.nvme_drives().size();
   e.channels = fabric.channel_count();
   if (e.endpoints <= Simulation::EAGER_ENDPOINTS) e.routes = e.endpoints * (e.endpoints - 1);
+  e.actors = 1;  // the failures' actor
   for (const auto& program : programs) {
-    std::uint64_t fanout = 0;
-    count(program.ops, 1, e, fanout);
+    std::uint64_t fanout = 0, streams = 0;
+    count(program.ops, 1, e, fanout, streams);
     e.flows = plus(e.flows, fanout);
+    e.actors = plus(e.actors, program.ops.empty() ? 0 : 1 + streams);
   }
   const double total = PROCESS + static_cast<double>(e.endpoints) * ENDPOINT +
                        static_cast<double>(e.channels) * CHANNEL + static_cast<double>(e.routes) * ROUTE +
@@ -138,11 +153,32 @@ MemoryLimit memory_limit(const std::optional<std::string>& option) {
           fmt::format("3/4 of this machine's {}; set --max-memory or SNSIM_MAX_MEMORY", physical)};
 }
 
-void check_memory(const MemoryEstimate& estimate, const MemoryLimit& limit, const std::string& scenario) {
-  if (estimate.total <= limit.bytes) return;
-  throw_input_error({scenario, 0, 0}, "memory",
-                    fmt::format("the run needs about {} ({}), more than the limit of {} ({})", estimate.total,
-                                estimate.breakdown(), limit.bytes, limit.source));
+void check_memory(const MemoryEstimate& estimate, const MemoryLimit& limit, const std::string& scenario,
+                  std::uint64_t actor_limit) {
+  if (estimate.total > limit.bytes)
+    throw_input_error({scenario, 0, 0}, "memory",
+                      fmt::format("the run needs about {} ({}), more than the limit of {} ({})", estimate.total,
+                                  estimate.breakdown(), limit.bytes, limit.source));
+  if (estimate.actors > actor_limit)
+    throw_input_error(
+        {scenario, 0, 0}, "memory",
+        fmt::format("the run needs {} actors at once (one per GPU, its streams, the failures'), more than the {} this "
+                    "machine allows (two memory maps per actor's stack, vm.max_map_count; raise it with sysctl, or "
+                    "simulate fewer GPUs)",
+                    grouped(estimate.actors), grouped(actor_limit)));
+}
+
+Bytes timeline_size(std::uint64_t ops) {
+  return cost(ops, TIMELINE_OP);
+}
+
+std::string timeline_warning(std::uint64_t ops) {
+  const Bytes size = timeline_size(ops);
+  if (size <= LARGE_TIMELINE) return "";
+  return fmt::format(
+      "timeline.json will take about {} ({} ops); output.timeline_gpus selects the GPUs it shows (--set "
+      "'output.timeline_gpus=[0, 1]')",
+      size, grouped(ops));
 }
 
 }  // namespace snsim::workloads

@@ -9,7 +9,9 @@
 // and a helper actor that SimGrid keeps); and the most collective transfers in flight at once (every rank's largest
 // collective fan-out: n - 1 flows for all-to-all and one/two-shot, 2 for the others). It is an upper bound for the
 // runs measured (estimate / measured peak: 1.05 for 10,008 GPUs, 1.18 for 800,000 ops, up to 1.6 for NVL576), not
-// a promise: failures, UVM page maps, waits and SimGrid's own queues are not counted.
+// a promise: failures, UVM page maps, waits and SimGrid's own queues are not counted. Each actor's context (its
+// stack, touched only where it runs) is in the per-endpoint cost; the number of actors alive at once is limited
+// apart, by the kernel's memory maps (max_actors, sim/simulation.hpp).
 //
 // The limit: `snsim run --max-memory SIZE`, else the environment's SNSIM_MAX_MEMORY, else 3/4 of the machine's
 // physical memory.
@@ -22,6 +24,7 @@
 
 #include "program/program.hpp"
 #include "sim/fabric.hpp"
+#include "sim/simulation.hpp"
 #include "sim/units.hpp"
 
 namespace snsim::workloads {
@@ -34,6 +37,7 @@ struct MemoryEstimate {
   std::uint64_t ops = 0;        // after repeats, every rank
   std::uint64_t pgas = 0;       // puts and gets, after repeats
   std::uint64_t flows = 0;      // collective transfers in flight at once, at most
+  std::uint64_t actors = 0;     // SimGrid actors alive at once, at most: one per GPU, its streams, the failures'
   Bytes total{0};
   /// "8 endpoints, 1,000,000 ops (1.4 GiB), ..." : the counts and what the largest parts cost.
   std::string breakdown() const;
@@ -53,7 +57,17 @@ struct MemoryLimit {
 MemoryLimit memory_limit(const std::optional<std::string>& option);
 
 /// Throws an InputError "`scenario`: memory: the run needs about E (...), more than the limit L (source)" when the
-/// estimate exceeds the limit.
-void check_memory(const MemoryEstimate& estimate, const MemoryLimit& limit, const std::string& scenario);
+/// estimate exceeds the limit, or "`scenario`: memory: the run needs N actors at once (...), more than the A this
+/// machine allows (...)" when its actors do.
+void check_memory(const MemoryEstimate& estimate, const MemoryLimit& limit, const std::string& scenario,
+                  std::uint64_t actor_limit = max_actors());
+
+/// The bytes timeline.json will take for `ops` ops recorded (after repeats, on the GPUs the timeline shows).
+Bytes timeline_size(std::uint64_t ops);
+/// Above this a run says, before it runs, how large its timeline will be and how to select GPUs.
+inline constexpr Bytes LARGE_TIMELINE{Bytes{256} * (std::uint64_t{1} << 20)};
+/// "timeline.json will take about 1.2 GiB (3,200,000 ops); output.timeline_gpus selects ..." above LARGE_TIMELINE,
+/// else "".
+std::string timeline_warning(std::uint64_t ops);
 
 }  // namespace snsim::workloads

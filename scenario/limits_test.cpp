@@ -51,7 +51,35 @@ TEST_CASE("limits: ops are counted after repeats and streams, collectives by the
   CHECK(e.flows == 8 * 7);  // all-to-all: every rank sends to its 7 peers at once
   CHECK(e.endpoints == 9);  // 8 GPUs and the host
   CHECK(e.routes == 9 * 8);
+  CHECK(e.actors == 8 * (1 + 1) + 1);  // per GPU its own and a second stream's; the failures' actor
   CHECK(e.total > 36_MiB);
+}
+
+TEST_CASE("limits: more actors than the kernel's memory maps allow are refused, with the figures") {
+  // Each actor's stack is two maps; 2,000 are left to the process itself.
+  CHECK(max_actors(65'530) == 31'765);
+  CHECK(max_actors(1'000) == 0);
+  CHECK(max_actors() > 0);  // this machine's /proc/sys/vm/max_map_count, or the kernel's default
+  MemoryEstimate e;
+  e.actors = 73'729;  // a superpod of 1,024 NVL72 nodes: one per GPU and the failures'
+  e.total = 1_GiB;
+  CHECK(error_of([&] {
+          check_memory(e, {64_GiB, "--max-memory"}, "s.yaml", 31'765);
+        }) ==
+        "s.yaml: memory: the run needs 73,729 actors at once (one per GPU, its streams, the failures'), more than the "
+        "31,765 this machine allows (two memory maps per actor's stack, vm.max_map_count; raise it with sysctl, or "
+        "simulate fewer GPUs)");
+  e.actors = 31'765;
+  CHECK_NOTHROW(check_memory(e, {64_GiB, "--max-memory"}, "s.yaml", 31'765));
+}
+
+TEST_CASE("limits: a timeline above 256 MiB is announced with its size and how to select GPUs, a small one is not") {
+  CHECK(timeline_warning(1'000).empty());
+  CHECK(timeline_size(1'000'000) > 100_MiB);  // every op's event and its rate counter
+  const std::string warning = timeline_warning(8 * 400'000);
+  CHECK(warning.starts_with("timeline.json will take about "));
+  CHECK(warning.ends_with(
+      " (3,200,000 ops); output.timeline_gpus selects the GPUs it shows (--set 'output.timeline_gpus=[0, 1]')"));
 }
 
 TEST_CASE("limits: the 4,096-GPU superpod bench scenario is accepted and its estimate bounds its measured peak") {

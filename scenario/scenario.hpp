@@ -55,7 +55,4 @@ class Scenario {
   std::vector<Failure> failures_;  // what-ifs applied at their times (scenario/failures.hpp)
 };
 
-/// Refuses programs larger than this many ops after expanding repeats (a million ops per rank).
-inline constexpr std::uint64_t MAX_OPS_PER_RANK = 1'000'000;
-
 }  // namespace snsim::workloads

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/files.hpp"
+#include "sim/text.hpp"
 
 namespace snsim {
 namespace {
@@ -88,6 +90,48 @@ T parse_integer(const ConfigNode& node, std::string_view expected) {
     node.fail(fmt::format("expected {}, found '{}'", expected, text));
   return value;
 }
+
+/// How many nodes a document may have once its aliases are expanded: every read, the unknown-key walk and the
+/// effective configuration visit an alias as often as it is used, so a few lines of aliases of aliases (an "alias
+/// bomb") would otherwise take minutes and gigabytes before any limit speaks. 2^22 is 4x what the largest program
+/// (MAX_OPS_PER_RANK ops written out, one node each) needs; `repeat` writes more without expanding.
+constexpr std::uint64_t MAX_EXPANDED_NODES = std::uint64_t{1} << 22;
+
+/// The nodes under `node`, aliases counted each time they are used, without expanding them: an aliased node is one
+/// node of yaml-cpp's graph, met again at the same mark, so its count is remembered by mark (linear time in the text).
+/// Fails at the first node whose count goes beyond MAX_EXPANDED_NODES.
+class ExpandedSize {
+ public:
+  explicit ExpandedSize(std::string file) : file_{std::move(file)} {}
+
+  std::uint64_t of(const YAML::Node& node) {
+    const YAML::Mark mark = node.Mark();
+    const auto key = std::tuple{mark.pos, static_cast<int>(node.Type()), node.size()};
+    if (!mark.is_null())
+      if (auto it = known_.find(key); it != known_.end()) return it->second;
+    std::uint64_t n = 1;
+    for (const auto& entry : node) {
+      // The error points at the child that takes the count over (for a map's value, its key: a value read through
+      // an iterator has no mark of its own).
+      const YAML::Node& child = node.IsMap() ? entry.second : entry;
+      n += (node.IsMap() ? of(entry.first) : 0) + of(child);
+      if (n > MAX_EXPANDED_NODES) {
+        const YAML::Mark where = node.IsMap() ? entry.first.Mark() : child.Mark();
+        const YAML::Mark at = where.is_null() ? mark : where;
+        throw_input_error({file_, at.line + 1, at.column + 1}, "",
+                          fmt::format("more than {} nodes once the aliases in here are expanded (aliases of "
+                                      "aliases?); a long program is written with `repeat`",
+                                      MAX_EXPANDED_NODES));
+      }
+    }
+    if (!mark.is_null()) known_.emplace(key, n);
+    return n;
+  }
+
+ private:
+  std::string file_;
+  std::map<std::tuple<std::size_t, int, std::size_t>, std::uint64_t> known_;
+};
 
 }  // namespace
 
@@ -313,8 +357,10 @@ ConfigDocument::ConfigDocument(std::unique_ptr<YAML::Node> root, std::string fil
 ConfigDocument::~ConfigDocument() = default;
 
 std::shared_ptr<ConfigDocument> ConfigDocument::load_string(const std::string& text, std::string file_name) {
+  check_utf8(text, {file_name, 1, 1});
   try {
     auto root = std::make_unique<YAML::Node>(YAML::Load(text));
+    ExpandedSize(file_name).of(*root);
     if (!root->IsMap() && !root->IsNull())
       throw_input_error({file_name, root->Mark().line + 1, root->Mark().column + 1}, "",
                         fmt::format("expected a map of settings at the top, found {}", kind_of(*root)));
@@ -335,6 +381,7 @@ ConfigNode ConfigDocument::root() {
 
 void ConfigDocument::set(std::string_view assignment, std::string origin) {
   const SourceLocation where{origin.empty() ? fmt::format("--set {}", assignment) : std::move(origin), 0, 0};
+  check_utf8(assignment, {"--set", 0, 0});
   const auto eq = assignment.find('=');
   const auto steps = eq == std::string_view::npos ? std::nullopt : split_path(assignment.substr(0, eq));
   if (!steps) throw_input_error({"--set", 0, 0}, "", fmt::format("expected key.path=value, found '{}'", assignment));
@@ -412,22 +459,26 @@ void ConfigDocument::reject_unknown_keys() const {
       if (!node.IsMap()) return;
       auto known = doc.known_keys_.find(path);
       if (known == doc.known_keys_.end()) return;  // a map nobody opened: its parent key was handled
+      // An op without parameters opens its map asking only for the empty key (has("")): every key there is unknown.
+      std::set<std::string> known_keys = known->second;
+      known_keys.erase("");
       std::set<std::string> seen;
       for (const auto& entry : node) {
         const std::string key = entry.first.Scalar();
         const std::string child = path.empty() ? key : fmt::format("{}.{}", path, key);
         const SourceLocation where = doc.location(child, entry.first.Mark());
         if (!seen.insert(key).second) throw_input_error(where, child, "duplicate key");
-        if (!known->second.contains(key)) {
+        if (!known_keys.contains(key)) {
+          if (known_keys.empty()) throw_input_error(where, child, fmt::format("unknown key; '{}' takes no keys", path));
           std::string suggestion;
           std::size_t best = 3;  // suggest only close matches
-          for (const auto& k : known->second)
+          for (const auto& k : known_keys)
             if (auto d = edit_distance(key, k); d < best) {
               best = d;
               suggestion = fmt::format(" (did you mean '{}'?)", k);
             }
           throw_input_error(where, child,
-                            fmt::format("unknown key{}; known keys: {}", suggestion, fmt::join(known->second, ", ")));
+                            fmt::format("unknown key{}; known keys: {}", suggestion, fmt::join(known_keys, ", ")));
         }
         walk(entry.second, child);
       }

@@ -1,6 +1,7 @@
 #include "sim/config.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 using namespace snsim;
@@ -134,4 +135,31 @@ TEST_CASE("config: a distribution the document gives replaces the overlay's whol
   CHECK(jitter.child("bandwidth").required<std::string>("dist") == "lognormal");
   CHECK(jitter.child("bandwidth").required<double>("sigma") == 0.01);
   CHECK(jitter.child("compute").required<std::string>("dist") == "normal");  // absent: the overlay's, as before
+}
+
+TEST_CASE("config: text that is not UTF-8 is refused where it is, in a document and in a --set value") {
+  CHECK_THROWS_WITH_AS(doc("name: ok\nother: caf\xE9\n"), "t.yaml:2:11: not UTF-8 text: byte 0xE9", InputError);
+  auto d = doc("name: ok\n");
+  CHECK_THROWS_WITH_AS(d->set("name=caf\xE9"), "--set:1:9: not UTF-8 text: byte 0xE9", InputError);
+}
+
+TEST_CASE("config: aliases are counted as expanded, without expanding them: an alias bomb is refused at once") {
+  // 2^10 leaves: fine, and counted right (aliases of aliases of a 3-node map).
+  std::string text = "x0: &x0 {a: 1}\n";
+  for (int k = 1; k <= 10; ++k) text += fmt::format("x{0}: &x{0} [*x{1}, *x{1}]\n", k, k - 1);
+  CHECK_NOTHROW(doc(text));
+  // 2^30 leaves from 31 lines: refused at the first node beyond the cap, in linear time.
+  for (int k = 11; k <= 30; ++k) text += fmt::format("x{0}: &x{0} [*x{1}, *x{1}]\n", k, k - 1);
+  CHECK_THROWS_WITH_AS(doc(text),
+                       "t.yaml:21:1: more than 4194304 nodes once the aliases in here are expanded (aliases of "
+                       "aliases?); a long program is written with `repeat`",
+                       InputError);
+}
+
+TEST_CASE("config: every key of a map that takes no keys is unknown") {
+  auto d = doc("barrier: {ranks: 1}\nother: {}\n");
+  CHECK_FALSE(d->root().child("barrier").has(""));  // an op without parameters opens its map, asking for no key
+  CHECK_FALSE(d->root().child("other").has(""));
+  CHECK_THROWS_WITH_AS(d->reject_unknown_keys(), "t.yaml:1:11: barrier.ranks: unknown key; 'barrier' takes no keys",
+                       InputError);
 }

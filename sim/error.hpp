@@ -1,5 +1,5 @@
 // Errors that reach users. Library code throws; only `main()` in tools/ catches and maps to exit codes
-// (docs/design.md#command-line-contract: 2 bad input, 3 internal error).
+// (docs/hardening.md#exit-codes: 2 bad input, 3 internal error, 4 a simulated failure of the system).
 #pragma once
 
 #include <stdexcept>
@@ -21,6 +21,13 @@ struct SourceLocation {
 /// A problem with what the user gave us (scenario, trace, command line, sweep plan). Exit code 2.
 /// what() is one line: "file:line:col: key: message" (see format_input_error).
 class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A run that ended because the simulated system failed (a lost GPU stopped the job): a result, not a bug and not
+/// bad input. Exit code 4; what() is the run's outcome ("failed: GPU 4 lost at 3 ms") and where it came from.
+class SimulatedFailure : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

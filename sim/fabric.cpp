@@ -313,7 +313,25 @@ int Fabric::lanes_attached(DeviceId device) const {
 }
 
 std::optional<std::string> Fabric::check() const {
-  // Ports first: a switch with too many lanes is a wiring mistake that explains itself better than what it breaks.
+  // Rates and latencies first, in the one range every quantity keeps (sim/units.hpp): a builder multiplies lanes by
+  // a lane's rate, and a value out of range must be refused here, not by SimGrid's abort part way through a run.
+  for (auto v : boost::make_iterator_range(boost::vertices(graph_))) {
+    const Device& d = graph_[v];
+    if (!d.gpu) continue;
+    if (auto p = quantity_problem(d.gpu->dense_bf16); !p.empty() || !(d.gpu->dense_bf16 > FlopsPerSecond{0}))
+      return fmt::format("{}: dense BF16 rate {} {}", d.name, d.gpu->dense_bf16, p.empty() ? "must be > 0" : p);
+    if (auto p = quantity_problem(d.gpu->hbm_bandwidth); !p.empty() || !(d.gpu->hbm_bandwidth > BytesPerSecond{0}))
+      return fmt::format("{}: HBM bandwidth {} {}", d.name, d.gpu->hbm_bandwidth, p.empty() ? "must be > 0" : p);
+  }
+  for (auto e : boost::make_iterator_range(boost::edges(graph_))) {
+    const Channel& c = graph_[e];
+    const auto name = [&] { return fmt::format("{} -> {}", graph_[source(e)].name, graph_[target(e)].name); };
+    if (auto p = quantity_problem(c.bandwidth()); !p.empty() || !(c.bandwidth() > BytesPerSecond{0}))
+      return fmt::format("channel {}: bandwidth {} {}", name(), c.bandwidth(), p.empty() ? "must be > 0" : p);
+    if (auto p = quantity_problem(c.latency); !p.empty())
+      return fmt::format("channel {}: latency {} {}", name(), c.latency, p);
+  }
+  // Ports next: a switch with too many lanes is a wiring mistake that explains itself better than what it breaks.
   for (auto v : boost::make_iterator_range(boost::vertices(graph_))) {
     const Device& d = graph_[v];
     if (d.ports > 0 && lanes_attached(v) > d.ports)

@@ -22,12 +22,18 @@ namespace fs = std::filesystem;
   throw_input_error({path.string(), 0, 0}, "", message);
 }
 
-/// What a file that is neither regular nor a pipe is, for the message that refuses it; empty when it may be read.
+/// What a file that is not regular is, for the message that refuses it; empty when it is a regular file.
 std::string_view special_kind(mode_t mode) {
+  if (S_ISREG(mode)) return "";
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISFIFO(mode)) return "a FIFO or pipe";
   if (S_ISSOCK(mode)) return "a socket";
-  return "";
+  return "not a file";
+}
+
+[[noreturn]] void refuse_kind(const fs::path& path, std::string_view kind) {
+  fail(path, fmt::format("not a regular file ({}); expected a regular file", kind));
 }
 
 /// Closes a descriptor when it goes out of scope.
@@ -40,15 +46,21 @@ struct Descriptor {
 
 }  // namespace
 
-std::string read_file(const fs::path& path) {
-  const Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (file.fd < 0) fail(path, "cannot open the file");
+std::string read_file(const fs::path& path, Bytes limit) {
+  // The kind first, from the path: opening a FIFO that no one writes to would block for ever.
   struct stat status {};
+  if (::stat(path.c_str(), &status) != 0) fail(path, "cannot open the file");
+  if (const auto kind = special_kind(status.st_mode); !kind.empty()) refuse_kind(path, kind);
+  const Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+  if (file.fd < 0) fail(path, "cannot open the file");
   if (::fstat(file.fd, &status) != 0) fail(path, fmt::format("cannot read the file: {}", std::strerror(errno)));
-  if (const auto kind = special_kind(status.st_mode); !kind.empty())
-    fail(path, fmt::format("not a regular file ({})", kind));
+  if (const auto kind = special_kind(status.st_mode); !kind.empty()) refuse_kind(path, kind);  // replaced since
+  const auto too_large = [&] {
+    fail(path, fmt::format("the file is larger than {}, the most snsim reads from one file", limit));
+  };
+  if (static_cast<std::uint64_t>(status.st_size) > limit.count()) too_large();
   std::string text;
-  if (S_ISREG(status.st_mode)) text.reserve(static_cast<std::size_t>(status.st_size));
+  text.reserve(static_cast<std::size_t>(status.st_size));
   char buffer[1 << 16];
   while (true) {
     const ssize_t n = ::read(file.fd, buffer, sizeof buffer);
@@ -58,14 +70,15 @@ std::string read_file(const fs::path& path) {
       fail(path, fmt::format("cannot read the file: {}", std::strerror(errno)));
     }
     text.append(buffer, static_cast<std::size_t>(n));
+    if (text.size() > limit.count()) too_large();  // it grew while being read
   }
   return text;
 }
 
-std::optional<std::string> read_file_if_exists(const fs::path& path) {
+std::optional<std::string> read_file_if_exists(const fs::path& path, Bytes limit) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return std::nullopt;
-  return read_file(path);
+  return read_file(path, limit);
 }
 
 void write_file(const fs::path& path, std::string_view text) {

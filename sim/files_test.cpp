@@ -44,10 +44,23 @@ TEST_CASE("files: a file reads back whole, what is not a file is refused with on
   CHECK(!read_file_if_exists(dir.path / "none.txt"));
   const std::string none = (dir.path / "none.txt").string();
   CHECK_THROWS_WITH_AS(read_file(none), (none + ": cannot open the file").c_str(), InputError);
-  CHECK_THROWS_WITH_AS(read_file(dir.path), (dir.path.string() + ": not a regular file (a directory)").c_str(),
+  CHECK_THROWS_WITH_AS(read_file(dir.path),
+                       (dir.path.string() + ": not a regular file (a directory); expected a regular file").c_str(),
                        InputError);
   // A device may never end (/dev/zero) or wait for a user (a terminal).
-  CHECK_THROWS_WITH_AS(read_file("/dev/zero"), "/dev/zero: not a regular file (a device)", InputError);
+  CHECK_THROWS_WITH_AS(read_file("/dev/zero"), "/dev/zero: not a regular file (a device); expected a regular file",
+                       InputError);
+  // A FIFO with no writer would block the open for ever: refused by its kind, before it is opened.
+  const std::string fifo = (dir.path / "fifo").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH_AS(read_file(fifo),
+                       (fifo + ": not a regular file (a FIFO or pipe); expected a regular file").c_str(), InputError);
+  // Larger than the limit: refused from its size, before it is read (sparse: no disk taken).
+  fs::resize_file(file, 5'000);
+  CHECK_THROWS_WITH_AS(read_file(file, Bytes{4'096}),
+                       (file.string() + ": the file is larger than 4 KiB, the most snsim reads from one file").c_str(),
+                       InputError);
+  CHECK(read_file(file, Bytes{5'000}).size() == 5'000);
 }
 
 TEST_CASE("files: a write replaces the file whole and leaves nothing beside it, a directory is not replaced") {

@@ -3,7 +3,9 @@
 #include "sim/error.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <set>
@@ -89,6 +91,60 @@ class Simulation::Zone final : public simgrid::kernel::routing::NetZoneImpl {
   Simulation& simulation_;
 };
 
+std::uint64_t max_actors(std::optional<std::uint64_t> max_map_count) {
+  // The kernel's default, where /proc does not say (not Linux, or hidden).
+  std::uint64_t maps = 65'530;
+  if (max_map_count) {
+    maps = *max_map_count;
+  } else if (FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
+    unsigned long long value = 0;
+    if (std::fscanf(f, "%llu", &value) == 1) maps = value;
+    std::fclose(f);
+  }
+  // Left for the process itself: its libraries, heap arenas and SimGrid's own maps. Measured here (65,530 maps, one
+  // rank's `streams` of N lists on a 2-GPU HGX): 31,763 actors ran, 32,702 aborted.
+  constexpr std::uint64_t OWN_MAPS = 2'000;
+  return maps > OWN_MAPS ? (maps - OWN_MAPS) / 2 : 0;
+}
+
+std::string engine_option_problem(std::string_view option) {
+  // SimGrid 3.32 aborts (xbt_die, or a crash later) on a bad value of most of its options instead of throwing, and
+  // others would change the model snsim sets up (network/model, maxmin/precision) or run actors on several threads
+  // (contexts/nthreads), which snsim's executors do not allow. So only these pass, their values checked first.
+  const auto integer_in = [](std::string_view text, long low, long high) {
+    long value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    return ec == std::errc{} && end == text.data() + text.size() && value >= low && value <= high;
+  };
+  if (option.starts_with("--cfg=contexts/factory:")) {
+    const auto value = option.substr(std::string_view("--cfg=contexts/factory:").size());
+    if (value == "thread" || value == "raw" || value == "ucontext" || value == "boost") return "";
+    return fmt::format("contexts/factory: expected thread, raw, ucontext or boost, found '{}'", value);
+  }
+  if (option.starts_with("--cfg=contexts/stack-size:"))
+    return integer_in(option.substr(std::string_view("--cfg=contexts/stack-size:").size()), 1024, 1 << 20)
+               ? ""
+               : "contexts/stack-size: expected KiB between 1024 and 1048576";
+  if (option.starts_with("--cfg=contexts/guard-size:"))
+    return integer_in(option.substr(std::string_view("--cfg=contexts/guard-size:").size()), 0, 16)
+               ? ""
+               : "contexts/guard-size: expected pages between 0 and 16";
+  if (option.starts_with("--log=")) {
+    // CATEGORY.thres:LEVEL (SimGrid checks LEVEL itself, and throws) or CATEGORY.fmt:FORMAT; appenders write files.
+    const auto setting = option.substr(6);
+    const auto dot = setting.find('.'), colon = setting.find(':');
+    if (dot != std::string_view::npos && colon != std::string_view::npos && dot < colon && dot > 0) {
+      const auto what = setting.substr(dot + 1, colon - dot - 1);
+      if (what == "thres" || what == "threshold" || what == "fmt") return "";
+    }
+    return fmt::format("expected --log=CATEGORY.thres:LEVEL or --log=CATEGORY.fmt:FORMAT, found '{}'", option);
+  }
+  return fmt::format(
+      "snsim passes only --cfg=contexts/factory:F, --cfg=contexts/stack-size:KiB, --cfg=contexts/guard-size:PAGES "
+      "and --log=CATEGORY.thres:LEVEL to SimGrid, found '{}'",
+      option);
+}
+
 Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& engine_args, double sm_hold_share)
     : fabric_{fabric}, router_{fabric} {
   std::vector<std::string> args{"snsim"};
@@ -96,8 +152,15 @@ Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& eng
   // a sanitized build can switch every one of them to thread contexts.
   if (const char* from_env = std::getenv("SNSIM_ENGINE_ARGS")) {
     std::istringstream words(from_env);
-    for (std::string word; words >> word;) args.push_back(word);
+    for (std::string word; words >> word;) {
+      if (const auto problem = engine_option_problem(word); !problem.empty())
+        throw InputError(fmt::format("SNSIM_ENGINE_ARGS: {}", problem));
+      args.push_back(word);
+    }
   }
+  for (const auto& option : engine_args)
+    if (const auto problem = engine_option_problem(option); !problem.empty())
+      throw InputError(fmt::format("--engine: {}", problem));
   args.insert(args.end(), engine_args.begin(), engine_args.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());

@@ -82,6 +82,16 @@ struct TransferJitter {
   std::function<double(DeviceId issuer)> bandwidth;  // on the achievable rate
 };
 
+/// The most actors a process can hold at once: each actor's stack is a memory map of its own and its guard page
+/// another (SimGrid's raw contexts), and the kernel allows vm.max_map_count maps per process (65,530 by default;
+/// beyond it SimGrid aborts, "Failed to protect stack"). Half of what /proc/sys/vm/max_map_count allows, less what
+/// the process maps itself; `max_map_count` stands in for the file when given (tests).
+std::uint64_t max_actors(std::optional<std::uint64_t> max_map_count = std::nullopt);
+
+/// What is wrong with one SimGrid option given through `--engine` or SNSIM_ENGINE_ARGS, or "" when snsim passes
+/// it: contexts/factory, contexts/stack-size, contexts/guard-size and --log thresholds and formats, values checked.
+std::string engine_option_problem(std::string_view option);
+
 class Simulation {
  public:
   /// Creates the engine with the exact-fluid flags and builds the platform. Only one per process. `sm_hold_share` is

@@ -57,7 +57,37 @@ std::optional<double> data_scale(std::string_view unit) {
   return std::nullopt;
 }
 
+/// The problem of a value against [0, most], with a floor of 1 unit/s for a rate that is not 0.
+std::string range_problem(double value, double most, std::string_view unit, bool rate) {
+  if (std::isnan(value)) return "is not a number";
+  if (value < 0) return "cannot be negative";
+  if (!std::isfinite(value) || value > most) return fmt::format("is more than {:g} {}", most, unit);
+  if (rate && value > 0 && value < 1) return fmt::format("is less than 1 {} (and not 0)", unit);
+  return "";
+}
+
+template <class Q>
+Q checked(Q quantity, std::string_view text, std::string_view what) {
+  if (const auto problem = quantity_problem(quantity); !problem.empty())
+    throw UnitError(fmt::format("cannot parse '{}' as {}: {}", text, what, problem));
+  return quantity;
+}
+
 }  // namespace
+
+std::string quantity_problem(Seconds time) {
+  auto problem = range_problem(time.count(), MAX_DURATION_S, "s", false);
+  return problem.starts_with("is more") ? problem + " (31.7 years)" : problem;
+}
+std::string quantity_problem(BytesPerSecond rate) {
+  return range_problem(rate.count(), MAX_BANDWIDTH_BPS, "B/s", true);
+}
+std::string quantity_problem(Flops work) {
+  return range_problem(work.count(), MAX_WORK_FLOP, "FLOP", false);
+}
+std::string quantity_problem(FlopsPerSecond rate) {
+  return range_problem(rate.count(), MAX_FLOP_RATE, "FLOP/s", true);
+}
 
 Bytes parse_bytes(std::string_view text) {
   const auto q = split(text, "a size", "64MiB");
@@ -93,7 +123,7 @@ Seconds parse_seconds(std::string_view text) {
     throw UnitError(
         fmt::format("cannot parse '{}' as a time: missing unit (try '{}us' or '{}s')", text, q.value, q.value));
   for (auto [name, scale] : units)
-    if (name == q.unit) return Seconds{q.value * scale};
+    if (name == q.unit) return checked(Seconds{q.value * scale}, text, "a time");
   throw UnitError(fmt::format("cannot parse '{}' as a time: unknown unit '{}' (expected s, ms, us, ns, ps, min or h)",
                               text, q.unit));
 }
@@ -116,7 +146,7 @@ BytesPerSecond parse_bandwidth(std::string_view text) {
         fmt::format("cannot parse '{}' as a bandwidth: unknown unit '{}' (expected bytes per second like "
                     "GBps, GB/s, GiBps, or bits per second like Gbps)",
                     text, q.unit));
-  return BytesPerSecond{q.value * *scale};
+  return checked(BytesPerSecond{q.value * *scale}, text, "a bandwidth");
 }
 
 namespace {
@@ -136,8 +166,7 @@ Flops parse_flops(std::string_view text) {
         fmt::format("cannot parse '{}' as an amount of work: {} (expected FLOP with a prefix, like "
                     "'2.2TFLOP')",
                     text, q.unit.empty() ? std::string("missing unit") : fmt::format("unknown unit '{}'", q.unit)));
-  if (q.value < 0) throw UnitError(fmt::format("cannot parse '{}' as an amount of work: cannot be negative", text));
-  return Flops{q.value * *scale};
+  return checked(Flops{q.value * *scale}, text, "an amount of work");
 }
 
 FlopsPerSecond parse_flop_rate(std::string_view text) {
@@ -154,7 +183,7 @@ FlopsPerSecond parse_flop_rate(std::string_view text) {
         fmt::format("cannot parse '{}' as a compute rate: {} (expected FLOP/s with a prefix, like "
                     "'989TFLOP/s')",
                     text, q.unit.empty() ? std::string("missing unit") : fmt::format("unknown unit '{}'", q.unit)));
-  return FlopsPerSecond{q.value * *scale};
+  return checked(FlopsPerSecond{q.value * *scale}, text, "a compute rate");
 }
 
 namespace {

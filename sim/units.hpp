@@ -129,6 +129,22 @@ constexpr Seconds operator/(Flops work, FlopsPerSecond rate) {
   return Seconds{work.count() / rate.count()};
 }
 
+// The range of every quantity a user writes, checked in one place (quantity_problem) where text becomes a quantity
+// (the parsers below) and again on the platform a topology builds (Fabric::check), before any of it reaches
+// SimGrid, which aborts on a duration or rate that is not finite. Beyond these a value is a typo, not a machine, and
+// far enough inside a double that sums over 2^64 ops stay finite. A rate may be 0 (a key's own check says whether
+// it must be > 0) but not below 1 unit per second, whose reciprocal times would leave that range.
+inline constexpr double MAX_DURATION_S = 1e9;      // 31.7 years
+inline constexpr double MAX_BANDWIDTH_BPS = 1e18;  // 1 EB/s, ~10^5 x an NVLink 5 GPU's 1.8 TB/s
+inline constexpr double MAX_FLOP_RATE = 1e21;      // 1 ZFLOP/s, ~10^4 x an NVL72's dense BF16
+inline constexpr double MAX_WORK_FLOP = 1e30;
+
+/// What is wrong with a quantity ("is negative", "is more than 1e+09 s (31.7 years)"), or "" when it is in range.
+std::string quantity_problem(Seconds time);
+std::string quantity_problem(BytesPerSecond rate);
+std::string quantity_problem(Flops work);
+std::string quantity_problem(FlopsPerSecond rate);
+
 /// A string that is not a valid quantity. The message says what was found and what is expected; callers
 /// that know the file and key wrap it into an InputError.
 class UnitError : public std::invalid_argument {

@@ -1,5 +1,7 @@
 #include "sim/units.hpp"
 
+#include <limits>
+
 #include <doctest/doctest.h>
 
 using namespace snsim;
@@ -42,6 +44,36 @@ TEST_CASE("units: bad strings name what was found and what is expected") {
                        UnitError);
   CHECK_THROWS_WITH_AS(parse_bytes("lots"), "cannot parse 'lots' as a size: expected a number and a unit, like '64MiB'",
                        UnitError);
+}
+
+TEST_CASE("units: every time, rate and amount of work lies in one range, checked where it is parsed") {
+  // Finite but beyond any machine, or infinite only after the unit's scale: refused alike.
+  CHECK_THROWS_WITH_AS(parse_seconds("1e308s"), "cannot parse '1e308s' as a time: is more than 1e+09 s (31.7 years)",
+                       UnitError);
+  CHECK_THROWS_WITH_AS(parse_seconds("1e307h"), "cannot parse '1e307h' as a time: is more than 1e+09 s (31.7 years)",
+                       UnitError);
+  CHECK_THROWS_WITH_AS(parse_seconds("-1us"), "cannot parse '-1us' as a time: cannot be negative", UnitError);
+  CHECK_THROWS_WITH_AS(parse_bandwidth("1e308GBps"), "cannot parse '1e308GBps' as a bandwidth: is more than 1e+18 B/s",
+                       UnitError);
+  CHECK_THROWS_WITH_AS(parse_bandwidth("-5GBps"), "cannot parse '-5GBps' as a bandwidth: cannot be negative",
+                       UnitError);
+  CHECK_THROWS_WITH_AS(parse_bandwidth("1e-300GBps"),
+                       "cannot parse '1e-300GBps' as a bandwidth: is less than 1 B/s (and not 0)", UnitError);
+  CHECK_THROWS_WITH_AS(parse_flop_rate("1e300PFLOP/s"),
+                       "cannot parse '1e300PFLOP/s' as a compute rate: is more than 1e+21 FLOP/s", UnitError);
+  CHECK_THROWS_WITH_AS(parse_flops("1e31FLOP"), "cannot parse '1e31FLOP' as an amount of work: is more than 1e+30 FLOP",
+                       UnitError);
+  CHECK_THROWS_WITH_AS(parse_flops("-1FLOP"), "cannot parse '-1FLOP' as an amount of work: cannot be negative",
+                       UnitError);
+  // The edges are in range; 0 is a rate (a key's own check says whether it must be > 0).
+  CHECK(parse_seconds("1e9s").count() == 1e9);
+  CHECK(parse_seconds("0s").count() == 0);
+  CHECK(parse_bandwidth("1EBps").count() == 1e18);
+  CHECK(parse_bandwidth("0GBps").count() == 0);
+  CHECK(parse_bandwidth("8bps").count() == 1);
+  CHECK(parse_flops("1e30FLOP").count() == 1e30);
+  CHECK(quantity_problem(Seconds{std::numeric_limits<double>::quiet_NaN()}) == "is not a number");
+  CHECK(quantity_problem(BytesPerSecond{std::numeric_limits<double>::infinity()}) == "is more than 1e+18 B/s");
 }
 
 TEST_CASE("units: quantities print in human units") {

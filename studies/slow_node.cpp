@@ -88,8 +88,12 @@ std::shared_ptr<ConfigDocument> load_document(const SlowNodeOptions& o) {
 }  // namespace
 
 SlowNodePlan plan_slow_node(const SlowNodeOptions& o) {
-  if (o.trials < 1) throw_input_error({fmt::format("--trials {}", o.trials), 0, 0}, "", "must be >= 1, got 0");
-  if (o.jobs && *o.jobs < 1) throw_input_error({fmt::format("--jobs {}", *o.jobs), 0, 0}, "", "must be >= 1, got 0");
+  if (o.trials < 1 || o.trials > MAX_TRIALS)
+    throw_input_error({fmt::format("--trials {}", o.trials), 0, 0}, "",
+                      fmt::format("must be between 1 and {}, got {}", MAX_TRIALS, o.trials));
+  if (o.jobs && (*o.jobs < 1 || *o.jobs > MAX_JOBS))
+    throw_input_error({fmt::format("--jobs {}", *o.jobs), 0, 0}, "",
+                      fmt::format("must be between 1 and {}, got {}", MAX_JOBS, *o.jobs));
   if (o.steps && *o.steps < 1)
     throw_input_error({fmt::format("--steps {}", *o.steps), 0, 0}, "", fmt::format("must be >= 1, got {}", *o.steps));
   const auto scenario = workloads::Scenario::load(load_document(o));
@@ -293,9 +297,12 @@ SlowPoint parse_slow_point(const std::string& text, int gpus) {
       throw_input_error(
           where, "", fmt::format("expected {} factor after ':' (1.05, or 5% for the same), found '{}'", what, written));
     if (pct) value = 1 + value / 100;
-    if (!(value > 0))
+    // Above 1,000 a GPU is lost rather than slow (a failure's what-if), and a factor near a double's limit would
+    // make its kernels' times infinite.
+    if (!(value > 0) || value > MAX_SLOW_FACTOR)
       throw_input_error(where, "",
-                        fmt::format("the {} factor must be > 0, got {}", what.substr(what.find(' ') + 1), value));
+                        fmt::format("the {} factor must be > 0 and at most {}, got {}", what.substr(what.find(' ') + 1),
+                                    MAX_SLOW_FACTOR, value));
     return value;
   };
   SlowPoint point;
@@ -359,8 +366,8 @@ std::vector<PointResult> run_slow_node(const SlowNodeOptions& o, const SlowNodeP
       const json result = json::parse(texts[p * n + t]);
       const auto outcome = result.at("outcome").get<std::string>();
       if (outcome != "completed")
-        throw std::runtime_error(fmt::format("trial {} of {} (seed {}) did not complete: {}", t, plan.points[p].label(),
-                                             plan.seed + t, outcome));
+        throw SimulatedFailure(fmt::format("trial {} of {} (seed {}) did not complete: {}", t, plan.points[p].label(),
+                                           plan.seed + t, outcome));
       Trial trial;
       trial.seed = plan.seed + t;
       trial.makespan = result.at("makespan_s").get<double>();

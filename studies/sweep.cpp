@@ -28,7 +28,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 /// The metrics, in the order the table shows them; others follow by name.
-const std::vector<std::string> METRIC_ORDER{"gpus", "makespan_s", "step_time_s", "samples_per_s", "mfu_pct", "wall_s"};
+const std::vector<std::string>& METRIC_ORDER = SWEEP_METRICS;
 
 std::string format_number(double v) {
   if (v == static_cast<double>(static_cast<long long>(v)) && std::abs(v) < 1e12) return fmt::format("{}", v);
@@ -164,6 +164,12 @@ std::string goal_answer(const json& goal, const PointRows& rows) {
   }
   std::string md = fmt::format("\n## Answer\n\nGoal: `{}` {} {} with the least `{}`. ", metric,
                                at_least ? ">=" : "<=", format_number(bound), minimize);
+  for (const auto& name : {metric, minimize})
+    if (std::ranges::none_of(rows, [&](const auto& entry) { return entry.second.mean(name).has_value(); }))
+      return md + fmt::format(
+                      "No answer: no run reports `{}` (step_time_s, samples_per_s and mfu_pct come from "
+                      "training workloads).\n",
+                      name);
   if (!best) return md + "No completed point meets it.\n";
   const PointRow& b = rows.at(*best);
   std::vector<std::string> labels;

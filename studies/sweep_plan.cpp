@@ -198,6 +198,10 @@ SweepPlan SweepPlan::load(const std::string& path) {
     if (goal.at_least.has_value() == goal.at_most.has_value())
       g->fail("give one of at_least or at_most (the bound on the metric)");
     goal.minimize = g->optional<std::string>("minimize", "gpus");
+    // A name no run reports would leave every point out of bounds: an answer without a question.
+    for (const auto& [key, name] : {std::pair{"metric", goal.metric}, std::pair{"minimize", goal.minimize}})
+      if (std::ranges::find(SWEEP_METRICS, name) == SWEEP_METRICS.end())
+        g->fail_key(key, fmt::format("unknown metric '{}'; known: {}", name, fmt::join(SWEEP_METRICS, ", ")));
     plan.goal = goal;
   }
   const ConfigNode report = root.section("report");

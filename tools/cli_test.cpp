@@ -19,6 +19,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/files.hpp"
 #include "tools/test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -103,7 +104,7 @@ TEST_CASE("cli: zero bandwidth") {
 TEST_CASE("cli: negative bandwidth") {
   TempDir dir;
   check_input_error(run_scenario(dir, scenario("{type: hgx, nvlink_bandwidth: -5GBps}")),
-                    "s.yaml:3:41: topology.nvlink_bandwidth: must be > 0, got -5 GB/s");
+                    "s.yaml:3:41: topology.nvlink_bandwidth: cannot parse '-5GBps' as a bandwidth: cannot be negative");
 }
 
 TEST_CASE("cli: more GPUs than the topology allows") {
@@ -334,6 +335,58 @@ TEST_CASE("cli: output.timeline writes timeline.json") {
   CHECK(timeline["traceEvents"].size() == 8 * (4 + 1 + 2));
 }
 
+TEST_CASE("cli: --out holds one run's files: what an earlier run wrote goes, what snsim did not write stays") {
+  TempDir dir;
+  REQUIRE(run_scenario(dir, scenario() + "output: {timeline: true}\n", {"--out", "out", "--quiet"}).code == 0);
+  REQUIRE(fs::exists(dir.path() / "out/timeline.json"));
+  dir.write("out/notes.txt", "mine\n");  // the user's own file
+  dir.write("out/report.json.orig", "{}\n");
+  REQUIRE(run_scenario(dir, scenario(), {"--out", "out", "--quiet"}).code == 0);
+  CHECK_FALSE(fs::exists(dir.path() / "out/timeline.json"));  // stale: this run writes none
+  CHECK(fs::exists(dir.path() / "out/report.json"));
+  CHECK(fs::exists(dir.path() / "out/run.json"));
+  CHECK(read_file(dir.path() / "out/notes.txt") == "mine\n");
+  CHECK(fs::exists(dir.path() / "out/report.json.orig"));
+  CHECK(read_file(dir.path() / "out/.snsim-files") == "report.json\nreport.csv\nrun.json\n");
+  // A list naming a path outside the folder, or a folder, removes nothing there.
+  dir.write("out/.snsim-files", "../outside.txt\nsub\n" + dir.path().string() + "/abs.txt\n");
+  dir.write("outside.txt", "x");
+  dir.write("abs.txt", "x");
+  fs::create_directory(dir.path() / "out/sub");
+  REQUIRE(run_scenario(dir, scenario(), {"--out", "out", "--quiet"}).code == 0);
+  CHECK(fs::exists(dir.path() / "outside.txt"));
+  CHECK(fs::exists(dir.path() / "abs.txt"));
+  CHECK(fs::is_directory(dir.path() / "out/sub"));
+}
+
+TEST_CASE("cli: options and the scenario go in any order, a repeatable option taking one value each time") {
+  TempDir dir;
+  dir.write("s.yaml", scenario());
+  const Result r =
+      run_snsim(dir, {"run", "--set", "name=first", "--set", "seed=3", "s.yaml", "--out", "out", "--quiet"});
+  REQUIRE(r.code == 0);
+  const auto report = nlohmann::json::parse(read_file(dir.path() / "out/report.json"));
+  CHECK(report["scenario"] == "first");
+  CHECK(report["seed"] == 3);
+}
+
+TEST_CASE("cli: a second run into an --out folder another run holds is refused, and the holder's files stay") {
+  TempDir dir;
+  REQUIRE(run_scenario(dir, scenario(), {"--out", "out", "--quiet"}).code == 0);
+  const std::string before = read_file(dir.path() / "out/report.json");
+  {
+    snsim::AppendFile holder(dir.path() / "out/.snsim.lock");  // as a run still writing holds it
+    REQUIRE(holder.try_lock());
+    const Result r = run_scenario(dir, scenario(HGX8, "[{compute: {time: 1us}}]"), {"--out", "out", "--quiet"});
+    CHECK(r.code == 2);
+    CHECK(r.err ==
+          "out: --out: another snsim run is writing into this folder (it holds out/.snsim.lock); wait for it to end, "
+          "or give another folder\n");
+    CHECK(read_file(dir.path() / "out/report.json") == before);
+  }
+  CHECK(run_scenario(dir, scenario(), {"--out", "out", "--quiet"}).code == 0);  // the lock went with its holder
+}
+
 TEST_CASE("cli: the same scenario and seed give a byte-identical report.json, --seed changes the seed") {
   TempDir dir;
   const std::string yaml =
@@ -415,13 +468,13 @@ TEST_CASE("cli: every example scenario runs") {
     const std::string name = file.filename().string();
     SUBCASE(name.c_str()) {
       TempDir dir;
-      // An example that ends otherwise (a lost GPU) says so on its first line; such a run exits with code 3.
+      // An example that ends otherwise (a lost GPU) says so on its first line; such a run exits with code 4.
       const std::string first_line = read_file(file).substr(0, read_file(file).find('\n'));
       const std::string marker = "# expected outcome: ";
       const std::string outcome = first_line.starts_with(marker) ? first_line.substr(marker.size()) : "completed";
       const Result r = run_snsim(dir, {"run", file.string(), "--out", "out"});
       CAPTURE(r.err);
-      CHECK(r.code == (outcome == "completed" ? 0 : 3));
+      CHECK(r.code == (outcome == "completed" ? 0 : 4));
       CHECK(r.err.empty());
       CHECK(r.out.find("outcome: " + outcome) != std::string::npos);
       const auto report = nlohmann::json::parse(read_file(dir.path() / "out/report.json"));
@@ -512,9 +565,9 @@ TEST_CASE("cli: a deadlock of many ranks names the first 8 stuck ops and counts 
     expected += "rank " + std::to_string(rank) +
                 ": op 0, signal_wait 'signal_wait 1 >= 1', waits for signal 1 to be >= 1 (it is 0); ";
   CHECK(r.err == expected + "and 64 more (report.json: invariants.unended)\n");
-  // A lost GPU is not a deadlock: the job failed (exit code 3).
+  // A lost GPU is not a deadlock: the simulated job failed (exit code 4, a result).
   const Result lost = run_scenario(dir, scenario() + "failures: [{at: 1us, gpu_lost: 2}]\n", {"--quiet"});
-  CHECK(lost.code == 3);
+  CHECK(lost.code == 4);
   CHECK(lost.err.empty());
 }
 

@@ -16,6 +16,14 @@ std::string full_name(const CLI::App& app) {
   return full_name(*parent) + " " + app.get_name();
 }
 
+/// Every `--set` of `app` and its commands takes one value per occurrence, so that options and the scenario go in
+/// any order: `snsim run --set k=v s.yaml` must not read s.yaml as a second --set (`--slow A B` keeps taking both).
+void one_value_per_option(CLI::App& app) {
+  for (CLI::Option* option : app.get_options())
+    if (option->check_lname("set")) option->allow_extra_args(false);
+  for (CLI::App* sub : app.get_subcommands(std::function<bool(CLI::App*)>{})) one_value_per_option(*sub);
+}
+
 }  // namespace
 
 CommandLine::CommandLine(const std::string& description) : app_{description} {
@@ -35,10 +43,11 @@ CLI::App& CommandLine::add_group(const std::string& name, const std::string& sum
 }
 
 int CommandLine::run(int argc, char** argv) {
+  one_value_per_option(app_);
   try {
     app_.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app_.exit(e) == 0 ? 0 : 2;
+    return app_.exit(e) == 0 ? EXIT_OK : EXIT_BAD_INPUT;
   }
   // The command given is the last one parsed: a command comes after its parent, and siblings exclude each other.
   const Command* chosen = nullptr;
@@ -50,11 +59,15 @@ int CommandLine::run(int argc, char** argv) {
   } catch (const InputError& e) {
     std::cout.flush();
     std::cerr << e.what() << '\n';
-    return 2;
+    return EXIT_BAD_INPUT;
+  } catch (const SimulatedFailure& e) {
+    std::cout.flush();
+    std::cerr << "snsim " << chosen->name << ": " << e.what() << '\n';
+    return EXIT_SYSTEM_FAILURE;
   } catch (const std::exception& e) {
     std::cout.flush();
     std::cerr << "snsim " << chosen->name << ": internal error: " << e.what() << '\n';
-    return 3;
+    return EXIT_INTERNAL_ERROR;
   }
 }
 

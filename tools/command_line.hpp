@@ -2,9 +2,9 @@
 // bound to state the command's action owns, and the action, which runs when that command is the one given.
 //
 // Every error takes one path, run(): an InputError prints its one line ("file:line:col: key: message") and exits
-// 2; anything else prints "snsim COMMAND: internal error: what" and exits 3. Standard output is flushed first, so
-// that the error comes after whatever the command printed. An action returns its exit code: 0 ok, 1 a check failed
-// (validate), 2 bad input it reported itself, 3 a run that failed.
+// 2; a SimulatedFailure prints its line and exits 4; anything else prints "snsim COMMAND: internal error: what" and
+// exits 3. Standard output is flushed first, so that the error comes after whatever the command printed. An action
+// returns its exit code (ExitCode; docs/hardening.md#exit-codes).
 #pragma once
 
 #include <functional>
@@ -14,6 +14,15 @@
 #include <CLI/CLI.hpp>
 
 namespace snsim::tools {
+
+/// What `snsim` exits with, for scripts: the one list of codes.
+enum ExitCode : int {
+  EXIT_OK = 0,
+  EXIT_CHECK_FAILED = 1,    // a check the command made failed: validate's bounds, a report against a reference
+  EXIT_BAD_INPUT = 2,       // scenario, trace, plan, option: refused with one line saying why
+  EXIT_INTERNAL_ERROR = 3,  // snsim's bug (an invariant broken, an exception it did not expect)
+  EXIT_SYSTEM_FAILURE = 4,  // the simulated system failed (a lost GPU stopped the job): the report is a result
+};
 
 class CommandLine {
  public:

@@ -12,6 +12,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -27,7 +28,6 @@ namespace snsim::tools {
 namespace {
 
 using studies::apply_overrides;
-using studies::make_output_dir;
 
 /// The scenario file, or the embedded default when none is given.
 std::shared_ptr<ConfigDocument> load_document(const std::string& scenario) {
@@ -195,11 +195,22 @@ int run_document(const std::shared_ptr<ConfigDocument>& doc, const RunOptions& o
                  std::chrono::steady_clock::time_point started) {
   const auto scenario = workloads::Scenario::load(doc);
   // Refused up front rather than killed part way: the estimate against --max-memory (scenario/limits.hpp).
-  const auto estimate = workloads::estimate_memory(scenario.fabric(), scenario.programs());
+  const auto programs = scenario.programs();
+  const auto estimate = workloads::estimate_memory(scenario.fabric(), programs);
   workloads::check_memory(estimate, workloads::memory_limit(options.max_memory),
                           options.scenario.empty() ? DEFAULT_SCENARIO_NAME : options.scenario);
-  std::filesystem::path out;
-  if (!options.out.empty()) out = make_output_dir(options.out);
+  std::optional<studies::OutputDir> out;
+  if (!options.out.empty()) out.emplace(options.out);
+  const bool timeline = out && (scenario.timeline() || options.timeline);
+  if (timeline) {
+    // Said before the run, which may take long, so that a user can stop it and choose GPUs instead.
+    std::uint64_t ops = 0;
+    for (std::size_t r = 0; r < programs.size(); ++r)
+      if (scenario.timeline_gpus().empty() || std::ranges::count(scenario.timeline_gpus(), static_cast<int>(r)) > 0)
+        ops += workloads::expanded_size(programs[r].ops);
+    if (const auto warning = workloads::timeline_warning(ops); !warning.empty())
+      fmt::print(stderr, "snsim run: warning: {}\n", warning);
+  }
   const auto& fabric = scenario.fabric();
   const auto& gpu = *fabric.device(fabric.gpus().front()).gpu;
   if (!options.quiet)
@@ -215,31 +226,30 @@ int run_document(const std::shared_ptr<ConfigDocument>& doc, const RunOptions& o
     fmt::print("# simulated time: {}   ops: {}   outcome: {}\n", report.simulated_time, report.ops.size(),
                report.outcome);
   }
-  if (!out.empty()) {
-    write_file(out / "report.json", report.to_json().dump(1) + "\n");
-    write_file(out / "report.csv", report.ops_csv());
-    if (scenario.timeline() || options.timeline)
-      write_file(out / "timeline.json", report.timeline(scenario.timeline_gpus()).dump() + "\n");
+  if (out) {
+    out->write("report.json", report.to_json().dump(1) + "\n");
+    out->write("report.csv", report.ops_csv());
+    if (timeline) out->write("timeline.json", report.timeline(scenario.timeline_gpus()).dump() + "\n");
   }
   // Measured last, so that the run record includes the cost of writing the report.
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const RunRecord run = RunRecord::measure(wall);
-  if (!out.empty()) write_file(out / "run.json", run.to_json().dump(1) + "\n");
+  if (out) out->write("run.json", run.to_json().dump(1) + "\n");
   if (!options.quiet)
     fmt::print("# wall time: {:.3f} s   peak memory: {:.1f} MiB (estimated {}){}\n", run.wall_time_s,
-               run.peak_memory_mib, estimate.total, out.empty() ? "" : fmt::format("   wrote {}", out.string()));
+               run.peak_memory_mib, estimate.total, out ? fmt::format("   wrote {}", out->path().string()) : "");
   // A broken invariant is our bug (exit 3); a deadlock is the scenario's (its programs wait for something that
   // never comes: exit 2, like other bad input, the message naming what each stuck rank waits for); a lost GPU is
-  // the what-if's end (exit 3, as a failed job).
+  // the what-if's end (exit 4: the simulated system failed, and the report says how).
   for (const auto& violation : report.invariants.violations)
     fmt::print(stderr, "internal error: invariant violated: {}\n", violation);
-  if (!report.invariants.violations.empty()) return 3;
+  if (!report.invariants.violations.empty()) return EXIT_INTERNAL_ERROR;
   if (report.outcome.starts_with("deadlock:")) {
     std::cout.flush();
     fmt::print(stderr, "{}\n", report.outcome);
-    return 2;
+    return EXIT_BAD_INPUT;
   }
-  return report.outcome == "completed" ? 0 : 3;
+  return report.outcome == "completed" ? EXIT_OK : EXIT_SYSTEM_FAILURE;
 }
 
 int info_command(bool markdown) {

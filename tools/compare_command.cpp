@@ -1,11 +1,13 @@
 #include "tools/compare_command.hpp"
 
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "sim/report.hpp"
 #include "studies/compare.hpp"
+#include "studies/inputs.hpp"
 #include "tools/command_line.hpp"
 
 namespace snsim::tools {
@@ -14,6 +16,8 @@ namespace {
 int compare(const studies::CompareOptions& o) {
   // Checked first, so that bad input fails before anything forks.
   studies::Comparison c = studies::prepare_comparison(o);
+  std::optional<studies::OutputDir> held;  // one comparison at a time into one folder
+  if (!o.out.empty()) held.emplace(o.out);
   fmt::print("# snsim compare {}: {} x {}, seed {}: the training workload as BSP and as PGAS\n", c.scenario, c.gpus,
              c.gpu_model, c.seed);
   studies::run_comparison(o, c);
@@ -26,7 +30,7 @@ int compare(const studies::CompareOptions& o) {
     fmt::print("# wrote {}/compare.json, compare.md{}, bsp/report.json, pgas/report.json\n", o.out,
                files.plotted ? ", compare.png" : "");
   }
-  return c.completed() ? 0 : 3;
+  return c.completed() ? EXIT_OK : EXIT_SYSTEM_FAILURE;  // a side that did not complete: the simulated job failed
 }
 
 }  // namespace

@@ -6,9 +6,11 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "sim/error.hpp"
 #include "sim/report.hpp"
 #include "studies/inputs.hpp"
 #include "studies/slow_node.hpp"
@@ -21,7 +23,8 @@ int slow_node(const studies::SlowNodeOptions& o) {
   const auto started = std::chrono::steady_clock::now();
   const studies::SlowNodePlan plan = studies::plan_slow_node(o);
   std::filesystem::path out;
-  if (!o.out.empty()) out = studies::make_output_dir(o.out);
+  std::optional<studies::OutputDir> held;  // one study at a time into one folder
+  if (!o.out.empty()) out = held.emplace(o.out).path();
 
   const std::size_t n = plan.trials, count = plan.points.size() * n;
   std::cout << fmt::format("# slow-node study of {}: {} points x {} trials (seeds {}-{}), {} at a time\n", plan.name,
@@ -69,15 +72,29 @@ int slow_node(const studies::SlowNodeOptions& o) {
 void add_study_command(CommandLine& cli) {
   CLI::App& study = cli.add_group("study", "studies that run a scenario many times (one process per trial)");
   auto o = std::make_shared<studies::SlowNodeOptions>();
+  auto trials = std::make_shared<long long>(static_cast<long long>(o->trials));
+  auto jobs = std::make_shared<std::optional<long long>>();
   auto& cmd = cli.add(
       "slow-node",
       "Monte Carlo over GPU clock, HBM and link variation with slowed GPUs: step time, efficiency "
       "lost, who waited on whom",
-      [o] { return slow_node(*o); }, &study);
+      [o, trials, jobs] {
+        // Read signed, so that -1 is not 2^64 - 1 by the time it is checked.
+        const auto check = [](long long value, std::size_t most, const char* option) {
+          if (value < 1 || static_cast<unsigned long long>(value) > most)
+            throw_input_error({fmt::format("{} {}", option, value), 0, 0}, "",
+                              fmt::format("must be between 1 and {}, got {}", most, value));
+          return static_cast<std::size_t>(value);
+        };
+        o->trials = check(*trials, studies::MAX_TRIALS, "--trials");
+        if (*jobs) o->jobs = check(**jobs, studies::MAX_JOBS, "--jobs");
+        return slow_node(*o);
+      },
+      &study);
   cmd.add_option("scenario", o->scenario, "scenario YAML file")->required();
-  cmd.add_option("--trials", o->trials, "trials per point")->capture_default_str();
+  cmd.add_option("--trials", *trials, "trials per point (1 to 10,000)")->capture_default_str();
   cmd.add_option("--seed", o->seed, "the first trial's seed (trial i: seed + i); default the scenario's");
-  cmd.add_option("--jobs", o->jobs, "trials at a time (default: the CPUs available)");
+  cmd.add_option("--jobs", *jobs, "trials at a time (default: the CPUs available)");
   cmd.add_option("--slow", o->slow,
                  "a sweep point GPU:FACTOR[:HBM_FACTOR][,...] (compute time x FACTOR, or N% longer; HBM time x "
                  "HBM_FACTOR), repeatable; "

@@ -150,8 +150,9 @@ TEST_CASE("study: bad --slow, a GPU out of range, zero trials and a bad scenario
   check_input_error(run_snsim(dir, {"study", "slow-node", "s.yaml", "--slow", "3:1.05", "12:1.1"}),
                     "--slow 12:1.1: GPU 12 does not exist (the topology has 8 GPUs: 0-7)");
   check_input_error(run_snsim(dir, {"study", "slow-node", "s.yaml", "--trials", "0"}),
-                    "--trials 0: must be >= 1, got 0");
-  check_input_error(run_snsim(dir, {"study", "slow-node", "s.yaml", "--jobs", "0"}), "--jobs 0: must be >= 1, got 0");
+                    "--trials 0: must be between 1 and 10000, got 0");
+  check_input_error(run_snsim(dir, {"study", "slow-node", "s.yaml", "--jobs", "0"}),
+                    "--jobs 0: must be between 1 and 1024, got 0");
   dir.write("bad.yaml", BSP_STEP + "sead: 1\n");
   check_input_error(run_snsim(dir, {"study", "slow-node", "bad.yaml"}),
                     "bad.yaml:10:1: sead: unknown key (did you mean 'seed'?); known keys: failures, models, name, "

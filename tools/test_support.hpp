@@ -34,9 +34,9 @@ struct Result {
   std::string err;
 };
 
-/// Runs `snsim args...` with `dir` as the working directory and captures exit code, stdout and stderr.
-inline Result run_snsim(const TempDir& dir, const std::vector<std::string>& args) {
-  std::string command = "cd " + quote(dir.path().string()) + " && " + quote(SNSIM_BINARY);
+/// Runs `program args...` with `dir` as the working directory and captures exit code, stdout and stderr.
+inline Result run_program(const TempDir& dir, const std::string& program, const std::vector<std::string>& args) {
+  std::string command = "cd " + quote(dir.path().string()) + " && " + quote(program);
   for (const auto& a : args) {
     command += ' ';
     command += quote(a);
@@ -52,6 +52,11 @@ inline Result run_snsim(const TempDir& dir, const std::vector<std::string>& args
   fs::remove(dir.path() / ".stdout");
   fs::remove(dir.path() / ".stderr");
   return r;
+}
+
+/// Runs `snsim args...` with `dir` as the working directory and captures exit code, stdout and stderr.
+inline Result run_snsim(const TempDir& dir, const std::vector<std::string>& args) {
+  return run_program(dir, SNSIM_BINARY, args);
 }
 
 /// The interpreter that draws, or nullopt where none has matplotlib: the calling test then skips, saying so. CI sets

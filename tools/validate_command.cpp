@@ -149,9 +149,9 @@ int run_validate(const ValidateOptions& o) {
     }
   }
   if (!o.out.empty()) {
-    studies::make_output_dir(o.out);
-    write_file(fs::path(o.out) / "validation.json", result.to_json().dump(1) + "\n");
-    write_file(fs::path(o.out) / "validation.csv", result.to_csv());
+    studies::OutputDir out(o.out);  // one run at a time into one folder, what an earlier one listed removed first
+    out.write("validation.json", result.to_json().dump(1) + "\n");
+    out.write("validation.csv", result.to_csv());
     std::cout << fmt::format("wrote {}/validation.json and validation.csv\n", o.out);
     // Plots are for looking, not part of pass/fail: without matplotlib, one line says so.
     const std::string plots = (fs::path(o.out) / "plots").string();

@@ -1,5 +1,6 @@
 #include "topologies/gpus.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/ranges.h>
@@ -85,6 +86,21 @@ GpuSpec gpu_preset(const ConfigNode& node, const std::string& name) {
   for (const auto& p : presets())
     if (p.model == name) return p;
   node.fail_key("gpu", fmt::format("unknown GPU '{}'; known: {}", name, fmt::join(gpu_preset_names(), ", ")));
+}
+
+GpuSpec gpu_preset(const ConfigNode& node, const std::string& name, const std::vector<std::string>& fits,
+                   std::string_view system, std::string_view hint) {
+  GpuSpec gpu = gpu_preset(node, name);
+  if (std::ranges::find(fits, name) == fits.end())
+    node.fail_key("gpu", fmt::format("{} is built of {} GPUs, not {}{}", system, fmt::join(fits, " or "), name, hint));
+  return gpu;
+}
+
+GpuSpec rack_gpu(const ConfigNode& node, const std::string& name, std::string_view system) {
+  if (node.has("nvlink_bandwidth")) return gpu_preset(node, name);
+  return gpu_preset(node, name, BLACKWELL_GPUS, system,
+                    " (for another GPU's NVLink switch fabric, set its lane rate: nvlink_bandwidth: 25GBps for "
+                    "Hopper's NVLink 4)");
 }
 
 std::vector<std::string> gpu_preset_names() {

@@ -81,6 +81,20 @@ const ParamTable<BytesPerSecond>& c2c_params();
 
 /// The preset for a GPU model name ("h100", "h200", "b200"); fails on `node` with the known names otherwise.
 GpuSpec gpu_preset(const ConfigNode& node, const std::string& name);
+
+/// The GPUs each kind of system is built of: an HGX baseboard (and a PCIe box) holds Hopper GPUs on NVLink 4, the
+/// NVL72 racks (NVL36x2, NVL576) Blackwell GPUs on NVLink 5 (docs/hardware.md).
+inline const std::vector<std::string> HOPPER_GPUS{"h100", "h200"};
+inline const std::vector<std::string> BLACKWELL_GPUS{"gb200", "b200"};
+
+/// As gpu_preset, and fails on `node` when `name` is not one of `fits`, the GPUs `system` is built of: "gpu: an nvl72
+/// is built of gb200 or b200 GPUs, not h200", followed by `hint` when given.
+GpuSpec gpu_preset(const ConfigNode& node, const std::string& name, const std::vector<std::string>& fits,
+                   std::string_view system, std::string_view hint = "");
+
+/// The GPU of a rack topology (nvl72, nvl36x2, nvl576): a Blackwell one, unless `nvlink_bandwidth` is set, which
+/// models another GPU's NVLink switch fabric on purpose (Hopper's NVLink Switch System: NVLink 4 lanes, 25GBps).
+GpuSpec rack_gpu(const ConfigNode& node, const std::string& name, std::string_view system);
 /// Names of the known presets, for docs.
 std::vector<std::string> gpu_preset_names();
 /// Every preset, in name order: the GPU properties the topologies use (the reference lists them).

@@ -124,7 +124,7 @@ const ParamTable<Hgx>& hgx_params() {
 std::unique_ptr<Topology> make_hgx(const ConfigNode& node) {
   auto t = std::make_unique<Hgx>();
   hgx_params().read(node, *t);
-  t->gpu = gpu_preset(node, t->gpu_model);
+  t->gpu = gpu_preset(node, t->gpu_model, HOPPER_GPUS, "an HGX baseboard");
   return t;
 }
 }  // namespace

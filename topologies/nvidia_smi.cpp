@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/files.hpp"
 #include "topologies/gpus.hpp"
 
 namespace snsim::topologies {
@@ -167,11 +168,9 @@ class NvidiaSmi final : public Topology {
 };
 
 std::string read_text_file(const ConfigNode& node, const std::string& key, const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) node.fail_key(key, fmt::format("cannot read '{}'", path.string()));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) node.fail_key(key, fmt::format("cannot read '{}'", path.string()));
+  return read_file(path);  // refuses a FIFO, a device or a directory by its kind
 }
 
 const ParamTable<NvidiaSmi>& nvidia_smi_params() {
@@ -250,9 +249,11 @@ std::unique_ptr<Topology> make_nvidia_smi(const ConfigNode& node) {
   } else {
     // The trace header (line 1) carries the capture machine's `nvidia-smi topo -m` (docs/design.md#traces).
     const auto file = resolve("trace", *trace);
-    std::ifstream in(file);
-    std::string header;
-    if (!in || !std::getline(in, header)) node.fail_key("trace", fmt::format("cannot read '{}'", file.string()));
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) node.fail_key("trace", fmt::format("cannot read '{}'", file.string()));
+    const std::string content = read_file(file);  // refuses a FIFO, a device or a directory by its kind
+    const std::string header = content.substr(0, content.find('\n'));
+    if (header.empty()) node.fail_key("trace", fmt::format("cannot read '{}'", file.string()));
     const auto json = nlohmann::json::parse(header, nullptr, false);
     if (json.is_discarded() || !json.contains("topo") || !json["topo"].is_string())
       throw_input_error({file.string(), 1, 1}, "topo", "the trace header has no `topo` string");

@@ -62,7 +62,7 @@ const ParamTable<Nvl36x2>& nvl36x2_params() {
 std::unique_ptr<Topology> make_nvl36x2(const ConfigNode& node) {
   auto t = std::make_unique<Nvl36x2>();
   nvl36x2_params().read(node, *t);
-  t->gpu = gpu_preset(node, t->gpu_model);
+  t->gpu = rack_gpu(node, t->gpu_model, "an nvl36x2");
   return t;
 }
 }  // namespace

@@ -77,7 +77,7 @@ const ParamTable<Nvl576>& nvl576_params() {
 std::unique_ptr<Topology> make_nvl576(const ConfigNode& node) {
   auto t = std::make_unique<Nvl576>();
   nvl576_params().read(node, *t);
-  t->gpu = gpu_preset(node, t->gpu_model);
+  t->gpu = rack_gpu(node, t->gpu_model, "an nvl576");
   return t;
 }
 }  // namespace

@@ -57,7 +57,7 @@ const ParamTable<Nvl72>& nvl72_params() {
 std::unique_ptr<Topology> make_nvl72(const ConfigNode& node) {
   auto t = std::make_unique<Nvl72>();
   nvl72_params().read(node, *t);
-  t->gpu = gpu_preset(node, t->gpu_model);
+  t->gpu = rack_gpu(node, t->gpu_model, "an nvl72");
   return t;
 }
 }  // namespace

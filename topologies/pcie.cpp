@@ -50,7 +50,7 @@ const ParamTable<PcieSwitch>& pcie_params() {
 std::unique_ptr<Topology> make_pcie(const ConfigNode& node) {
   auto t = std::make_unique<PcieSwitch>();
   pcie_params().read(node, *t);
-  t->gpu = gpu_preset(node, t->gpu_model);
+  t->gpu = gpu_preset(node, t->gpu_model, HOPPER_GPUS, "the pcie topology");
   return t;
 }
 }  // namespace

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 
+#include "sim/simulation.hpp"
 #include "topologies/gpus.hpp"
 
 namespace snsim::topologies {
@@ -102,9 +103,19 @@ std::unique_ptr<Topology> make_superpod(const ConfigNode& node) {
     t->node = NVL72;
   else
     node.fail_key("node", fmt::format("unknown node '{}'; known: hgx, nvl72", kind));
-  t->gpu = gpu_preset(node, node.optional<std::string>("gpu", t->node.gpu));
+  t->gpu =
+      gpu_preset(node, node.optional<std::string>("gpu", t->node.gpu), kind == "hgx" ? HOPPER_GPUS : BLACKWELL_GPUS,
+                 kind == "hgx" ? "a superpod of hgx nodes" : "a superpod of nvl72 nodes");
   t->nodes = node.optional<int>("nodes", 2);
   check_between(node, "nodes", t->nodes, 1, 1024);
+  // Said before building a fabric of up to 73,728 GPUs (seconds, and gigabytes) that could not run: each GPU is an
+  // actor, and the kernel's memory maps bound the actors of one process (sim/simulation.hpp).
+  if (const auto gpus = static_cast<std::uint64_t>(t->nodes) * static_cast<std::uint64_t>(t->node.gpus);
+      gpus > max_actors())
+    node.fail_key("nodes", fmt::format("{} {} nodes are {} GPUs, more than the {} actors (one per GPU) this machine "
+                                       "allows (two memory maps per actor's stack, vm.max_map_count; raise it with "
+                                       "sysctl, or simulate fewer nodes)",
+                                       t->nodes, kind, gpus, max_actors()));
   const auto ib = node.optional<std::string>("ib", "ndr");
   if (ib == "ndr") {
     t->ib_bandwidth = IB_NDR_PORT;

@@ -11,6 +11,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "sim/files.hpp"
+#include "sim/text.hpp"
+
 namespace snsim::validation {
 
 namespace {
@@ -337,6 +340,7 @@ Trace parse_trace(std::string_view text, std::string_view source_name) {
     if (completion_line)
       throw_input_error(at(i), "", fmt::format("content after the completion line (line {})", *completion_line + 1));
     Json object;
+    check_json_nesting(lines[i], at(i));
     try {
       object = Json::parse(lines[i]);
     } catch (const nlohmann::json::parse_error& e) {
@@ -408,11 +412,7 @@ Trace parse_trace(std::string_view text, std::string_view source_name) {
 }
 
 Trace read_trace(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw_input_error({file.string(), 0, 0}, "", "cannot open the file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_trace(text.str(), file.string());
+  return parse_trace(read_file(file), file.string());
 }
 
 std::string write_trace(const Trace& trace) {

@@ -23,8 +23,8 @@ for s in "${scenarios[@]}"; do
   dir=$(mktemp -d)
   rc=0
   "$snsim" run "$s" --quiet --set output.timeline=false --out "$dir" > "$dir/stdout" 2> "$dir/stderr" || rc=$?
-  # exit 3 with a report is a simulated failure of the system (a lost GPU): its report is a result too.
-  if [ -f "$dir/report.json" ] && { [ $rc -eq 0 ] || [ $rc -eq 3 ]; }; then
+  # exit 4 is a simulated failure of the system (a lost GPU): its report is a result too.
+  if [ -f "$dir/report.json" ] && { [ $rc -eq 0 ] || [ $rc -eq 4 ]; }; then
     mkdir -p "$out/$(dirname "$s")"
     cp "$dir/report.json" "$out/$s.report.json"
     echo "$rc" > "$out/$s.exit"

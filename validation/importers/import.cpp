@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "sim/files.hpp"
 #include "validation/importers/text_scan.hpp"
 
 namespace snsim::validation {
@@ -101,11 +102,7 @@ Trace import_text(std::string_view text, std::string_view source_name, const Imp
 }
 
 Trace import_any(const std::filesystem::path& file, const ImportOptions& options) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw_input_error({file.string(), 0, 0}, "", "cannot open the file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return import_text(text.str(), file.string(), options);
+  return import_text(read_file(file), file.string(), options);
 }
 
 }  // namespace snsim::validation

@@ -144,7 +144,9 @@ std::optional<Matrix> matrix_of(const std::string& testcase, std::string_view de
 std::uint64_t default_buffer_bytes(const std::string& version) {
   static const std::regex version_re{R"(v?(\d+)\.(\d+))"};
   std::smatch m;
-  if (std::regex_search(version, m, version_re) && std::stoi(m[1].str()) == 0 && std::stoi(m[2].str()) < 7)
+  // Compared as digits, not converted: a version number beyond int (v99999999999.1) is not 0.x either.
+  if (std::regex_search(version, m, version_re) && m[1].str().find_first_not_of('0') == std::string::npos &&
+      m[2].str().size() <= 2 && std::stoi(m[2].str()) < 7)
     return 64ull << 20;
   return 512ull << 20;
 }
@@ -416,7 +418,7 @@ Trace import_nvbandwidth_text(std::string_view text, std::string_view source_nam
       const int process = detail::index_at(m[1].str(), where, "process");
       TraceGpu gpu{process, m[4].str(), m[5].str()};
       gpu.extra["host"] = m[2].str();
-      gpu.extra["device"] = std::stoi(m[3].str());
+      gpu.extra["device"] = detail::index_at(m[3].str(), where, "device");
       gpus.emplace(process, gpu);
       platform.add_rank(process, m[2].str(), m[4].str(), line.number);
       cells.set_world(static_cast<int>(gpus.size()));

@@ -102,7 +102,8 @@ Trace import_p2p_bandwidth_latency(std::string_view text, std::string_view sourc
       continue;
     }
     if (std::regex_search(s, m, access_re)) {
-      peer_access[{std::stoi(m[1].str()), std::stoi(m[3].str())}] = m[2] == "CAN";
+      peer_access[{detail::index_at(m[1].str(), where, "device"), detail::index_at(m[3].str(), where, "device")}] =
+          m[2] == "CAN";
       continue;
     }
     if (s.starts_with("NOTE: The CUDA Samples are not meant for performance measurements")) final_note = true;

@@ -8,50 +8,12 @@
 
 #include <fmt/format.h>
 
+#include "sim/text.hpp"
+
 namespace snsim::validation::detail {
 
-namespace {
-/// Where `text` stops being UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF), or npos.
-std::size_t first_invalid_utf8(std::string_view text) {
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-    const unsigned char c = byte(i);
-    std::size_t length = 0;
-    unsigned char low = 0x80, high = 0xBF;  // the range of the second byte
-    if (c < 0x80)
-      length = 1;
-    else if (c >= 0xC2 && c <= 0xDF)
-      length = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-      length = 3;
-      if (c == 0xE0) low = 0xA0;
-      if (c == 0xED) high = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      length = 4;
-      if (c == 0xF0) low = 0x90;
-      if (c == 0xF4) high = 0x8F;
-    } else {
-      return i;
-    }
-    if (i + length > text.size()) return i;
-    for (std::size_t k = 1; k < length; ++k)
-      if (byte(i + k) < (k == 1 ? low : 0x80) || byte(i + k) > (k == 1 ? high : 0xBF)) return i;
-    i += length;
-  }
-  return std::string_view::npos;
-}
-}  // namespace
-
 std::vector<TextLine> text_lines(std::string_view text, std::string_view source_name) {
-  if (const auto bad = first_invalid_utf8(text); bad != std::string_view::npos) {
-    const std::string_view before = text.substr(0, bad);
-    const auto newline = before.rfind('\n');
-    const auto line = 1 + std::ranges::count(before, '\n');
-    const auto column = bad - (newline == std::string_view::npos ? 0 : newline + 1) + 1;
-    throw_input_error({std::string(source_name), static_cast<int>(line), static_cast<int>(column)}, "",
-                      fmt::format("not UTF-8 text: byte 0x{:02X}", static_cast<unsigned char>(text[bad])));
-  }
+  check_utf8(text, {std::string(source_name), 1, 1});
   std::vector<TextLine> lines;
   std::size_t start = 0;
   int number = 1;
@@ -190,6 +152,7 @@ int index_at(std::string_view word, const SourceLocation& where, std::string_vie
 }
 
 Json parse_json_at(std::string_view text, const SourceLocation& file) {
+  check_json_nesting(text, file);
   try {
     return Json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {

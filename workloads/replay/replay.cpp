@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/error.hpp"
+#include "sim/text.hpp"
 #include "topologies/gpus.hpp"
 #include "workloads/replay/chakra.hpp"
 #include "workloads/replay/kernels.hpp"
@@ -28,6 +29,7 @@ RankTrace read_one(const std::string& file, int position) {
   const auto first = bytes.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && bytes[first] == '{') {
     nlohmann::json json;
+    check_json_nesting(bytes, {file, 0, 0});
     try {
       json = nlohmann::json::parse(bytes);
     } catch (const nlohmann::json::parse_error& e) {

@@ -28,6 +28,11 @@ std::string read_trace_file(const std::filesystem::path& path) {
     z.avail_out = sizeof buffer;
     status = inflate(&z, Z_NO_FLUSH);
     out.append(buffer, sizeof buffer - z.avail_out);
+    if (out.size() > MAX_INPUT_FILE.count()) {
+      inflateEnd(&z);
+      throw_input_error({path.string(), 0, 0}, "",
+                        fmt::format("inflates to more than {}, the most snsim reads from one file", MAX_INPUT_FILE));
+    }
     if (status == Z_BUF_ERROR && z.avail_in == 0) break;  // the input ended before the stream did
   }
   const std::string message = z.msg ? z.msg : "";
