@@ -2,7 +2,7 @@
 # Runs fuzz targets for a fixed budget each and fails on the first crash, leak, sanitizer report or hang
 # (docs/hardening.md).
 #
-#   cmake --preset fuzz && cmake --build --preset fuzz -j"$(nproc)"
+#   cmake --preset asan && cmake --build --preset asan -j"$(nproc)"
 #   bash fuzz/run.sh [-t SECONDS] [-b BUILD_DIR] [TARGET...]      # default: 60 s each, every target, build-asan
 #
 # Seeds are rebuilt from the repository (fuzz/make_corpora.py); what the fuzzer finds goes to BUILD_DIR/corpus/<t>/,

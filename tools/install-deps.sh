@@ -14,5 +14,5 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   python3 python3-matplotlib time \
   parallel  # GNU parallel: .ci/run's sharded sweep
 # Hardening (docs/hardening.md): clang and its sanitizer and libFuzzer runtimes (libclang_rt.fuzzer*.a, libclang_rt.asan*.a)
-# for the fuzz targets (cmake --preset fuzz); the asan preset uses GCC's own runtimes, which g++ brings.
+# for the asan preset (clang: the sanitized suite and the fuzz targets).
 $SUDO apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev
