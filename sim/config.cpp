@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -109,6 +110,14 @@ class ExpandedSize {
     const auto key = std::tuple{mark.pos, static_cast<int>(node.Type()), node.size()};
     if (!mark.is_null())
       if (auto it = known_.find(key); it != known_.end()) return it->second;
+    // An anchor used inside its own node makes yaml-cpp's graph a cycle, and deep nesting a deep recursion: both are
+    // refused here, before they exhaust the stack (one was found by fuzz_params under ASan).
+    if (!mark.is_null() && !open_.insert(key).second)
+      throw_input_error({file_, mark.line + 1, mark.column + 1}, "",
+                        "an alias refers to the node that contains it (a cycle)");
+    if (++depth_ > MAX_DEPTH)
+      throw_input_error({file_, mark.line + 1, mark.column + 1}, "",
+                        fmt::format("nested deeper than {} levels", MAX_DEPTH));
     std::uint64_t n = 1;
     for (const auto& entry : node) {
       // The error points at the child that takes the count over (for a map's value, its key: a value read through
@@ -124,12 +133,19 @@ class ExpandedSize {
                                       MAX_EXPANDED_NODES));
       }
     }
-    if (!mark.is_null()) known_.emplace(key, n);
+    --depth_;
+    if (!mark.is_null()) {
+      open_.erase(key);
+      known_.emplace(key, n);
+    }
     return n;
   }
 
  private:
+  static constexpr int MAX_DEPTH = 512;
   std::string file_;
+  int depth_ = 0;
+  std::set<std::tuple<std::size_t, int, std::size_t>> open_;  // nodes being counted: the path from the root
   std::map<std::tuple<std::size_t, int, std::size_t>, std::uint64_t> known_;
 };
 
