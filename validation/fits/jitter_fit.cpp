@@ -19,6 +19,14 @@ constexpr std::uint64_t LATENCY_BOUND_MAX = 64 * 1024;
 constexpr std::uint64_t BANDWIDTH_BOUND_MIN = 256ull << 20;
 const std::vector<std::string> SINGLE_COPIES{"ce_peer", "sm_push", "sm_pull", "ce_local", "sm_local"};
 
+/// An empirical distribution of `factors` (each sample over its record's median) as models.jitter writes one.
+std::string empirical_distribution(const std::vector<double>& factors) {
+  std::vector<std::string> points;
+  for (int i = 0; i < DISTRIBUTION_POINTS; ++i)
+    points.push_back(fmt::format("{:.4f}", quantile(factors, (i + 0.5) / DISTRIBUTION_POINTS)));
+  return fmt::format("{{dist: empirical, samples: [{}]}}", fmt::join(points, ", "));
+}
+
 /// Samples divided by their record's median, pooled.
 std::vector<double> normalised_samples(const std::vector<TracedRecord>& records) {
   std::vector<double> factors;
@@ -38,10 +46,7 @@ void latency(Fit& fit) {
     fit.note(fmt::format("jitter.latency: {} samples, needs 100; not fitted", factors.size()));
     return;
   }
-  std::vector<std::string> points;
-  for (int i = 0; i < DISTRIBUTION_POINTS; ++i)
-    points.push_back(fmt::format("{:.4f}", quantile(factors, (i + 0.5) / DISTRIBUTION_POINTS)));
-  fit.add_yaml("jitter.latency", fmt::format("{{dist: empirical, samples: [{}]}}", fmt::join(points, ", ")),
+  fit.add_yaml("jitter.latency", empirical_distribution(factors),
                fmt::format("{} quantiles of {} samples of fixed-cost-bound single copies (<= {}), each over its "
                            "record's median",
                            DISTRIBUTION_POINTS, factors.size(), to_string(Bytes{LATENCY_BOUND_MAX})),
@@ -97,10 +102,7 @@ void host(Fit& fit) {
     const double median = quantile(calls, 0.5);
     for (double c : calls) factors.push_back(c / median);
   }
-  std::vector<std::string> points;
-  for (int i = 0; i < DISTRIBUTION_POINTS; ++i)
-    points.push_back(fmt::format("{:.4f}", quantile(factors, (i + 0.5) / DISTRIBUTION_POINTS)));
-  fit.add_yaml("jitter.host", fmt::format("{{dist: empirical, samples: [{}]}}", fmt::join(points, ", ")),
+  fit.add_yaml("jitter.host", empirical_distribution(factors),
                fmt::format("{} quantiles of {} samples of (t - the copy's own cost) of crosscheck's events_single "
                            "long runs of single local copies at {}, each over its record's median",
                            DISTRIBUTION_POINTS, factors.size(), to_string(records.front().record->bytes)),
