@@ -15,6 +15,12 @@ Writes snsim-trace/1 files (validation/traces/README.md), one per method, like t
   copy family, tests ce_local (dst.copy_(src), uint8, device to device) and ce_h2d_pinned (non_blocking copy from
     pinned memory), 4 B - 1 GiB: method torch_events variant single (events around one copy) and pipelined
     (`depth` copies), method torch_graph (a graph of 1 or `depth` copies replayed between events)
+  compute family, test gemm, formats bf16, fp16 and tf32 (float32 with allow_tf32), normal random operands: a
+    transformer layer's linear layers as F.linear(x, W) (cuBLAS TN: m = out features, n = tokens, k = in features),
+    square and skinny matmuls as x @ W (cuBLAS NN, m and n swapped from PyTorch's), and bf16 shapes with one odd
+    dimension at a time; method torch_events_b2b (calls back to back between two events, per call) and
+    torch_events_single (events around one call on an idle GPU); the SM clock and power read through NVML just
+    before and after each record (sm_clock_mhz is their mean)
   --distributed (two GPUs, one process each, NCCL through torch.distributed): collective/all_reduce/out_of_place,
     float32 sum, 8 B - 64 MiB, method torch_eager (dist.all_reduce called from Python `depth` times between events,
     per op: the host's dispatch included) and torch_graph (the same calls captured into a graph and replayed)
@@ -60,13 +66,13 @@ class Traces:
             self.counts[method] = 0
         return self.files[method]
 
-    def write(self, method, family, test, variant, ranks, nbytes, samples, unit="s", **extras):
+    def write(self, method, family, test, variant, ranks, nbytes, samples, unit="s", id_suffix=None, **extras):
         if not samples:
             print(f"xc_torch: {family}/{test}/{variant} ({method}): no samples", file=sys.stderr)
             return
         f = self._file(method)
         s = sorted(samples)
-        rid = f"{family}/{test}/{variant}/{'-'.join(map(str, ranks))}/{nbytes}/{method}"
+        rid = f"{family}/{test}/{variant}/{'-'.join(map(str, ranks))}/{nbytes}/{id_suffix or method}"
         while rid in self.ids:
             rid += "~2"
         self.ids.add(rid)
@@ -280,6 +286,89 @@ def distributed_worker(rank, world, directory, prefix, quick, budget):
     dist.destroy_process_group()
 
 
+def gpu_state():
+    """The SM clock (MHz) and power (W) NVML reports now, or None where this PyTorch cannot read them."""
+    try:
+        return float(torch.cuda.clock_rate()), float(torch.cuda.power_draw()) / 1000
+    except Exception:  # no pynvml: ask nvidia-smi
+        import subprocess
+
+        try:
+            line = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
+                                   "-i", "0"], capture_output=True, text=True, timeout=10).stdout.split("\n")[0]
+            clock, power = (float(v) for v in line.split(","))
+            return clock, power
+        except Exception:
+            return None, None
+
+
+# (format, cuBLAS layout, out or N, tokens or M, in or K): TN rows are F.linear(x[tokens, in], W[out, in]),
+# NN rows x[M, K] @ W[K, N]; both recorded as cuBLAS sees them (column-major: m = out or N, n = tokens or M).
+GEMMS = [(f, "TN", o, t, i) for f in ("bf16", "fp16") for (o, t, i) in (
+    (12288, 4096, 4096), (4096, 4096, 4096), (11008, 4096, 4096), (4096, 4096, 11008), (3072, 8192, 4096),
+    (1024, 8192, 4096), (4096, 8192, 1024), (14336, 8192, 4096), (4096, 8192, 14336), (8192, 8192, 8192),
+    (28672, 4096, 8192), (8192, 4096, 28672), (1280, 16384, 5120), (5120, 16384, 1280), (128256, 4096, 4096),
+    (16384, 16384, 128), (8192, 8192, 256), (8192, 128, 8192), (8192, 512, 8192))] + \
+    [(f, "NN", n, m, k) for f in ("bf16", "tf32") for (m, n, k) in (
+        (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 128), (128, 8192, 8192),
+        (1024, 1024, 4096), (2048, 8192, 2048))] + \
+    [("bf16", "TN", o, t, i) for (o, t, i) in (
+        (50257, 4096, 4096), (50304, 4096, 4096), (4096, 4095, 4096), (4096, 4096, 4095), (4095, 4095, 4095),
+        (32001, 2048, 4096), (4096, 2048, 32001))]
+
+
+def gemms(out, quick, deadline):
+    """GEMMs through PyTorch (see the module's docstring)."""
+    import torch.nn.functional as F
+
+    torch.backends.cuda.matmul.allow_tf32 = True
+    dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32}
+    target = 0.005 if quick else 0.02  # seconds of GEMMs between the two events of a back-to-back sample
+    for fmt, layout, m, n, k in GEMMS:
+        if time.time() > deadline:
+            print("xc_torch: gemms: budget spent, the rest skipped", file=sys.stderr)
+            return
+        dt = dtypes[fmt]
+        g = torch.Generator(device="cuda").manual_seed(m * 31 + n * 7 + k)
+        if layout == "TN":  # F.linear(x[n, k], W[m, k]) = x @ W.T
+            x = torch.randn(n, k, device="cuda", dtype=dt, generator=g)
+            w = torch.randn(m, k, device="cuda", dtype=dt, generator=g)
+            call, library = (lambda: F.linear(x, w)), "torch.nn.functional.linear"
+        else:  # x[n, k] @ w[k, m]: cuBLAS NN with m and n swapped
+            x = torch.randn(n, k, device="cuda", dtype=dt, generator=g)
+            w = torch.randn(k, m, device="cuda", dtype=dt, generator=g)
+            call, library = (lambda: x @ w), "torch.matmul"
+        flops = 2.0 * m * n * k
+        nbytes = (m * k + k * n + m * n) * x.element_size()
+        for _ in range(3):
+            call()
+        torch.cuda.synchronize()
+        once = events_time(call, 3)
+        reps = max(1, min(1000, int(target / max(once, 1e-7))))
+        shape = dict(m=m, n=n, k=k, batch=1, layout=layout, dtype=fmt, flops=flops, library=library,
+                     torch=torch.__version__, data="normal")
+        variant = fmt
+        for method, per_sample, samples_n in (("torch_events_b2b", reps, 3 if quick else 10),
+                                              ("torch_events_single", 1, 5 if quick else 20)):
+            before = gpu_state()
+            samples = []
+            for _ in range(samples_n):
+                if per_sample == 1:
+                    torch.cuda.synchronize()
+                samples.append(events_time(call, per_sample))
+            after = gpu_state()
+            clocks = [c for c in (before[0], after[0]) if c]
+            powers = [p for p in (before[1], after[1]) if p]
+            extras = dict(shape, calls_per_sample=per_sample)
+            if clocks:
+                extras["sm_clock_mhz"] = statistics.mean(clocks)
+            if powers:
+                extras["power_w"] = statistics.mean(powers)
+            out.write(method, "compute", "gemm", variant, [0], nbytes, samples,
+                      **extras, id_suffix=f"{layout}_m{m}_n{n}_k{k}-{method}")
+        del x, w
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
@@ -288,6 +377,7 @@ def main():
     ap.add_argument("--budget", type=float, default=60, help="seconds; later parts are skipped past it")
     ap.add_argument("--max-bytes", type=int, default=2**30)
     ap.add_argument("--distributed", action="store_true", help="the two-GPU all_reduce part only")
+    ap.add_argument("--parts", default="dispatch,copies,gemms", help="comma-separated: dispatch, copies, gemms")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     if a.distributed:
@@ -302,8 +392,13 @@ def main():
     deadline = time.time() + a.budget
     out = Traces(a.out, a.prefix, header())
     torch.cuda.init()
-    dispatch_costs(out, a.quick, deadline)
-    copies(out, a.quick, deadline, a.max_bytes)
+    parts = set(a.parts.split(","))
+    if "dispatch" in parts:
+        dispatch_costs(out, a.quick, deadline)
+    if "copies" in parts:
+        copies(out, a.quick, deadline, a.max_bytes)
+    if "gemms" in parts:
+        gemms(out, a.quick, deadline)
     out.close()
     return 0
 
