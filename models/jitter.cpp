@@ -181,13 +181,13 @@ const ParamTable<SlowGpu>& slow_gpu_params() {
     params.add({.key = "compute",
                 .unit = "factor",
                 .fallback = 1.0,
-                .check = positive,
+                .check = between(MIN_SLOW_FACTOR, MAX_SLOW_FACTOR),
                 .doc = "multiplies the FLOP part of its kernels' time"},
                [](SlowGpu& s) { return &s.compute; });
     params.add({.key = "hbm",
                 .unit = "factor",
                 .fallback = 1.0,
-                .check = positive,
+                .check = between(MIN_SLOW_FACTOR, MAX_SLOW_FACTOR),
                 .doc = "multiplies the HBM part of its kernels' and local copies' time"},
                [](SlowGpu& s) { return &s.hbm; });
     return params;

@@ -82,6 +82,11 @@ class VariationModel final : public Model {
   Distribution hbm;    // on the GPU's HBM bandwidth
 };
 
+/// The range of a slow GPU's factors: beyond 1,000 a GPU is lost rather than slow (a failure's what-if), and a factor
+/// near a double's limit would make its kernels' times infinite; below 1/1,000 it would be a different GPU.
+inline constexpr double MIN_SLOW_FACTOR = 1e-3;
+inline constexpr double MAX_SLOW_FACTOR = 1'000;
+
 /// One explicitly slowed (or, with factors < 1, sped-up) GPU.
 struct SlowGpu {
   int gpu = 0;

@@ -297,12 +297,11 @@ SlowPoint parse_slow_point(const std::string& text, int gpus) {
       throw_input_error(
           where, "", fmt::format("expected {} factor after ':' (1.05, or 5% for the same), found '{}'", what, written));
     if (pct) value = 1 + value / 100;
-    // Above 1,000 a GPU is lost rather than slow (a failure's what-if), and a factor near a double's limit would
-    // make its kernels' times infinite.
-    if (!(value > 0) || value > MAX_SLOW_FACTOR)
+    // models.slow's range (models/jitter.hpp says why).
+    if (!(value >= models::MIN_SLOW_FACTOR && value <= models::MAX_SLOW_FACTOR))
       throw_input_error(where, "",
-                        fmt::format("the {} factor must be > 0 and at most {}, got {}", what.substr(what.find(' ') + 1),
-                                    MAX_SLOW_FACTOR, value));
+                        fmt::format("the {} factor must be between {} and {}, got {}", what.substr(what.find(' ') + 1),
+                                    models::MIN_SLOW_FACTOR, models::MAX_SLOW_FACTOR, value));
     return value;
   };
   SlowPoint point;

@@ -57,11 +57,10 @@ struct Steps {
 };
 Steps infer_steps(const std::vector<workloads::Program>& programs);
 
-/// The most trials per point (each one a process: 10,000 already take hours), trials at a time, and the largest
-/// slow-down factor of a --slow point (beyond it a GPU is lost, not slow).
+/// The most trials per point (each one a process: 10,000 already take hours) and trials at a time. A --slow point's
+/// factors take models.slow's range (models::MAX_SLOW_FACTOR).
 inline constexpr std::size_t MAX_TRIALS = 10'000;
 inline constexpr std::size_t MAX_JOBS = 1'024;
-inline constexpr double MAX_SLOW_FACTOR = 1'000;
 
 struct SlowNodeOptions {
   std::string scenario;

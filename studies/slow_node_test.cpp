@@ -59,9 +59,9 @@ TEST_CASE("study: --slow points parse as GPU:FACTOR or GPU:N%, several GPUs join
       parse_slow_point("3:fast", 8),
       "--slow 3:fast: expected a compute-time factor after ':' (1.05, or 5% for the same), found 'fast'", InputError);
   CHECK_THROWS_WITH_AS(parse_slow_point("3:0", 8),
-                       "--slow 3:0: the compute-time factor must be > 0 and at most 1000, got 0", InputError);
+                       "--slow 3:0: the compute-time factor must be between 0.001 and 1000, got 0", InputError);
   CHECK_THROWS_WITH_AS(parse_slow_point("3:1.1:-100%", 8),
-                       "--slow 3:1.1:-100%: the HBM-time factor must be > 0 and at most 1000, got 0", InputError);
+                       "--slow 3:1.1:-100%: the HBM-time factor must be between 0.001 and 1000, got 0", InputError);
   CHECK_THROWS_WITH_AS(parse_slow_point("3:1.1,3:1.2", 8), "--slow 3:1.1,3:1.2: GPU 3 is named twice", InputError);
 }
 
