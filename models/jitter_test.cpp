@@ -117,7 +117,8 @@ TEST_CASE("jitter: bad distributions are pinned errors") {
 }
 
 TEST_CASE("jitter: bad slow entries are pinned errors") {
-  CHECK(error("models: {slow: [{gpu: 1, compute: 0}]}") == "t.yaml:1:35: models.slow[0].compute: must be > 0, got 0");
+  CHECK(error("models: {slow: [{gpu: 1, compute: 0}]}") ==
+        "t.yaml:1:35: models.slow[0].compute: must be between 0.001 and 1000, got 0");
   CHECK(error("models: {slow: [{gpu: 1}, {gpu: 1, hbm: 2}]}") ==
         "t.yaml:1:33: models.slow[1].gpu: GPU 1 is already listed in models.slow[0].gpu");
   CHECK(error("models: {slow: {gpu: 1}}") ==

@@ -140,7 +140,7 @@ std::vector<Row> rows() {
       {"a slow GPU's factor near a double's limit (models.slow)",
        {"run", "s.yaml"},
        2,
-       "s.yaml:8:30: models.slow[0].compute: must be between 0.001 and 1000, got 1e+308",
+       "s.yaml:8:28: models.slow[0].compute: must be between 0.001 and 1000, got 1e+308",
        file("s.yaml", scenario() + "models:\n  slow: [{gpu: 0, compute: 1e308}]\n")},
       {"study --slow 3:1e308",
        {"study", "slow-node", "s.yaml", "--slow", "1:1e308"},
