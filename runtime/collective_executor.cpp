@@ -196,7 +196,7 @@ void CollectiveExecutor::barrier(const BarrierOp& op) {
 }
 
 sg4::Mailbox* CollectiveExecutor::mailbox(int from, int to, const void* group) {
-  const std::tuple key{from, to, group};
+  const PairKey key{from, to, group};
   if (auto it = mailboxes_.find(key); it != mailboxes_.end()) return it->second;
   // Mailbox::by_name is a simcall (Engine::mailbox_by_name_or_create, unlike Barrier::create): other actors run before
   // it returns, and the pair's other end may ask for the same mailbox meanwhile. Publish it only once it exists (an
@@ -397,9 +397,19 @@ struct CollectiveExecutor::FlowSet {
   std::size_t readers = 0;                        // members that have not taken their flows yet
 };
 
-namespace {
+/// Which pairs an algorithm's structure joins on a group's nodes, and what each pair carries, as the terms (a
+/// channel's share of a ring, of a tree, ...) that the structure adds to it, in the order it adds them. The structure
+/// depends on the algorithm and the group only, so a sweep builds it once per algorithm; a collective then sums each
+/// pair's terms in the same order, to the same payload as adding them up while walking the structure.
+struct CollectiveExecutor::FlowPattern {
+  struct Pair {
+    std::size_t from, to;             // positions in the group
+    std::vector<std::uint8_t> terms;  // indices into the collective's term values, in the order they add up
+  };
+  std::vector<Pair> pairs;  // by (from, to)
+};
 
-using Pairs = std::map<std::pair<std::size_t, std::size_t>, double>;
+namespace {
 
 /// The parent of node k in NCCL's double binary tree `tree` over `nodes` nodes (tree 1 mirrors tree 0 for an even
 /// count and shifts it by one for an odd count, so that a leaf of one is interior in the other,
@@ -412,7 +422,112 @@ std::optional<int> tree_parent(int k, int nodes, int tree) {
   return from_tree((t - 1) / 2);
 }
 
+// The terms of each algorithm's pairs (flow_pattern() and node_flows()).
+enum Term : std::uint8_t {
+  RING_CHANNEL = 0,
+  TREE_CHANNEL = 0,
+  NVLS_NODE = 0,
+  NVLS_TREE = 1,
+  SHARP_SCATTER = 0,
+  SHARP_NETWORK = 1,
+  PEER_SHARE = 0
+};
+
 }  // namespace
+
+const CollectiveExecutor::FlowPattern& CollectiveExecutor::flow_pattern(const std::vector<int>& group,
+                                                                        models::Algorithm algorithm) {
+  auto [it, fresh] = flow_patterns_.try_emplace({&group, algorithm}, nullptr);
+  if (!fresh) return *it->second;
+  const Layout& l = layout(group);
+  const std::size_t n = group.size();
+  const int nodes = l.nodes, p = l.ppn;
+  std::map<std::pair<std::size_t, std::size_t>, std::vector<std::uint8_t>> pairs;
+  auto at = [&](int node, int local) {
+    return l.members[static_cast<std::size_t>(node)][static_cast<std::size_t>(((local % p) + p) % p)];
+  };
+  auto add = [&](std::size_t from, std::size_t to, Term term) {
+    if (from != to) pairs[{from, to}].push_back(term);
+  };
+  const int rings = l.nccl ? l.nccl->ring.channels : p;
+  const int trees = l.nccl ? l.nccl->tree.channels : p;
+  switch (algorithm) {
+    case models::Algorithm::ring:
+      // NCCL's rings across nodes: channel c enters node k at local (c - k) and walks the node's GPUs by index, so
+      // it leaves through the NIC of the GPU before its entry, on the rail where the next node's entry sits: each
+      // channel's inter-node hop stays on one rail and the channels spread over the node's NICs (docs/nccl.md 7.2).
+      for (int c = 0; c < rings; ++c)
+        for (int k = 0; k < nodes; ++k) {
+          const int entry = c - k;
+          for (int i = 0; i + 1 < p; ++i) add(at(k, entry + i), at(k, entry + i + 1), RING_CHANNEL);
+          add(at(k, entry + p - 1), at((k + 1) % nodes, c - (k + 1) % nodes), RING_CHANNEL);
+        }
+      break;
+    case models::Algorithm::tree:
+      // Tree channel c chains the node's GPUs from its head (the GPU of NIC c) and joins the heads of the nodes on
+      // rail c by the double binary tree c mod 2; each channel reduces S/channels up and broadcasts it down
+      // (docs/nccl.md 7.3).
+      for (int c = 0; c < trees; ++c)
+        for (int k = 0; k < nodes; ++k) {
+          for (int i = 1; i < p; ++i) {
+            add(at(k, c + i), at(k, c + i - 1), TREE_CHANNEL);
+            add(at(k, c + i - 1), at(k, c + i), TREE_CHANNEL);
+          }
+          if (const auto parent = tree_parent(k, nodes, c % 2)) {
+            add(at(k, c), at(*parent, c), TREE_CHANNEL);
+            add(at(*parent, c), at(k, c), TREE_CHANNEL);
+          }
+        }
+      break;
+    case models::Algorithm::nvls_tree:
+      // NVLS inside each node (S + S/ppn through each GPU's links, at the switch's reduction rate), and GPU l of
+      // every node the head of slice l: two binary trees of S/(2 ppn) each between the nodes' GPUs l, on rail l
+      // (docs/nccl.md 8).
+      for (int k = 0; k < nodes; ++k)
+        for (int i = 0; i < p; ++i) {
+          add(at(k, i), at(k, i + 1), NVLS_NODE);
+          for (int t = 0; t < 2; ++t)
+            if (const auto parent = tree_parent(k, nodes, t)) {
+              add(at(k, i), at(*parent, i), NVLS_TREE);
+              add(at(*parent, i), at(k, i), NVLS_TREE);
+            }
+        }
+      break;
+    case models::Algorithm::collnet:
+      // SHARP (CollNetDirect): every GPU scatters slice l to the node's GPU l and gets the reduced slice back; GPU l
+      // sends its slice into the switch, which reduces it across the nodes and returns it. The switch's load per NIC
+      // is one slice each way, drawn as a flow to the next node's GPU l on the same rail.
+      for (int k = 0; k < nodes; ++k)
+        for (int i = 0; i < p; ++i) {
+          for (int j = 0; j < p; ++j) add(at(k, i), at(k, j), SHARP_SCATTER);
+          add(at(k, i), at((k + 1) % nodes, i), SHARP_NETWORK);
+        }
+      break;
+    case models::Algorithm::direct:
+      // All-to-all: S/n to every peer; to another node through PXN, over NVLink to the local GPU on the peer's rail,
+      // whose NIC sends it (docs/nccl.md 7.4).
+      for (std::size_t from = 0; from < n; ++from)
+        for (std::size_t to = 0; to < n; ++to) {
+          if (from == to) continue;
+          const int kf = l.node_of[from], kt = l.node_of[to];
+          if (kf == kt) {
+            add(from, to, PEER_SHARE);
+            continue;
+          }
+          const std::size_t relay = at(kf, l.local_of[to]);
+          add(from, relay, PEER_SHARE);
+          add(relay, to, PEER_SHARE);
+        }
+      break;
+    default:
+      throw std::logic_error(fmt::format("{} does not run across nodes", models::to_string(algorithm)));
+  }
+  auto pattern = std::make_shared<FlowPattern>();
+  pattern->pairs.reserve(pairs.size());
+  for (auto& [pair, terms] : pairs) pattern->pairs.push_back({pair.first, pair.second, std::move(terms)});
+  it->second = std::move(pattern);
+  return *it->second;
+}
 
 void CollectiveExecutor::node_flows(int rank, const std::vector<int>& group, std::size_t position, const Step& step) {
   const Layout& l = layout(group);
@@ -420,105 +535,57 @@ void CollectiveExecutor::node_flows(int rank, const std::vector<int>& group, std
   const std::size_t n = group.size();
   const auto key = std::pair{static_cast<const void*>(&group), flow_sets_done_[{&group, rank}]++};
   if (!flow_sets_.contains(key)) {
+    const FlowPattern& pattern = flow_pattern(group, plan.algorithm);
     auto set = std::make_shared<FlowSet>();
-    const int nodes = l.nodes, p = l.ppn;
-    const double size = static_cast<double>(plan.shape.step_bytes.count()) *
-                        (plan.algorithm == models::Algorithm::direct ? static_cast<double>(n) : 1.0);
-    const double bytes = static_cast<double>(plan.shape.steps) * static_cast<double>(plan.shape.step_bytes.count());
-    const double total = plan.algorithm == models::Algorithm::ring ? bytes : 0;  // a ring rank's payload
-    Pairs pairs;
-    auto at = [&](int node, int local) {
-      return l.members[static_cast<std::size_t>(node)][static_cast<std::size_t>(((local % p) + p) % p)];
-    };
-    auto add = [&](std::size_t from, std::size_t to, double b) {
-      if (from != to && b > 0) pairs[{from, to}] += b;
-    };
-    const int rings = l.nccl ? l.nccl->ring.channels : p;
-    const int trees = l.nccl ? l.nccl->tree.channels : p;
+    const int p = l.ppn;
+    const double step_bytes = static_cast<double>(plan.shape.step_bytes.count());
+    // What one term of the pattern carries, by algorithm (see flow_pattern() for the structure).
+    std::array<double, 2> term{0, 0};
     switch (plan.algorithm) {
-      case models::Algorithm::ring:
-        // NCCL's rings across nodes: channel c enters node k at local (c - k) and walks the node's GPUs by index, so
-        // it leaves through the NIC of the GPU before its entry, on the rail where the next node's entry sits: each
-        // channel's inter-node hop stays on one rail and the channels spread over the node's NICs
-        // (docs/nccl.md 7.2).
-        for (int c = 0; c < rings; ++c)
-          for (int k = 0; k < nodes; ++k) {
-            const int entry = c - k;
-            for (int i = 0; i + 1 < p; ++i) add(at(k, entry + i), at(k, entry + i + 1), total / rings);
-            add(at(k, entry + p - 1), at((k + 1) % nodes, c - (k + 1) % nodes), total / rings);
-          }
-        break;
-      case models::Algorithm::tree: {
-        // Tree channel c chains the node's GPUs from its head (the GPU of NIC c) and joins the heads of the nodes
-        // on rail c by the double binary tree c mod 2; each channel reduces S/channels up and broadcasts it down
-        // (docs/nccl.md 7.3).
-        const double part = static_cast<double>(plan.shape.step_bytes.count()) * plan.shape.chunks / trees;
-        for (int c = 0; c < trees; ++c)
-          for (int k = 0; k < nodes; ++k) {
-            for (int i = 1; i < p; ++i) {
-              add(at(k, c + i), at(k, c + i - 1), part);
-              add(at(k, c + i - 1), at(k, c + i), part);
-            }
-            if (const auto parent = tree_parent(k, nodes, c % 2)) {
-              add(at(k, c), at(*parent, c), part);
-              add(at(*parent, c), at(k, c), part);
-            }
-          }
+      case models::Algorithm::ring: {
+        const double bytes = static_cast<double>(plan.shape.steps) * step_bytes;  // a ring rank's payload
+        term[RING_CHANNEL] = bytes / (l.nccl ? l.nccl->ring.channels : p);
         break;
       }
+      case models::Algorithm::tree:
+        term[TREE_CHANNEL] = step_bytes * plan.shape.chunks / (l.nccl ? l.nccl->tree.channels : p);
+        break;
       case models::Algorithm::nvls_tree: {
-        // NVLS inside each node (S + S/ppn through each GPU's links, at the switch's reduction rate), and GPU l of
-        // every node the head of slice l: two binary trees of S/(2 ppn) each between the nodes' GPUs l, on rail l
-        // (docs/nccl.md 8).
-        const double s_bytes = static_cast<double>(plan.shape.step_bytes.count()) * p / (p + 1.0);
-        for (int k = 0; k < nodes; ++k)
-          for (int i = 0; i < p; ++i) {
-            add(at(k, i), at(k, i + 1), s_bytes + s_bytes / p);
-            for (int t = 0; t < 2; ++t)
-              if (const auto parent = tree_parent(k, nodes, t)) {
-                add(at(k, i), at(*parent, i), s_bytes / (2.0 * p));
-                add(at(*parent, i), at(k, i), s_bytes / (2.0 * p));
-              }
-          }
+        const double s_bytes = step_bytes * p / (p + 1.0);
+        term[NVLS_NODE] = s_bytes + s_bytes / p;
+        term[NVLS_TREE] = s_bytes / (2.0 * p);
         break;
       }
       case models::Algorithm::collnet: {
-        // SHARP (CollNetDirect): every GPU scatters slice l to the node's GPU l and gets the reduced slice back;
-        // GPU l sends its slice into the switch, which reduces it across the nodes and returns it. The switch's
-        // load per NIC is one slice each way, drawn as a flow to the next node's GPU l on the same rail.
-        const double s_bytes = static_cast<double>(plan.shape.step_bytes.count()) * n / (n + 1.0);
-        for (int k = 0; k < nodes; ++k)
-          for (int i = 0; i < p; ++i) {
-            for (int j = 0; j < p; ++j) add(at(k, i), at(k, j), 2 * s_bytes / p);
-            add(at(k, i), at((k + 1) % nodes, i), s_bytes / p);
-          }
+        const double s_bytes = step_bytes * n / (n + 1.0);
+        term[SHARP_SCATTER] = 2 * s_bytes / p;
+        term[SHARP_NETWORK] = s_bytes / p;
         break;
       }
-      case models::Algorithm::direct:
-        // All-to-all: S/n to every peer; to another node through PXN, over NVLink to the local GPU on the peer's
-        // rail, whose NIC sends it (docs/nccl.md 7.4).
-        for (std::size_t from = 0; from < n; ++from)
-          for (std::size_t to = 0; to < n; ++to) {
-            if (from == to) continue;
-            const int kf = l.node_of[from], kt = l.node_of[to];
-            if (kf == kt) {
-              add(from, to, size / n);
-              continue;
-            }
-            const std::size_t relay = at(kf, l.local_of[to]);
-            add(from, relay, size / n);
-            add(relay, to, size / n);
-          }
+      case models::Algorithm::direct: {
+        const double size = step_bytes * static_cast<double>(n);
+        term[PEER_SHARE] = size / n;
         break;
+      }
       default:
         throw std::logic_error(fmt::format("{} does not run across nodes", models::to_string(plan.algorithm)));
     }
     set->out.resize(n);
     set->in.resize(n);
-    for (const auto& [pair, b] : pairs) {
-      set->out[pair.first].push_back(set->flows.size());
-      set->in[pair.second].push_back(set->flows.size());
-      set->flows.push_back({pair.first, pair.second, b, l.node_of[pair.first] != l.node_of[pair.second]});
+    set->flows.reserve(pattern.pairs.size());
+    for (const auto& pair : pattern.pairs) {
+      // A term that carries nothing adds nothing, and a pair that gets nothing has no flow.
+      double payload = 0;
+      bool carries = false;
+      for (auto t : pair.terms)
+        if (term[t] > 0) {
+          payload += term[t];
+          carries = true;
+        }
+      if (!carries) continue;
+      set->out[pair.from].push_back(set->flows.size());
+      set->in[pair.to].push_back(set->flows.size());
+      set->flows.push_back({pair.from, pair.to, payload, l.node_of[pair.from] != l.node_of[pair.to]});
     }
     set->readers = n;
     auto members = sg4::Barrier::create(static_cast<unsigned>(n));  // a simcall: others may run meanwhile

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include <simgrid/s4u.hpp>
@@ -32,14 +33,17 @@ class CollectiveExecutor : Executor {
   std::optional<Table> fabric_path_table() const;
 
  private:
-  struct Step;     // a plan with what its transfers need
-  struct Layout;   // a group's nodes and what NCCL's tuning model sees of them
-  struct FlowSet;  // every pair's bytes of one collective across nodes
+  struct Step;         // a plan with what its transfers need
+  struct Layout;       // a group's nodes and what NCCL's tuning model sees of them
+  struct FlowSet;      // every pair's bytes of one collective across nodes
+  struct FlowPattern;  // the pairs an algorithm joins across a group's nodes, without the bytes
   const Layout& layout(const std::vector<int>& group);
   /// A collective across nodes as the flows between pairs that NCCL's structure gives (rings per rail, double binary
   /// trees between the nodes' heads, NVLSTree, SHARP, all-to-all through PXN), all at once after the plan's latency;
   /// the members start and end together.
   void node_flows(int rank, const std::vector<int>& group, std::size_t position, const Step& step);
+  /// The pairs `algorithm` joins on `group` across its nodes, built on first use.
+  const FlowPattern& flow_pattern(const std::vector<int>& group, models::Algorithm algorithm);
   /// Waits for every member of the op's group; a barrier that is not `sync` then pays the barrier latency.
   void barrier(const BarrierOp& op);
   models::CollectivePlatform collective_platform(const std::vector<int>& group);
@@ -61,15 +65,29 @@ class CollectiveExecutor : Executor {
   /// the same pair, such as a tensor-parallel and a data-parallel one on two streams, never take each other's data.
   simgrid::s4u::Mailbox* mailbox(int from, int to, const void* group);
 
-  std::map<std::tuple<int, int, const void*>, simgrid::s4u::Mailbox*> mailboxes_;
+  struct PairKey {  // a pair of ranks within one group
+    int from, to;
+    const void* group;
+    bool operator==(const PairKey&) const = default;
+  };
+  struct PairHash {
+    std::size_t operator()(const PairKey& k) const {
+      const auto ranks =
+          (static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.from)) << 32) | static_cast<std::uint32_t>(k.to);
+      return std::hash<std::uint64_t>{}(ranks) ^ (std::hash<const void*>{}(k.group) * 0x9E3779B97F4A7C15ull);
+    }
+  };
+  // Looked up for every transfer of every collective: hashed, not ordered.
+  std::unordered_map<PairKey, simgrid::s4u::Mailbox*, PairHash> mailboxes_;
   std::uint64_t mailboxes_created_ = 0;  // names them: two ends may create the same pair's at once (mailbox())
   std::map<const void*, simgrid::s4u::BarrierPtr> barriers_;  // by Group identity
   std::map<const void*, double> switch_reduction_;            // by Group identity, computed on first use
   std::map<const void*, std::shared_ptr<Layout>> layouts_;    // by Group identity, computed on first use
   std::map<std::pair<const void*, std::uint64_t>, std::shared_ptr<FlowSet>> flow_sets_;  // by (group, round)
-  std::map<std::pair<const void*, int>, std::uint64_t> flow_sets_done_;                  // by (group, rank)
-  std::map<const void*, Seconds> ring_latency_;  // by Group identity, computed on first use
-  struct CrossbarRound;                          // what the ranks of one fast-path round send each other
+  std::map<std::pair<const void*, models::Algorithm>, std::shared_ptr<FlowPattern>> flow_patterns_;
+  std::map<std::pair<const void*, int>, std::uint64_t> flow_sets_done_;  // by (group, rank)
+  std::map<const void*, Seconds> ring_latency_;                          // by Group identity, computed on first use
+  struct CrossbarRound;  // what the ranks of one fast-path round send each other
   std::map<std::pair<const void*, std::uint64_t>, std::shared_ptr<CrossbarRound>> crossbar_rounds_;
   std::map<std::pair<const void*, int>, std::uint64_t> crossbar_rounds_done_;  // by (group, rank)
   std::map<const void*, simgrid::s4u::BarrierPtr> ring_barriers_;              // ring fast path: by Group identity

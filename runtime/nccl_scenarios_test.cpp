@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <sstream>
 
 #include "models/nccl_tuning.hpp"
 #include "scenario/test_support.hpp"
@@ -132,6 +133,51 @@ TEST_CASE("nccl scenarios: snsim's time per algorithm against NCCL's model at 8 
       const double nccl = time_us(system, Func::all_reduce, algo, snsim::models::Protocol::simple, bytes);
       const double snsim = forced_us(c.topology, name, "Simple", Bytes{4 * GiB});
       CHECK(snsim == doctest::Approx(nccl).epsilon(0.25));
+    }
+  }
+}
+
+TEST_CASE("nccl scenarios: a collective across nodes takes the same time in a sweep as alone") {
+  // A sweep builds each algorithm's pairs across the nodes once and reuses them for every size (FlowPattern in
+  // runtime/collective_executor.cpp): each size's time must be the one a sweep of that size alone gives, which builds
+  // them fresh. Two oversubscribed leaves, so that the flows do not all end at once.
+  const std::string topology = "{type: superpod, nodes: 6, ib: roce, oversubscription: 2, sharp: true}";
+  const std::vector<std::uint64_t> sizes{256 * KiB, 4 * MiB, 64 * MiB};
+  // Each size's time (us, every digit), from one simulation of the sizes from `from` to `to` (one per process).
+  auto times = [&](const std::string& algorithm, std::uint64_t from, std::uint64_t to) {
+    // auto: NCCL's pick (no SHARP: Tree up to 4 MiB, NVLSTree at 64 MiB, each with its own pairs).
+    const bool forced = algorithm != "auto";
+    const auto s = load(fmt::format(
+        "topology: {}\nmodels: {{params: h100}}\nworkloads:\n  - {{type: collective_sweep, ops: all_reduce, {}sizes: "
+        "{{from: {}B, to: {}B, factor: 16}}}}\n",
+        forced ? topology : "{type: superpod, nodes: 6, ib: roce, oversubscription: 2}",
+        forced ? fmt::format("algorithm: {}, protocol: Simple, ", algorithm) : "", from, to));
+    std::istringstream in(run_isolated([&] {
+      const Report report = s.run();
+      std::string text;
+      for (auto bytes : sizes)
+        if (bytes >= from && bytes <= to) {
+          const Row r = row(report, "all_reduce", bytes);
+          if (forced) CHECK(runs(r, algorithm));
+          if (!forced) CHECK(runs(r, bytes < 64 * MiB ? "tree" : "nvls_tree"));
+          text += fmt::format("{:.17g} ", r.time_us);
+        }
+      return text;
+    }));
+    std::vector<double> us;
+    for (double t = 0; in >> t;) us.push_back(t);
+    return us;
+  };
+  for (const std::string algorithm : {"ring", "tree", "nvls_tree", "collnet", "auto"}) {
+    CAPTURE(algorithm);
+    const auto together = times(algorithm, sizes.front(), sizes.back());
+    REQUIRE(together.size() == sizes.size());
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      CAPTURE(sizes[i]);
+      const auto alone = times(algorithm, sizes[i], sizes[i]);
+      REQUIRE(alone.size() == 1);
+      CHECK(together[i] > 0);
+      CHECK(together[i] == doctest::Approx(alone.front()).epsilon(1e-12));
     }
   }
 }

@@ -115,77 +115,110 @@ namespace {
 constexpr std::uint8_t FAR = std::numeric_limits<std::uint8_t>::max();  // not reached
 }
 
-const std::vector<std::uint8_t>& Router::distances_from(DeviceId from) {
-  auto [it, fresh] = from_.try_emplace(from);
-  auto& distance = it->second;
-  if (!fresh) return distance;
-  const auto& graph = fabric_.graph();
-  distance.assign(fabric_.device_count(), FAR);
-  distance[from] = 0;
-  std::vector<DeviceId> frontier{from};
-  for (std::uint8_t level = 0; !frontier.empty(); ++level) {
-    if (level + 1 == FAR) throw std::logic_error("a route of more than 254 hops");
-    std::vector<DeviceId> next;
-    for (auto u : frontier) {
-      if (u != from && !forwards(graph[u].kind)) continue;  // endpoints do not forward
-      for (auto e : boost::make_iterator_range(boost::out_edges(u, graph))) {
-        const DeviceId v = boost::target(e, graph);
-        if (distance[v] == FAR) {
-          distance[v] = static_cast<std::uint8_t>(level + 1);
-          next.push_back(v);
-        }
-      }
-    }
-    frontier = std::move(next);
-  }
-  return distance;
+Router::Router(const Fabric& fabric) : fabric_{fabric} {
+  forward_.distance.assign(fabric.device_count(), FAR);
+  backward_.distance.assign(fabric.device_count(), FAR);
+  on_path_.assign(fabric.device_count(), 0);
 }
 
-const std::vector<std::uint8_t>& Router::distances_to(DeviceId to) {
-  auto [it, fresh] = to_.try_emplace(to);
-  auto& distance = it->second;
-  if (!fresh) return distance;
-  const auto& graph = fabric_.graph();
-  distance.assign(fabric_.device_count(), FAR);
-  distance[to] = 0;
-  std::vector<DeviceId> frontier{to};
-  for (std::uint8_t level = 0; !frontier.empty(); ++level) {
-    if (level + 1 == FAR) throw std::logic_error("a route of more than 254 hops");
-    std::vector<DeviceId> next;
-    for (auto v : frontier) {
-      if (v != to && !forwards(graph[v].kind)) continue;  // traffic reaches `to` only through switches
-      for (auto e : boost::make_iterator_range(boost::in_edges(v, graph))) {
-        const DeviceId u = boost::source(e, graph);
-        if (distance[u] == FAR) {
-          distance[u] = static_cast<std::uint8_t>(level + 1);
-          next.push_back(u);
-        }
-      }
-    }
-    frontier = std::move(next);
+void Router::Search::reset() {
+  for (const auto& level : levels)
+    for (auto v : level) distance[v] = FAR;
+  levels.clear();
+}
+
+void Router::Search::expand(const FabricGraph& graph, bool forward) {
+  const DeviceId end = levels.front().front();
+  const std::size_t depth = levels.size();  // of the level labelled now
+  if (depth + 1 >= FAR) throw std::logic_error("a route of more than 254 hops");
+  std::vector<DeviceId> next;
+  auto label = [&](DeviceId v) {
+    if (distance[v] != FAR) return;
+    distance[v] = static_cast<std::uint8_t>(depth);
+    next.push_back(v);
+  };
+  for (auto u : levels.back()) {
+    if (u != end && !forwards(graph[u].kind)) continue;  // endpoints do not forward
+    if (forward)
+      for (auto e : boost::make_iterator_range(boost::out_edges(u, graph))) label(boost::target(e, graph));
+    else
+      for (auto e : boost::make_iterator_range(boost::in_edges(u, graph))) label(boost::source(e, graph));
   }
-  return distance;
+  levels.push_back(std::move(next));
 }
 
 std::optional<Route> Router::route(DeviceId from, DeviceId to) {
   if (from == to) return Route{};
-  const auto& from_source = distances_from(from);
-  if (from_source[to] == FAR) return std::nullopt;
-  const auto& to_target = distances_to(to);
-  const std::size_t length = from_source[to];
   const auto& graph = fabric_.graph();
+  auto passes = [&](DeviceId v) { return v == from || v == to || forwards(graph[v].kind); };
+  forward_.reset();
+  backward_.reset();
+  forward_.distance[from] = 0;
+  forward_.levels.push_back({from});
+  backward_.distance[to] = 0;
+  backward_.levels.push_back({to});
+  // Grow the smaller frontier a level at a time. Once the depths reached sum to the shortest meeting found, that is
+  // the route's length: any shorter path would have a device within both depths, labelled by both searches.
+  std::size_t length = std::numeric_limits<std::size_t>::max();
+  for (;;) {
+    const std::size_t reached = forward_.levels.size() + backward_.levels.size() - 2;
+    if (length <= reached) break;
+    const bool forward_open = !forward_.levels.back().empty(), backward_open = !backward_.levels.back().empty();
+    if (!forward_open && !backward_open) break;
+    const bool forward =
+        forward_open && (!backward_open || forward_.levels.back().size() <= backward_.levels.back().size());
+    Search& grown = forward ? forward_ : backward_;
+    const Search& other = forward ? backward_ : forward_;
+    grown.expand(graph, forward);
+    for (auto v : grown.levels.back())
+      if (other.distance[v] != FAR && passes(v))
+        length = std::min<std::size_t>(length, std::size_t{grown.distance[v]} + other.distance[v]);
+  }
+  if (length == std::numeric_limits<std::size_t>::max()) return std::nullopt;
+  // The devices on shortest paths, by position k: where both distances are known (k within the forward depth and
+  // length - k within the backward depth), those whose distances sum to the length; nearer `from`, the forward
+  // level's devices with a channel into the next position's; nearer `to`, the backward level's with a channel from
+  // the previous position's.
+  const std::size_t forward_depth = forward_.levels.size() - 1, backward_depth = backward_.levels.size() - 1;
+  const std::size_t low = length > backward_depth ? length - backward_depth : 0;
+  const std::size_t high = std::min(forward_depth, length);
+  std::vector<DeviceId> marked;
+  auto mark = [&](DeviceId v, std::size_t k) {
+    on_path_[v] = static_cast<std::uint8_t>(k + 1);
+    marked.push_back(v);
+  };
+  for (std::size_t k = low; k <= high; ++k)
+    for (auto v : forward_.levels[k])
+      if (backward_.distance[v] == length - k && passes(v)) mark(v, k);
+  for (std::size_t k = low; k-- > 0;)
+    for (auto v : forward_.levels[k]) {
+      if (!passes(v)) continue;
+      for (auto e : boost::make_iterator_range(boost::out_edges(v, graph)))
+        if (on_path_[boost::target(e, graph)] == k + 2) {
+          mark(v, k);
+          break;
+        }
+    }
+  for (std::size_t k = high + 1; k <= length; ++k)
+    for (auto v : backward_.levels[length - k]) {
+      if (!passes(v)) continue;
+      for (auto e : boost::make_iterator_range(boost::in_edges(v, graph)))
+        if (on_path_[boost::source(e, graph)] == k) {
+          mark(v, k);
+          break;
+        }
+    }
   Route route;
   route.hops.resize(length);
-  // Walk the shortest-path DAG level by level: hop k holds every channel from a device k hops out to one that is
-  // length - k - 1 hops from `to` (devices in rank order, as Fabric::graph lists them).
+  // Walk the shortest-path DAG level by level: hop k holds every channel from a device at position k to one at
+  // position k + 1 (devices in rank order, as Fabric::graph lists them).
   std::vector<DeviceId> level{from};
   for (std::size_t k = 0; k < length; ++k) {
     std::vector<DeviceId> next;
     for (auto u : level)
       for (auto e : boost::make_iterator_range(boost::out_edges(u, graph))) {
         const DeviceId v = boost::target(e, graph);
-        if (v != to && !forwards(graph[v].kind)) continue;
-        if (to_target[v] == FAR || to_target[v] + k + 1 != length) continue;
+        if (on_path_[v] != k + 2) continue;
         route.hops[k].channels.push_back(e);
         next.push_back(v);
       }
@@ -193,6 +226,7 @@ std::optional<Route> Router::route(DeviceId from, DeviceId to) {
     next.erase(std::unique(next.begin(), next.end()), next.end());
     level = std::move(next);
   }
+  for (auto v : marked) on_path_[v] = 0;
   return route;
 }
 

@@ -67,4 +67,31 @@ void BM_FabricBisection(benchmark::State& state, const char* type) {
 BENCHMARK_CAPTURE(BM_FabricBisection, hgx, "hgx")->Apply(gpu_counts);
 BENCHMARK_CAPTURE(BM_FabricBisection, pcie, "pcie")->Apply(gpu_counts);
 
+/// The routes a collective sweep across a 1,024-node HGX superpod asks for, found by a fresh Router each time as the
+/// platform finds them on first use: each GPU to its two neighbours in the node (NVLink) and to the GPU of its rail
+/// in the next node, in the node 32 on (another leaf, through the spines) and back.
+void BM_SuperpodRoutes(benchmark::State& state) {
+  snsim::Registry<snsim::Topology> registry("topology");
+  snsim::topologies::register_topologies(registry);
+  auto doc = snsim::ConfigDocument::load_string(
+      fmt::format("topology: {{type: superpod, gpu: h100, nodes: {}}}", state.range(0)), "b.yaml");
+  const snsim::Fabric f = registry.create(doc->root().child("topology"))->build();
+  const auto& gpus = f.gpus();
+  const std::size_t n = gpus.size();
+  std::size_t hops = 0;
+  for (auto _ : state) {
+    snsim::Router router(f);
+    hops = 0;
+    for (std::size_t g = 0; g < n; ++g)
+      for (std::size_t peer : {g / 8 * 8 + (g + 1) % 8, g / 8 * 8 + (g + 7) % 8, (g + 8) % n, (g + 256) % n}) {
+        const auto r = router.route(gpus[g], gpus[peer]);
+        hops += r->hops.size();
+        benchmark::DoNotOptimize(router.route(gpus[peer], gpus[g]));
+      }
+  }
+  state.counters["hops"] = static_cast<double>(hops);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * n * 8));
+}
+BENCHMARK(BM_SuperpodRoutes)->ArgName("nodes")->Arg(128)->Arg(1024)->Unit(benchmark::kMillisecond);
+
 }  // namespace

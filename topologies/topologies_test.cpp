@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <limits>
+
 #include <doctest/doctest.h>
 
 #include "topologies/register.hpp"
@@ -304,4 +307,111 @@ TEST_CASE("nvlink domain: the GPUs reached through NVSwitches, each superpod nod
   CHECK(pod.nvlink_domain(g[9]) == std::vector<DeviceId>(g.begin() + 8, g.end()));
   const Fabric rack = build("topology: {type: nvl576}");
   CHECK(rack.nvlink_domain(rack.gpus()[0]).size() == 576);  // one NVLink domain over both switch tiers
+}
+
+namespace {
+/// Every shortest path between two endpoints, from the distances of every device to both ends over the whole fabric
+/// (what the Router computed before it searched from both ends and stopped where they met): the reference its routes
+/// must equal, channel for channel and in order.
+std::optional<Route> reference_route(const Fabric& f, DeviceId from, DeviceId to) {
+  if (from == to) return Route{};
+  const auto& graph = f.graph();
+  auto forwards = [&](DeviceId v) {
+    const auto kind = graph[v].kind;
+    return kind == DeviceKind::nvswitch || kind == DeviceKind::pcie_switch || kind == DeviceKind::nic ||
+           kind == DeviceKind::ib_switch;
+  };
+  constexpr std::size_t far = std::numeric_limits<std::size_t>::max();
+  auto distances = [&](DeviceId end, bool forward) {
+    std::vector<std::size_t> d(f.device_count(), far);
+    d[end] = 0;
+    std::vector<DeviceId> frontier{end};
+    for (std::size_t level = 0; !frontier.empty(); ++level) {
+      std::vector<DeviceId> next;
+      for (auto u : frontier) {
+        if (u != end && !forwards(u)) continue;
+        auto visit = [&](DeviceId v) {
+          if (d[v] == far) {
+            d[v] = level + 1;
+            next.push_back(v);
+          }
+        };
+        if (forward)
+          for (auto e : boost::make_iterator_range(boost::out_edges(u, graph))) visit(boost::target(e, graph));
+        else
+          for (auto e : boost::make_iterator_range(boost::in_edges(u, graph))) visit(boost::source(e, graph));
+      }
+      frontier = std::move(next);
+    }
+    return d;
+  };
+  const auto from_source = distances(from, true), to_target = distances(to, false);
+  if (from_source[to] == far) return std::nullopt;
+  const std::size_t length = from_source[to];
+  Route route;
+  route.hops.resize(length);
+  std::vector<DeviceId> level{from};
+  for (std::size_t k = 0; k < length; ++k) {
+    std::vector<DeviceId> next;
+    for (auto u : level)
+      for (auto e : boost::make_iterator_range(boost::out_edges(u, graph))) {
+        const DeviceId v = boost::target(e, graph);
+        if (v != to && !forwards(v)) continue;
+        if (to_target[v] == far || to_target[v] + k + 1 != length) continue;
+        route.hops[k].channels.push_back(e);
+        next.push_back(v);
+      }
+    std::ranges::sort(next);
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    level = std::move(next);
+  }
+  return route;
+}
+
+std::vector<std::vector<ChannelId>> channels_of(const std::optional<Route>& route) {
+  std::vector<std::vector<ChannelId>> hops;
+  if (route)
+    for (const auto& hop : route->hops) hops.push_back(hop.channels);
+  return hops;
+}
+}  // namespace
+
+TEST_CASE("Router: the search from both ends finds every shortest path, as a search of the whole fabric does") {
+  for (const char* yaml : {"topology: {type: hgx}", "topology: {type: pcie, gpus: 4}", "topology: {type: nvl72}",
+                           "topology: {type: nvl36x2}", "topology: {type: superpod, nodes: 4}",
+                           "topology: {type: superpod, nodes: 40, rail_optimized: false, oversubscription: 3}",
+                           "topology: {type: superpod, nodes: 33}", "topology: {type: superpod, nodes: 3, node: nvl72}",
+                           "topology: {type: nvl576}",
+                           "topology: {type: nvidia_smi, text: \"GPU0 GPU1 GPU2\\nGPU0 X PIX SYS\\nGPU1 PIX X "
+                           "SYS\\nGPU2 SYS SYS X\\n\"}"}) {
+    CAPTURE(yaml);
+    const Fabric f = build_checked(yaml);
+    std::vector<DeviceId> endpoints;
+    for (auto v : boost::make_iterator_range(boost::vertices(f.graph()))) {
+      const auto kind = f.device(v).kind;
+      if (kind == DeviceKind::gpu || kind == DeviceKind::host || kind == DeviceKind::nvme) endpoints.push_back(v);
+    }
+    // Every pair on small fabrics; on large ones the pairs of a spread of sources (and their reverses).
+    const std::size_t stride = std::max<std::size_t>(1, endpoints.size() / 24);
+    Router router(f);
+    std::size_t routes = 0, multi_hop = 0;
+    for (std::size_t i = 0; i < endpoints.size(); i += stride)
+      for (auto to : endpoints)
+        for (const auto& [a, b] : {std::pair{endpoints[i], to}, std::pair{to, endpoints[i]}}) {
+          const auto expected = reference_route(f, a, b);
+          const auto found = router.route(a, b);
+          REQUIRE(found.has_value() == expected.has_value());
+          CHECK(channels_of(found) == channels_of(expected));
+          ++routes;
+          if (expected && expected->hops.size() > 2) ++multi_hop;
+        }
+    CHECK(routes > 0);
+    if (std::string_view(yaml).find("superpod") != std::string_view::npos) CHECK(multi_hop > 0);
+  }
+  // Unconnected endpoints: no route, as before.
+  Fabric split;
+  const DeviceId a = split.add_device({"a", DeviceKind::gpu, 0, {}});
+  const DeviceId b = split.add_device({"b", DeviceKind::gpu, 1, {}});
+  CHECK_FALSE(Router(split).route(a, b).has_value());
+  CHECK(Router(split).route(a, a).has_value());
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A 1,024-node all-reduce sweep: 8,192 H100s in HGX nodes over InfiniBand NDR (rail-optimised), all_reduce from 8 B to
 # 16 GiB (32 sizes), as one `snsim run`, with its wall time, CPU time and peak memory. Target (issue 18): under 30 s
-# on 2 cores. Not part of CI: the figures depend on the machine.
+# on 2 cores. Not part of CI: the figures depend on the machine (docs/performance.md has the last ones measured).
 #
 #   tools/bench/nccl_scale.sh [NODES] [SNSIM]        e.g. tools/bench/nccl_scale.sh 1024 build/tools/snsim
 set -euo pipefail
