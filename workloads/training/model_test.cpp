@@ -414,6 +414,38 @@ TEST_CASE("training: the data-parallel all-reduce carries every gradient of a GQ
   CHECK(reduced == doctest::Approx(2 * params).epsilon(1e-6));
 }
 
+namespace {
+double compute_flops(const std::vector<snsim::workloads::Op>& ops) {
+  double sum = 0;
+  for (const auto& op : ops) {
+    if (const auto* c = std::get_if<snsim::workloads::ComputeOp>(&op.what)) sum += c->flops.count();
+    if (const auto* st = std::get_if<snsim::workloads::StreamsOp>(&op.what))
+      for (const auto& stream : st->streams) sum += compute_flops(stream);
+  }
+  return sum;
+}
+}  // namespace
+
+TEST_CASE("training: recomputation adds the forward it recomputes to the backward") {
+  // 4 layers of h 1024, s 512 on 8 DP ranks, 2 micro-batches each: full recomputation runs every layer's forward
+  // once more, selective the attention core's 4 b s^2 h.
+  auto flops = [](const std::string& recompute) {
+    const auto s =
+        load(scenario("    steps: 1\n    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, micro_batches: 2}\n"
+                      "    parallel: {recompute: " +
+                      recompute + "}\n"));
+    return compute_flops(s.programs()[0].ops);
+  };
+  ModelSpec m;
+  m.hidden = 1024;
+  m.ffn_hidden = 4096;
+  m.heads = 8;
+  m.sequence = 512;
+  const double none = flops("none"), s = 512, h = 1024;
+  CHECK(flops("full") - none == doctest::Approx(4 * 2 * layer_model_flops(m, 0).count()));
+  CHECK(flops("selective") - none == doctest::Approx(4 * 2 * 4 * s * s * h));
+}
+
 TEST_CASE("training: architecture input errors") {
   using snsim::InputError;
   SUBCASE("kv_heads must divide heads") {
