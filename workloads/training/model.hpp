@@ -13,30 +13,36 @@
 // of every EP group of the stage (tp x dp / ep of them) are its expert-data-parallel group, which reduces the
 // experts' gradients. Hence ep must divide tp x dp and the expert count.
 //
-// FLOPs of one layer's forward on a micro-batch of b sequences of s tokens, hidden h, FFN hidden f, all TP ranks
-// together (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using
-// Megatron-LM", §5.1 and appendix; GEMM m x k by k x n = 2mkn FLOPs):
+// FLOPs of one layer's forward on a micro-batch of b sequences of s tokens (T = b s), hidden h, FFN hidden f, a
+// query heads and kv key-value heads of head dimension d, all TP ranks together (Narayanan et al. 2021, "Efficient
+// Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", §5.1 and appendix; GEMM m x k by k x n =
+// 2mkn FLOPs):
 //
-//   QKV projection    2 b s h (3h) = 6 b s h^2
-//   attention         QK^T 2 b s^2 h  +  softmax(.)V 2 b s^2 h = 4 b s^2 h       (full s^2, as the paper counts)
-//   output projection 2 b s h^2
-//   MLP               2 b s h f + 2 b s f h = 4 b s h f                           (16 b s h^2 when f = 4h)
-//   total             24 b s h^2 + 4 b s^2 h = 24 b s h^2 (1 + s / 6h)  for f = 4h  (the paper's per-layer count)
-//   logits            2 b s h V (last stage)
+//   QKV projection    2 T h (a + 2 kv) d                       (MHA, kv = a, d = h / a: 6 T h^2)
+//   attention         QK^T 2 b s^2 a d  +  softmax(.)V 2 b s^2 a d = 4 b s^2 a d  (full s^2, as the paper counts)
+//   output projection 2 T a d h
+//   MLP               2 T h f + 2 T f h = 4 T h f; gated (SwiGLU, GeGLU: gate and up, then down) 6 T h f
+//   total             24 b s h^2 + 4 b s^2 h = 24 b s h^2 (1 + s / 6h)  for MHA, GeLU, f = 4h (the paper's count)
+//   logits            2 T h V (last stage)
+//
+// MLA (DeepSeek-V3) replaces the QKV projection by its down and up projections (model.cpp, MlaSpec) and the head
+// dimensions by nope + rope for QK^T and v for PV.
 //
 // and the backward pass twice the forward (a GEMM's input gradient and weight gradient each cost the forward's
 // FLOPs; the paper's factor 3 for forward + backward, without recomputation). Model FLOPs per step, for MFU, are
 // 3 x forward over the global batch: 72 B s l h^2 (1 + s/6h + V/12lh) for f = 4h (Narayanan et al. eq. 3 without
 // the recomputation pass; Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
 // Models", §6 defines model FLOPs utilisation this way). With tensor parallelism t every GEMM and the attention
-// heads split t ways. A MoE layer replaces the MLP by a router (2 b s h E) and top_k experts per token, each a full
-// MLP of f (Fedus et al. 2022, Switch Transformers; Lepikhin et al. 2021, GShard), run on the tokens they receive.
+// heads split t ways. A MoE layer replaces the MLP by a router (2 T h E), top_k experts per token, each an MLP of
+// moe.ffn_hidden (Fedus et al. 2022, Switch Transformers; Lepikhin et al. 2021, GShard), run on the tokens they
+// receive, and its shared experts (Dai et al. 2024, "DeepSeekMoE"), a tensor-parallel MLP every token goes through.
 //
 // HBM bytes: a GEMM reads both operands and writes its result once (dtype bytes each); attention is FlashAttention
 // (Dao et al. 2022: Q, K, V read, O written, no s^2 matrix in HBM) unless `attention: unfused`, which writes the
 // b a s^2 scores, reads and writes them in the softmax and reads them again for the product with V (4 passes);
-// layer norms, residual adds and the GeLU are one memory-bound kernel of 10 b s h + 2 b s f / t elements (two
-// norms read and write b s h, two residual adds read 2 and write 1, the GeLU reads and writes b s f / t). With
+// layer norms, residual adds and the activation are one memory-bound kernel of 10 b s h + 2 b s f / t elements (two
+// norms read and write b s h, two residual adds read 2 and write 1, the GeLU reads and writes b s f / t; a gated
+// activation reads 2 b s f / t and writes b s f / t; rotary reads and writes Q and K's rotated part). With
 // sequence parallelism (Korthikanti et al. 2022 §4.2.2) the norms and residuals split t ways, and the TP
 // all-reduces become a reduce-scatter after and an all-gather before each block.
 #pragma once
