@@ -93,3 +93,32 @@ TEST_CASE("presets: a preset takes overrides, and unknown names list the known o
                                          "deepseek-v3, gpt3-175b, llama3.1-405b, llama3.1-70b, llama3.1-8b"),
                        snsim::InputError);
 }
+
+TEST_CASE("presets: every preset runs a step (4 of its layers, 1024-token sequences) on 8 H200s") {
+  // TP 8 where the KV heads allow it (Qwen3 has 4: TP 4 x DP 2); MoE presets fold EP 8 over the 8 ranks.
+  const std::vector<std::pair<std::string, std::string>> plans{{"llama3.1-8b", "{tp: 8, dp: 1}"},
+                                                               {"llama3.1-70b", "{tp: 8, dp: 1}"},
+                                                               {"llama3.1-405b", "{tp: 8, dp: 1}"},
+                                                               {"mixtral-8x7b", "{tp: 8, dp: 1, ep: 8}"},
+                                                               {"mixtral-8x22b", "{tp: 8, dp: 1, ep: 8}"},
+                                                               {"deepseek-v3", "{tp: 8, dp: 1, ep: 8}"},
+                                                               {"qwen3-30b-a3b", "{tp: 4, dp: 2, ep: 8}"},
+                                                               {"qwen3-235b-a22b", "{tp: 4, dp: 2, ep: 8}"},
+                                                               {"gpt3-175b", "{tp: 8, dp: 1}"},
+                                                               {"nemotron-4-15b", "{tp: 8, dp: 1}"},
+                                                               {"nemotron-4-340b", "{tp: 8, dp: 1}"}};
+  REQUIRE(plans.size() == 11);
+  for (const auto& [name, plan] : plans) {
+    CAPTURE(name);
+    REQUIRE(find_preset(name) != nullptr);
+    const std::string outcome = run_isolated([&] {
+      const Report r = load(
+                           "topology: {type: hgx, gpu: h200, gpus: 8}\nworkloads:\n  - type: training\n"
+                           "    steps: 1\n    model: {preset: " +
+                           name + ", layers: 4, sequence: 1024}\n    parallel: " + plan + "\n")
+                           .run();
+      return r.outcome;
+    });
+    CHECK(outcome == "completed");
+  }
+}
