@@ -2,6 +2,7 @@
 // load balancer's capacity guarantee, and the input errors.
 #include <doctest/doctest.h>
 
+#include <map>
 #include <numeric>
 
 #include "scenario/test_support.hpp"
@@ -444,6 +445,34 @@ TEST_CASE("training: recomputation adds the forward it recomputes to the backwar
   const double none = flops("none"), s = 512, h = 1024;
   CHECK(flops("full") - none == doctest::Approx(4 * 2 * layer_model_flops(m, 0).count()));
   CHECK(flops("selective") - none == doctest::Approx(4 * 2 * 4 * s * s * h));
+}
+
+TEST_CASE("training: dense first layers, MoE layers and shared experts emit their own collectives") {
+  // 4 layers, the first dense, then MoE with 1 shared expert, on tp 2 x dp 4 with ep 2 (no SP), 2 micro-batches.
+  auto count = [](const std::string& moe) {
+    const auto s =
+        load(scenario("    steps: 1\n    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, "
+                      "micro_batches: 2, moe: " +
+                      moe + "}\n    parallel: {tp: 2, dp: 4, ep: 2}\n"));
+    std::vector<snsim::workloads::CollectiveOp> all;
+    collectives(s.programs()[0].ops, all);
+    std::map<snsim::models::CollectiveKind, int> n;
+    for (const auto& c : all)
+      if (c.group->size() == 2 && c.group->front() == 0 && c.group->back() == 1) ++n[c.kind];  // rank 0's TP = EP
+    return n;
+  };
+  using K = snsim::models::CollectiveKind;
+  const auto routed = count("{experts: 4, top_k: 2, dense_layers: 1}");
+  // Dispatch and combine in each of the 3 MoE layers, forward and backward, per micro-batch: 3 x 2 x 2 x 2.
+  CHECK(routed.at(K::all_to_all) == 24);
+  // TP all-reduces: attention forward and backward in every layer, the dense layer's MLP forward and backward:
+  // (4 + 1) x 2 x 2; the MoE layers all-gather their routed tokens, forward and backward: 3 x 2 x 2.
+  CHECK(routed.at(K::all_reduce) == 20);
+  CHECK(routed.at(K::all_gather) == 12);
+  // A shared expert is a tensor-parallel MLP in each MoE layer: 3 x 2 x 2 all-reduces more.
+  const auto shared = count("{experts: 4, top_k: 2, dense_layers: 1, shared_experts: 1}");
+  CHECK(shared.at(K::all_reduce) == 20 + 12);
+  CHECK(shared.at(K::all_to_all) == 24);
 }
 
 TEST_CASE("training: architecture input errors") {
