@@ -135,6 +135,8 @@ Report Scenario::run(const std::vector<std::string>& engine_args) const {
     report.outcome = *failures.outcome;  // a lost GPU stopped every rank: not a deadlock
   else if (!stuck.empty())
     report.outcome = deadlock_outcome(stuck, report.invariants.unended);
+  for (const auto& w : workloads_)
+    if (const auto why = w->outcome(); why && report.outcome == "completed") report.outcome = *why;
   for (std::size_t phase = 0; phase < workloads_.size(); ++phase)
     for (auto& t : workloads_[phase]->summarize(report.ops, static_cast<int>(phase)))
       report.tables.push_back(std::move(t));

@@ -48,9 +48,10 @@ struct Axis {
 };
 
 /// The numbers every run of a sweep reports (metrics_of), in the order sweep.md lists them: the only names a goal
-/// may bound or minimize. step_time_s, samples_per_s and mfu_pct come from training workloads only.
-inline const std::vector<std::string> SWEEP_METRICS{"gpus",          "makespan_s", "step_time_s",
-                                                    "samples_per_s", "mfu_pct",    "wall_s"};
+/// may bound or minimize. step_time_s, samples_per_s, mfu_pct, peak_hbm_gib and fits (1 or 0) come from training
+/// workloads only.
+inline const std::vector<std::string> SWEEP_METRICS{"gpus",    "makespan_s",   "step_time_s", "samples_per_s",
+                                                    "mfu_pct", "peak_hbm_gib", "fits",        "wall_s"};
 
 /// What sweep.md states as the answer: among completed points with `metric` >= at_least (or <= at_most), the one
 /// with the least `minimize`.

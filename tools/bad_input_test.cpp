@@ -210,7 +210,7 @@ std::vector<Row> rows() {
        {"sweep", "plan.yaml", "--dry-run"},
        2,
        "goal.metric: unknown metric 'throughput'; known: gpus, makespan_s, step_time_s, samples_per_s, mfu_pct, "
-       "wall_s",
+       "peak_hbm_gib, fits, wall_s",
        [](const TempDir& dir) {
          dir.write("s.yaml", scenario());
          dir.write("plan.yaml",

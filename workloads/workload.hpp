@@ -2,6 +2,8 @@
 // its ops back into result tables (like nccl-tests' output for collective_sweep).
 #pragma once
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "program/program.hpp"
@@ -18,6 +20,8 @@ class Workload {
   /// The scenario's seed, given before emit(): generators that draw (a training step's MoE routing) draw from
   /// streams seeded by it (sim/random.hpp).
   virtual void set_seed(std::uint64_t /*seed*/) {}
+  /// Why this workload declined to run (it emitted no op), for the run's outcome; nullopt when it ran.
+  virtual std::optional<std::string> outcome() const { return std::nullopt; }
   /// Result tables from the records of this workload's ops (those with its phase).
   virtual std::vector<Table> summarize(const std::vector<OpRecord>& /*records*/, int /*phase*/) const { return {}; }
 };

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "workloads/training/presets.hpp"
+
 namespace snsim::workloads::training {
 namespace {
 
@@ -96,39 +98,128 @@ std::uint64_t routed_tokens(const ModelSpec& model, const ParallelPlan& plan) {
          static_cast<std::uint64_t>(plan.tp);
 }
 
-LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan) {
-  const double b = model.micro_batch, s = model.sequence, h = model.hidden, f = model.ffn_hidden, a = model.heads;
+bool is_moe_layer(const ModelSpec& model, int layer) {
+  if (!model.moe || layer < model.moe->dense_layers) return false;
+  return (layer - model.moe->dense_layers) % model.moe->every == 0;
+}
+
+int expert_ffn(const ModelSpec& model) {
+  return model.moe && model.moe->ffn_hidden > 0 ? model.moe->ffn_hidden : model.ffn_hidden;
+}
+
+int mlp_matrices(Mlp mlp) {
+  return mlp == Mlp::swiglu || mlp == Mlp::geglu ? 3 : 2;
+}
+
+AttentionWidths attention_widths(const ModelSpec& m) {
+  const double a = m.heads;
+  if (m.mla) {
+    const double qk = m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim, v = m.mla->v_head_dim;
+    return {a * qk, a * qk, a * v, a * v, qk, v};
+  }
+  // A spec built in code may leave these 0: MHA of hidden / heads.
+  const double d = m.head_dim > 0 ? m.head_dim : static_cast<double>(m.hidden) / m.heads;
+  const double kv = m.kv_heads > 0 ? m.kv_heads : m.heads;
+  return {a * d, kv * d, kv * d, a * d, d, d};
+}
+
+namespace {
+
+/// MLA's down projections (h to the Q and KV latents and the shared rotary key): replicated on every TP rank, as
+/// Megatron-Core's MLA does; its up projections split by heads.
+double mla_down_width(const MlaSpec& mla) {
+  return mla.q_lora_rank + mla.kv_lora_rank + mla.qk_rope_head_dim;
+}
+
+/// The Q, K, V projections' parameters on one rank (all of them when t = 1).
+double qkv_params(const ModelSpec& m, double t) {
+  const auto w = attention_widths(m);
+  const double h = m.hidden;
+  if (!m.mla) return h * (w.q + w.k + w.v) / t;
+  const auto& l = *m.mla;
+  const double a = m.heads;
+  double p = h * (l.kv_lora_rank + l.qk_rope_head_dim) + l.kv_lora_rank * a * (l.qk_nope_head_dim + l.v_head_dim) / t;
+  p += l.q_lora_rank > 0 ? h * l.q_lora_rank + l.q_lora_rank * w.q / t : h * w.q / t;
+  return p + l.q_lora_rank + l.kv_lora_rank;  // the latents' RMSNorm weights
+}
+
+double norm_params(const ModelSpec& m) {
+  return (m.norm == Norm::layernorm ? 2.0 : 1.0) * m.hidden;  // LayerNorm: weight and bias; RMSNorm: weight
+}
+
+double shared_ffn(const ModelSpec& m) {
+  return m.moe ? static_cast<double>(m.moe->shared_experts) * expert_ffn(m) : 0;
+}
+
+/// One rank's forward of the Q, K, V projections on `tokens` tokens.
+Kernel qkv_forward(const ModelSpec& m, double tokens, double t, double e) {
+  const auto w = attention_widths(m);
+  const double h = m.hidden;
+  if (!m.mla) return gemm(tokens, h, (w.q + w.k + w.v) / t, e);
+  const auto& l = *m.mla;
+  const double a = m.heads;
+  std::vector<Kernel> parts{gemm(tokens, h, mla_down_width(l), e),
+                            gemm(tokens, l.kv_lora_rank, a * (l.qk_nope_head_dim + l.v_head_dim) / t, e)};
+  if (l.q_lora_rank > 0)
+    parts.push_back(gemm(tokens, l.q_lora_rank, w.q / t, e));
+  else
+    parts.push_back(gemm(tokens, h, w.q / t, e));
+  Kernel sum{Flops{0}, Bytes{0}};
+  for (const auto& k : parts) {
+    sum.flops = Flops{sum.flops.count() + k.flops.count()};
+    sum.bytes += k.bytes;
+  }
+  return sum;
+}
+
+/// Elements an MLP's activation reads and writes per token and FFN column: GeLU and squared ReLU read and write f;
+/// a gated one reads the gate and the up projection and writes their product.
+double activation_passes(Mlp mlp) {
+  return mlp_matrices(mlp) == 3 ? 3 : 2;
+}
+
+Bytes bytes_of(double x) {
+  return Bytes{static_cast<std::uint64_t>(std::llround(std::max(0.0, x)))};
+}
+
+}  // namespace
+
+LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer) {
+  const double b = model.micro_batch, s = model.sequence, h = model.hidden, a = model.heads;
   const double t = plan.tp, e = element_bytes(model.dtype);
   const double tokens = b * s;
+  const auto w = attention_widths(model);
+  const double f = moe_layer ? shared_ffn(model) : model.ffn_hidden;
+  const int mats = mlp_matrices(model.mlp);
   LayerForward l;
-  l.qkv = gemm(tokens, h, 3 * h / t, e);
-  // QK^T and softmax(.)V over this rank's a / t heads: 4 b s^2 h / t FLOPs.
-  l.attention.flops = Flops{4 * b * s * s * h / t};
-  double attention_bytes = 4 * tokens * h / t * e;  // Q, K, V read, O written
+  l.qkv = qkv_forward(model, tokens, t, e);
+  // QK^T and softmax(.)V over this rank's a / t heads: 2 b s^2 (a / t)(d_qk + d_v) FLOPs (4 b s^2 h / t for MHA).
+  l.attention.flops = Flops{2 * b * s * s * (a / t) * (w.qk_head + w.v_head)};
+  double attention_bytes = (w.q + w.k + w.v + w.o) * tokens / t * e;  // Q, K, V read, O written
   if (!model.flash_attention) attention_bytes += 4 * b * (a / t) * s * s * e;
-  l.attention.bytes = Bytes{static_cast<std::uint64_t>(std::llround(attention_bytes))};
-  l.projection = gemm(tokens, h / t, h, e);
-  const double norms = (plan.sequence_parallel ? 10 * tokens * h / t : 10 * tokens * h) + 2 * tokens * f / t;
-  if (model.moe) {
-    const double routed = static_cast<double>(routed_tokens(model, plan));
-    l.router = gemm(routed, h, model.moe->experts, e);
-    l.elementwise.bytes = Bytes{
-        static_cast<std::uint64_t>(std::llround((plan.sequence_parallel ? 10 * tokens * h / t : 10 * tokens * h) * e))};
-  } else {
-    l.mlp_up = gemm(tokens, h, f / t, e);
+  l.attention.bytes = bytes_of(attention_bytes);
+  l.projection = gemm(tokens, w.o / t, h, e);
+  double elementwise = plan.sequence_parallel ? 10 * tokens * h / t : 10 * tokens * h;
+  elementwise += activation_passes(model.mlp) * tokens * f / t;
+  if (model.rotary) {  // RoPE reads and writes the rotated part of Q and K
+    const double rotated = model.mla ? (a + 1) * model.mla->qk_rope_head_dim : w.q + w.k;
+    elementwise += 2 * tokens * rotated / t;
+  }
+  l.elementwise.bytes = bytes_of(elementwise * e);
+  if (moe_layer) l.router = gemm(static_cast<double>(routed_tokens(model, plan)), h, model.moe->experts, e);
+  if (f > 0) {
+    l.mlp_up = gemm(tokens, h, (mats - 1) * f / t, e);
     l.mlp_down = gemm(tokens, f / t, h, e);
-    l.elementwise.bytes = Bytes{static_cast<std::uint64_t>(std::llround(norms * e))};
   }
   return l;
 }
 
 Kernel expert_forward(const ModelSpec& model, std::uint64_t tokens) {
-  const double n = static_cast<double>(tokens), h = model.hidden, f = model.ffn_hidden;
+  const double n = static_cast<double>(tokens), h = model.hidden, f = expert_ffn(model);
   const double e = element_bytes(model.dtype);
-  const Kernel up = gemm(n, h, f, e), down = gemm(n, f, h, e);
-  // The GeLU between them reads and writes n f elements.
+  const Kernel up = gemm(n, h, (mlp_matrices(model.mlp) - 1) * f, e), down = gemm(n, f, h, e);
   return {Flops{up.flops.count() + down.flops.count()},
-          up.bytes + down.bytes + Bytes{static_cast<std::uint64_t>(std::llround(2 * n * f * e))}};
+          up.bytes + down.bytes + bytes_of(activation_passes(model.mlp) * n * f * e)};
 }
 
 Kernel logits_forward(const ModelSpec& model, const ParallelPlan& plan) {
@@ -139,52 +230,129 @@ Kernel logits_forward(const ModelSpec& model, const ParallelPlan& plan) {
   return k;
 }
 
-Flops layer_model_flops(const ModelSpec& model) {
-  const double b = model.micro_batch, s = model.sequence, h = model.hidden, f = model.ffn_hidden;
-  double flops = 6 * b * s * h * h + 4 * b * s * s * h + 2 * b * s * h * h;
-  if (model.moe)
-    flops += 2 * b * s * h * model.moe->experts + model.moe->top_k * 4 * b * s * h * f;
+Flops layer_model_flops(const ModelSpec& model, int layer) {
+  const double b = model.micro_batch, s = model.sequence, h = model.hidden, a = model.heads;
+  const double tokens = b * s;
+  const auto w = attention_widths(model);
+  const double mats = mlp_matrices(model.mlp);
+  double flops = 2 * tokens * qkv_params(model, 1) + 2 * b * s * s * a * (w.qk_head + w.v_head) + 2 * tokens * w.o * h;
+  if (model.mla) flops -= 2 * tokens * (model.mla->q_lora_rank + model.mla->kv_lora_rank);  // norms, not GEMMs
+  if (is_moe_layer(model, layer))
+    flops += 2 * tokens * h * model.moe->experts + model.moe->top_k * 2 * mats * tokens * h * expert_ffn(model) +
+             2 * mats * tokens * h * shared_ffn(model);
   else
-    flops += 4 * b * s * h * f;
+    flops += 2 * mats * tokens * h * model.ffn_hidden;
   return Flops{flops};
 }
 
 Flops step_model_flops(const ModelSpec& model, const ParallelPlan& plan) {
-  const double forward = model.layers * layer_model_flops(model).count() +
-                         2.0 * model.micro_batch * model.sequence * model.hidden * model.vocabulary;
+  double forward = 2.0 * model.micro_batch * model.sequence * model.hidden * model.vocabulary;
+  for (int l = 0; l < model.layers; ++l) forward += layer_model_flops(model, l).count();
   return Flops{3 * forward * plan.micro_batches * plan.dp};
 }
 
-double dense_layer_params(const ModelSpec& model, const ParallelPlan& plan) {
-  const double h = model.hidden, f = model.ffn_hidden;
-  // The router's h x E weights are replicated on every TP rank; the rest splits t ways.
-  return 4 * h * h / plan.tp + (model.moe ? h * model.moe->experts : 2 * h * f / plan.tp);
+double dense_layer_params(const ModelSpec& model, const ParallelPlan& plan, int layer) {
+  const double h = model.hidden, t = plan.tp, mats = mlp_matrices(model.mlp);
+  // Norm weights and the router's h x E are replicated on every TP rank; the rest splits t ways.
+  const double attention = qkv_params(model, t) + attention_widths(model).o * h / t + 2 * norm_params(model);
+  if (!is_moe_layer(model, layer)) return attention + mats * h * model.ffn_hidden / t;
+  return attention + h * model.moe->experts + mats * h * shared_ffn(model) / t;
 }
 
-double expert_layer_params(const ModelSpec& model, const ParallelPlan& plan) {
-  if (!model.moe) return 0;
-  return static_cast<double>(model.moe->experts / plan.ep) * 2.0 * model.hidden * model.ffn_hidden;
+double expert_layer_params(const ModelSpec& model, const ParallelPlan& plan, int layer) {
+  if (!is_moe_layer(model, layer)) return 0;
+  return static_cast<double>(model.moe->experts / plan.ep) * mlp_matrices(model.mlp) * model.hidden * expert_ffn(model);
 }
 
-double vocabulary_params(const ModelSpec& model, const ParallelPlan& plan) {
+double embedding_params(const ModelSpec& model, const ParallelPlan& plan) {
   return static_cast<double>(model.vocabulary) * model.hidden / plan.tp;
 }
 
+double logits_params(const ModelSpec& model, const ParallelPlan& plan) {
+  // Tied on one stage, the logits are the embedding's matrix; on several, the last stage holds its own copy.
+  const bool shared = model.tied_embeddings && plan.pp == 1;
+  return (shared ? 0 : embedding_params(model, plan)) + norm_params(model);
+}
+
+double total_params(const ModelSpec& model) {
+  const ParallelPlan one;
+  double p = embedding_params(model, one) + (model.tied_embeddings ? norm_params(model) : logits_params(model, one));
+  for (int l = 0; l < model.layers; ++l) p += dense_layer_params(model, one, l) + expert_layer_params(model, one, l);
+  return p;
+}
+
+double active_params(const ModelSpec& model) {
+  double p = total_params(model);
+  for (int l = 0; l < model.layers; ++l)
+    if (is_moe_layer(model, l))
+      p -= static_cast<double>(model.moe->experts - model.moe->top_k) * mlp_matrices(model.mlp) * model.hidden *
+           expert_ffn(model);
+  return p;
+}
+
+namespace {
+
+/// A count from the map, the preset's value its default; required (no default) when the preset has none (0).
+int count(const ConfigNode& node, std::string_view key, int fallback, int low, int high) {
+  if (fallback <= 0 && low > 0) return positive_int(node, key, high);
+  const int v = node.optional<int>(key, fallback);
+  check_between(node, key, v, low, high);
+  return v;
+}
+
+template <class Enum>
+Enum choice(const ConfigNode& node, std::string_view key, Enum fallback,
+            const std::vector<std::pair<std::string_view, Enum>>& names) {
+  std::string known, current;
+  for (const auto& [name, value] : names) {
+    known += (known.empty() ? "" : ", ") + std::string(name);
+    if (value == fallback) current = name;
+  }
+  const auto found = node.optional<std::string>(key, current);
+  for (const auto& [name, value] : names)
+    if (name == found) return value;
+  node.fail_key(key, fmt::format("expected one of {}, found '{}'", known, found));
+}
+
+const std::vector<std::pair<std::string_view, Mlp>> MLP_NAMES{
+    {"gelu", Mlp::gelu}, {"squared_relu", Mlp::squared_relu}, {"swiglu", Mlp::swiglu}, {"geglu", Mlp::geglu}};
+const std::vector<std::pair<std::string_view, Norm>> NORM_NAMES{{"layernorm", Norm::layernorm},
+                                                                {"rmsnorm", Norm::rmsnorm}};
+
+ModelSpec start_from(const ConfigNode& name_node, const std::string& name) {
+  const ModelSpec* preset = find_preset(name);
+  if (!preset) name_node.fail(fmt::format("unknown model preset '{}'; known: {}", name, preset_names()));
+  return *preset;
+}
+
+}  // namespace
+
 ModelSpec parse_model(const ConfigNode& node, const Fabric& fabric) {
+  if (node.is_scalar()) {  // `model: llama3.1-8b`: the preset as published
+    ModelSpec m = start_from(node, node.as<std::string>());
+    const auto& gpu = *fabric.device(fabric.gpus().front()).gpu;
+    if (!gpu.peak(m.dtype)) node.fail(fmt::format("the {} preset has no published dense bf16 rate", gpu.model));
+    return m;
+  }
   ModelSpec m;
-  m.layers = positive_int(node, "layers", MAX_LAYERS);
-  m.hidden = positive_int(node, "hidden", MAX_WIDTH);
-  m.heads = positive_int(node, "heads", MAX_WIDTH);
-  m.ffn_hidden = node.optional<int>("ffn_hidden", 4 * m.hidden);
-  check_between(node, "ffn_hidden", m.ffn_hidden, 1, MAX_WIDTH);
-  m.sequence = positive_int(node, "sequence", MAX_WIDTH);
-  m.vocabulary = node.optional<int>("vocabulary", 50304);  // GPT-2's 50,257 padded to a multiple of 128 (Megatron)
-  check_between(node, "vocabulary", m.vocabulary, 1, MAX_WIDTH);
-  m.micro_batch = node.optional<int>("micro_batch", 1);
-  check_between(node, "micro_batch", m.micro_batch, 1, MAX_MICRO_BATCHES);
-  if (m.hidden % m.heads != 0)
-    node.fail_key("heads", fmt::format("must divide hidden ({}), got {}", m.hidden, m.heads));
-  const auto dtype_name = node.optional<std::string>("dtype", "bf16");
+  if (const auto preset = node.maybe_child("preset")) m = start_from(*preset, preset->as<std::string>());
+  m.layers = count(node, "layers", m.layers, 1, MAX_LAYERS);
+  m.hidden = count(node, "hidden", m.hidden, 1, MAX_WIDTH);
+  m.heads = count(node, "heads", m.heads, 1, MAX_WIDTH);
+  const bool own_width = node.has("hidden") || node.has("heads");  // a preset's head_dim holds for its own widths
+  m.head_dim = node.has("head_dim") || !own_width ? m.head_dim : 0;
+  if (m.head_dim == 0 && m.hidden % m.heads != 0)
+    node.fail_key("heads", fmt::format("must divide hidden ({}), got {} (or give head_dim)", m.hidden, m.heads));
+  m.head_dim = count(node, "head_dim", m.head_dim > 0 ? m.head_dim : m.hidden / m.heads, 1, MAX_WIDTH);
+  m.kv_heads = count(node, "kv_heads", m.kv_heads > 0 && !node.has("heads") ? m.kv_heads : m.heads, 1, MAX_WIDTH);
+  if (m.heads % m.kv_heads != 0)
+    node.fail_key("kv_heads", fmt::format("must divide heads ({}), got {}", m.heads, m.kv_heads));
+  m.ffn_hidden = count(node, "ffn_hidden", m.ffn_hidden > 0 ? m.ffn_hidden : 4 * m.hidden, 1, MAX_WIDTH);
+  m.sequence = count(node, "sequence", m.sequence, 1, MAX_WIDTH);
+  // GPT-2's 50,257 padded to a multiple of 128 (Megatron)
+  m.vocabulary = count(node, "vocabulary", m.vocabulary > 0 ? m.vocabulary : 50304, 1, MAX_WIDTH);
+  m.micro_batch = count(node, "micro_batch", m.micro_batch, 1, MAX_MICRO_BATCHES);
+  const auto dtype_name = node.optional<std::string>("dtype", std::string(to_string(m.dtype)));
   const auto dtype = dtype_from_string(dtype_name);
   if (!dtype)
     node.fail_key("dtype", fmt::format("unknown number format '{}'; known: {}", dtype_name, known_dtype_names()));
@@ -192,22 +360,42 @@ ModelSpec parse_model(const ConfigNode& node, const Fabric& fabric) {
   if (!gpu.peak(*dtype))
     node.fail_key("dtype", fmt::format("the {} preset has no published dense {} rate", gpu.model, dtype_name));
   m.dtype = *dtype;
-  const auto attention = node.optional<std::string>("attention", "flash");
+  const auto attention = node.optional<std::string>("attention", m.flash_attention ? "flash" : "unfused");
   if (attention != "flash" && attention != "unfused")
     node.fail_key("attention", fmt::format("expected flash or unfused, found '{}'", attention));
   m.flash_attention = attention == "flash";
+  m.mlp = choice(node, "mlp", m.mlp, MLP_NAMES);
+  m.norm = choice(node, "norm", m.norm, NORM_NAMES);
+  m.rotary = node.optional<bool>("rotary", m.rotary);
+  m.tied_embeddings = node.optional<bool>("tied_embeddings", m.tied_embeddings);
+  m.dropout = node.optional<bool>("dropout", m.dropout);
+  if (const auto mla = node.maybe_child("mla")) {
+    MlaSpec l = m.mla.value_or(MlaSpec{});
+    l.q_lora_rank = count(*mla, "q_lora_rank", l.q_lora_rank, 0, MAX_WIDTH);
+    l.kv_lora_rank = count(*mla, "kv_lora_rank", l.kv_lora_rank, 1, MAX_WIDTH);
+    l.qk_nope_head_dim = count(*mla, "qk_nope_head_dim", l.qk_nope_head_dim, 1, MAX_WIDTH);
+    l.qk_rope_head_dim = count(*mla, "qk_rope_head_dim", l.qk_rope_head_dim, 1, MAX_WIDTH);
+    l.v_head_dim = count(*mla, "v_head_dim", l.v_head_dim, 1, MAX_WIDTH);
+    m.mla = l;
+  }
   if (const auto moe = node.maybe_child("moe")) {
-    MoeSpec e;
-    e.experts = positive_int(*moe, "experts", MAX_EXPERTS);
-    e.top_k = moe->optional<int>("top_k", 2);
-    check_between(*moe, "top_k", e.top_k, 1, MAX_EXPERTS);
+    MoeSpec e = m.moe.value_or(MoeSpec{0, 2, 1.25, 0});
+    e.experts = count(*moe, "experts", e.experts, 1, MAX_EXPERTS);
+    e.top_k = count(*moe, "top_k", e.top_k, 1, MAX_EXPERTS);
     if (e.experts < e.top_k) moe->fail_key("top_k", fmt::format("must be <= experts ({}), got {}", e.experts, e.top_k));
-    e.capacity_factor = moe->optional<double>("capacity_factor", 1.25);
+    e.capacity_factor = moe->optional<double>("capacity_factor", e.capacity_factor);
     check_between(*moe, "capacity_factor", e.capacity_factor, 0.01, 1000.0);
-    e.skew = moe->optional<double>("skew", 0.0);
+    e.skew = moe->optional<double>("skew", e.skew);
     check_between(*moe, "skew", e.skew, 0.0, 10.0);
+    e.ffn_hidden = count(*moe, "ffn_hidden", e.ffn_hidden > 0 ? e.ffn_hidden : m.ffn_hidden, 1, MAX_WIDTH);
+    e.shared_experts = count(*moe, "shared_experts", e.shared_experts, 0, MAX_EXPERTS);
+    e.dense_layers = count(*moe, "dense_layers", e.dense_layers, 0, m.layers - 1);
+    e.every = count(*moe, "every", e.every, 1, m.layers);
     m.moe = e;
   }
+  if (m.moe && m.moe->dense_layers >= m.layers)
+    node.fail_key("layers",
+                  fmt::format("leaves no MoE layer: the first {} are dense (moe.dense_layers)", m.moe->dense_layers));
   return m;
 }
 
@@ -235,8 +423,14 @@ ParallelPlan parse_plan(const ConfigNode& parallel, const ConfigNode& model, con
     parallel.fail_key("ep", fmt::format("must divide model.moe.experts ({}), got {}", spec.moe->experts, p.ep));
   if (spec.heads % p.tp != 0)
     parallel.fail_key("tp", fmt::format("must divide model.heads ({}), got {}", spec.heads, p.tp));
+  // Megatron-Core splits K and V by heads too: each TP rank holds whole KV heads (MQA runs on one rank per group).
+  if (!spec.mla && spec.kv_heads % p.tp != 0)
+    parallel.fail_key("tp", fmt::format("must divide model.kv_heads ({}), got {}", spec.kv_heads, p.tp));
   if (spec.ffn_hidden % p.tp != 0)
     parallel.fail_key("tp", fmt::format("must divide model.ffn_hidden ({}), got {}", spec.ffn_hidden, p.tp));
+  if (spec.moe && (spec.moe->shared_experts * expert_ffn(spec)) % p.tp != 0)
+    parallel.fail_key(
+        "tp", fmt::format("must divide the shared experts' FFN ({} x {})", spec.moe->shared_experts, expert_ffn(spec)));
   if (spec.layers % p.pp != 0)
     parallel.fail_key("pp", fmt::format("must divide model.layers ({}), got {}", spec.layers, p.pp));
   if ((static_cast<long long>(spec.micro_batch) * spec.sequence) % p.tp != 0)
@@ -247,13 +441,15 @@ ParallelPlan parse_plan(const ConfigNode& parallel, const ConfigNode& model, con
     parallel.fail_key("pipeline", fmt::format("expected 1f1b or gpipe, found '{}'", pipeline));
   p.pipeline = pipeline == "1f1b" ? Pipeline::one_f_one_b : Pipeline::gpipe;
   p.sequence_parallel = parallel.optional<bool>("sequence_parallel", false);
+  p.recompute = choice(parallel, "recompute", Recompute::none,
+                       {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}});
   p.zero = parallel.optional<bool>("zero", false);
   p.bucket = parallel.optional<Bytes>("bucket", Bytes{25ull << 20});
   check_between(parallel, "bucket", p.bucket, Bytes{1ull << 10}, Bytes{1ull << 40});
 
   // The batch: micro-batches per step and pipeline, given directly or from the global batch in sequences.
-  const auto micro_batches = model.maybe<int>("micro_batches");
-  const auto global = model.maybe<int>("global_batch");
+  const auto micro_batches = model.is_map() ? model.maybe<int>("micro_batches") : std::nullopt;
+  const auto global = model.is_map() ? model.maybe<int>("global_batch") : std::nullopt;
   if (micro_batches && global) model.fail_key("global_batch", "give either global_batch or micro_batches, not both");
   if (global) {
     const int per_step = spec.micro_batch * p.dp;

@@ -13,35 +13,42 @@
 // of every EP group of the stage (tp x dp / ep of them) are its expert-data-parallel group, which reduces the
 // experts' gradients. Hence ep must divide tp x dp and the expert count.
 //
-// FLOPs of one layer's forward on a micro-batch of b sequences of s tokens, hidden h, FFN hidden f, all TP ranks
-// together (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using
-// Megatron-LM", §5.1 and appendix; GEMM m x k by k x n = 2mkn FLOPs):
+// FLOPs of one layer's forward on a micro-batch of b sequences of s tokens (T = b s), hidden h, FFN hidden f, a
+// query heads and kv key-value heads of head dimension d, all TP ranks together (Narayanan et al. 2021, "Efficient
+// Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", §5.1 and appendix; GEMM m x k by k x n =
+// 2mkn FLOPs):
 //
-//   QKV projection    2 b s h (3h) = 6 b s h^2
-//   attention         QK^T 2 b s^2 h  +  softmax(.)V 2 b s^2 h = 4 b s^2 h       (full s^2, as the paper counts)
-//   output projection 2 b s h^2
-//   MLP               2 b s h f + 2 b s f h = 4 b s h f                           (16 b s h^2 when f = 4h)
-//   total             24 b s h^2 + 4 b s^2 h = 24 b s h^2 (1 + s / 6h)  for f = 4h  (the paper's per-layer count)
-//   logits            2 b s h V (last stage)
+//   QKV projection    2 T h (a + 2 kv) d                       (MHA, kv = a, d = h / a: 6 T h^2)
+//   attention         QK^T 2 b s^2 a d  +  softmax(.)V 2 b s^2 a d = 4 b s^2 a d  (full s^2, as the paper counts)
+//   output projection 2 T a d h
+//   MLP               2 T h f + 2 T f h = 4 T h f; gated (SwiGLU, GeGLU: gate and up, then down) 6 T h f
+//   total             24 b s h^2 + 4 b s^2 h = 24 b s h^2 (1 + s / 6h)  for MHA, GeLU, f = 4h (the paper's count)
+//   logits            2 T h V (last stage)
+//
+// MLA (DeepSeek-V3) replaces the QKV projection by its down and up projections (model.cpp, MlaSpec) and the head
+// dimensions by nope + rope for QK^T and v for PV.
 //
 // and the backward pass twice the forward (a GEMM's input gradient and weight gradient each cost the forward's
 // FLOPs; the paper's factor 3 for forward + backward, without recomputation). Model FLOPs per step, for MFU, are
 // 3 x forward over the global batch: 72 B s l h^2 (1 + s/6h + V/12lh) for f = 4h (Narayanan et al. eq. 3 without
 // the recomputation pass; Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
 // Models", §6 defines model FLOPs utilisation this way). With tensor parallelism t every GEMM and the attention
-// heads split t ways. A MoE layer replaces the MLP by a router (2 b s h E) and top_k experts per token, each a full
-// MLP of f (Fedus et al. 2022, Switch Transformers; Lepikhin et al. 2021, GShard), run on the tokens they receive.
+// heads split t ways. A MoE layer replaces the MLP by a router (2 T h E), top_k experts per token, each an MLP of
+// moe.ffn_hidden (Fedus et al. 2022, Switch Transformers; Lepikhin et al. 2021, GShard), run on the tokens they
+// receive, and its shared experts (Dai et al. 2024, "DeepSeekMoE"), a tensor-parallel MLP every token goes through.
 //
 // HBM bytes: a GEMM reads both operands and writes its result once (dtype bytes each); attention is FlashAttention
 // (Dao et al. 2022: Q, K, V read, O written, no s^2 matrix in HBM) unless `attention: unfused`, which writes the
 // b a s^2 scores, reads and writes them in the softmax and reads them again for the product with V (4 passes);
-// layer norms, residual adds and the GeLU are one memory-bound kernel of 10 b s h + 2 b s f / t elements (two
-// norms read and write b s h, two residual adds read 2 and write 1, the GeLU reads and writes b s f / t). With
+// layer norms, residual adds and the activation are one memory-bound kernel of 10 b s h + 2 b s f / t elements (two
+// norms read and write b s h, two residual adds read 2 and write 1, the GeLU reads and writes b s f / t; a gated
+// activation reads 2 b s f / t and writes b s f / t; rotary reads and writes Q and K's rotated part). With
 // sequence parallelism (Korthikanti et al. 2022 §4.2.2) the norms and residuals split t ways, and the TP
 // all-reduces become a reduce-scatter after and an all-gather before each block.
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "sim/config.hpp"
@@ -50,34 +57,83 @@
 
 namespace snsim::workloads::training {
 
-/// A mixture-of-experts MLP in every layer.
+/// The MLP's activation: GeLU and squared ReLU (Nemotron-4) are two matrices, h x f and f x h; the gated ones,
+/// SwiGLU (Llama, Mixtral, Qwen3, DeepSeek-V3) and GeGLU, three: a gate and an up projection, h x f each, whose
+/// activated product goes through the down projection (Shazeer 2020, "GLU Variants Improve Transformer").
+enum class Mlp { gelu, squared_relu, swiglu, geglu };
+enum class Norm { layernorm, rmsnorm };
+
+/// Multi-head latent attention (DeepSeek-AI 2024, "DeepSeek-V3 Technical Report", §2.1.1; the config.json names):
+/// Q through a rank-`q_lora_rank` down and up projection (0: one h x a(nope + rope) projection), K and V through a
+/// shared rank-`kv_lora_rank` latent, plus one decoupled rotary key of `qk_rope_head_dim` shared by the heads.
+struct MlaSpec {
+  int q_lora_rank = 0;
+  int kv_lora_rank = 0;
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+};
+
+/// A mixture-of-experts MLP: in every `every`-th layer after the first `dense_layers` dense ones.
 struct MoeSpec {
   int experts = 8;
   int top_k = 2;
   double capacity_factor = 1.25;  // an expert takes at most capacity_factor x (tokens x top_k / experts)
   double skew = 0;                // Zipf exponent of the experts' popularity: 0 uniform, 1 Zipf, larger hotter
+  int ffn_hidden = 0;             // each expert's FFN hidden size; 0: the model's ffn_hidden
+  int shared_experts = 0;         // experts every token goes through (DeepSeekMoE), a dense MLP of shared x ffn_hidden
+  int dense_layers = 0;           // the first layers keep a dense MLP (DeepSeek-V3's first_k_dense_replace)
+  int every = 1;                  // then every k-th layer is MoE (Megatron's moe_layer_freq)
 };
 
 struct ModelSpec {
+  std::string preset;  // the named preset it started from, if any (workloads/training/presets.hpp)
   int layers = 0;
   int hidden = 0;
   int ffn_hidden = 0;  // 4 x hidden unless given
   int heads = 0;
+  int kv_heads = 0;  // key and value heads: = heads (MHA), fewer (GQA), 1 (MQA)
+  int head_dim = 0;  // hidden / heads unless given
   int sequence = 0;
   int vocabulary = 0;
   int micro_batch = 1;  // sequences per micro-batch
   Dtype dtype = Dtype::bf16;
   bool flash_attention = true;
+  Mlp mlp = Mlp::gelu;
+  Norm norm = Norm::layernorm;
+  bool rotary = false;           // rotary position embeddings (RoPE) on Q and K
+  bool tied_embeddings = false;  // the logits reuse the input embedding's V x h matrix
+  bool dropout = false;          // dropout after attention and the MLP (memory: its masks)
+  std::optional<MlaSpec> mla;
   std::optional<MoeSpec> moe;
 };
 
+/// Whether layer `layer` (0-based, over the whole model) is a MoE layer.
+bool is_moe_layer(const ModelSpec& model, int layer);
+/// An expert's FFN hidden size.
+int expert_ffn(const ModelSpec& model);
+/// Weight matrices of one MLP: 2, or 3 for a gated activation.
+int mlp_matrices(Mlp mlp);
+
+/// Per token, all heads: the widths of Q, K, V and the attention output; one head's QK and V dimensions. GQA: K and
+/// V of kv_heads x head_dim; MLA: K after its up projection, a x (nope + rope).
+struct AttentionWidths {
+  double q, k, v, o, qk_head, v_head;
+};
+AttentionWidths attention_widths(const ModelSpec& model);
+
 enum class Pipeline { one_f_one_b, gpipe };
+/// Activation recomputation (Korthikanti et al. 2022, §5): none; selective, the attention core (QK^T, softmax, the
+/// product with V) recomputed in the backward instead of kept; full, every layer's forward recomputed from its
+/// input, the only activation kept.
+enum class Recompute { none, selective, full };
 
 struct ParallelPlan {
   int tp = 1, pp = 1, dp = 1, ep = 1;
   int micro_batches = 1;  // per step, per pipeline (per data-parallel replica)
   Pipeline pipeline = Pipeline::one_f_one_b;
   bool sequence_parallel = false;
+  Recompute recompute = Recompute::none;
   bool zero = false;          // distributed optimizer (ZeRO-1): gradients reduce-scattered, parameters all-gathered
   Bytes bucket{25ull << 20};  // gradient bucket (PyTorch DDP's bucket_cap_mb = 25)
 
@@ -114,24 +170,34 @@ double element_bytes(Dtype dtype);
 /// Bytes per gradient element: 16-bit formats (and fp8, whose master weights are bf16) reduce in bf16.
 double gradient_bytes(Dtype dtype);
 
-LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan);
-/// One expert's forward (up and down GEMMs) on `tokens` routed tokens, on one rank.
+/// One layer's forward kernels on one rank: a dense layer's MLP, or a MoE layer's router and its shared experts' MLP
+/// (tensor-parallel like a dense one; none without shared experts). The routed experts are expert_forward's.
+LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer);
+/// Experts' forward (up, activation and down) on `tokens` routed tokens together, on one rank.
 Kernel expert_forward(const ModelSpec& model, std::uint64_t tokens);
 /// The logits GEMM and the loss on the last stage, one rank, one micro-batch.
 Kernel logits_forward(const ModelSpec& model, const ParallelPlan& plan);
 /// Tokens of one micro-batch that one rank routes in a MoE layer: b s / tp (the sequence-parallel shard).
 std::uint64_t routed_tokens(const ModelSpec& model, const ParallelPlan& plan);
 
-/// All-TP-ranks forward FLOPs of one layer on one micro-batch, by the formulas above (MoE: top_k experts per token).
-Flops layer_model_flops(const ModelSpec& model);
+/// All-TP-ranks forward FLOPs of layer `layer` on one micro-batch, by the formulas above (MoE: top_k experts per
+/// token, and the shared experts).
+Flops layer_model_flops(const ModelSpec& model, int layer);
 /// Model FLOPs of one step over the global batch: 3 x forward (layers and logits), for MFU.
 Flops step_model_flops(const ModelSpec& model, const ParallelPlan& plan);
 
-/// Parameters on one rank: of one layer's dense part (attention, and the MLP unless MoE), of its experts, and of
-/// the embedding or logits (on the first and last stage).
-double dense_layer_params(const ModelSpec& model, const ParallelPlan& plan);
-double expert_layer_params(const ModelSpec& model, const ParallelPlan& plan);
-double vocabulary_params(const ModelSpec& model, const ParallelPlan& plan);
+/// Parameters on one rank: of layer `layer`'s dense part (attention, norms, the MLP or the router and shared
+/// experts), of its routed experts, of the input embedding (first stage) and of the final norm and logits (last
+/// stage; none when tied to the embedding on a single stage).
+double dense_layer_params(const ModelSpec& model, const ParallelPlan& plan, int layer);
+double expert_layer_params(const ModelSpec& model, const ParallelPlan& plan, int layer);
+double embedding_params(const ModelSpec& model, const ParallelPlan& plan);
+double logits_params(const ModelSpec& model, const ParallelPlan& plan);
+
+/// The model's parameters, every weight once (a tied embedding once): what model cards call its size; and those a
+/// token goes through (top_k routed and the shared experts of a MoE layer, the whole embedding): its active size.
+double total_params(const ModelSpec& model);
+double active_params(const ModelSpec& model);
 
 /// Parses `model` and `parallel` of a training workload and checks them against each other and the fabric.
 ModelSpec parse_model(const ConfigNode& node, const Fabric& fabric);

@@ -2,6 +2,7 @@
 // load balancer's capacity guarantee, and the input errors.
 #include <doctest/doctest.h>
 
+#include <map>
 #include <numeric>
 
 #include "scenario/test_support.hpp"
@@ -35,22 +36,22 @@ TEST_CASE("training: a layer's forward FLOPs are 24 b s h^2 (1 + s / 6h), split 
   m.micro_batch = 2;
   const double b = 2, s = 2048, h = 4096;
   const double by_hand = 24 * b * s * h * h * (1 + s / (6 * h));  // Narayanan et al. 2021, §5.1
-  CHECK(layer_model_flops(m).count() == doctest::Approx(by_hand).epsilon(1e-12));
+  CHECK(layer_model_flops(m, 0).count() == doctest::Approx(by_hand).epsilon(1e-12));
   for (int tp : {1, 2, 8}) {
     CAPTURE(tp);
     ParallelPlan p;
     p.tp = tp;
-    CHECK(total(layer_forward(m, p)) * tp == doctest::Approx(by_hand).epsilon(1e-12));
+    CHECK(total(layer_forward(m, p, false)) * tp == doctest::Approx(by_hand).epsilon(1e-12));
   }
   // The QKV GEMM alone: 6 b s h^2, reading the input and weights and writing Q, K, V (bf16).
   ParallelPlan p;
-  const auto l = layer_forward(m, p);
+  const auto l = layer_forward(m, p, false);
   CHECK(l.qkv.flops.count() == doctest::Approx(6 * b * s * h * h));
   CHECK(l.qkv.bytes.count() == static_cast<std::uint64_t>(2 * (b * s * h + h * 3 * h + b * s * 3 * h)));
   // Attention as FlashAttention moves Q, K, V and O only; unfused, four passes over the b a s^2 scores too.
   CHECK(l.attention.bytes.count() == static_cast<std::uint64_t>(2 * 4 * b * s * h));
   m.flash_attention = false;
-  CHECK(layer_forward(m, p).attention.bytes.count() ==
+  CHECK(layer_forward(m, p, false).attention.bytes.count() ==
         static_cast<std::uint64_t>(2 * 4 * b * s * h + 2 * 4 * b * 32 * s * s));
   // A step: 3 x forward over the global batch, logits included: 72 B s l h^2 (1 + s/6h + V/12lh) (eq. 3 without
   // recomputation), with B = micro_batch x micro_batches x dp sequences.
@@ -72,7 +73,7 @@ TEST_CASE("training: a MoE layer counts the router and top_k experts per token")
   m.moe = MoeSpec{8, 2, 1.25, 0};
   const double s = 512, h = 1024, f = 4096;
   const double attention = 8 * s * h * h + 4 * s * s * h;
-  CHECK(layer_model_flops(m).count() == doctest::Approx(attention + 2 * s * h * 8 + 2 * 4 * s * h * f));
+  CHECK(layer_model_flops(m, 0).count() == doctest::Approx(attention + 2 * s * h * 8 + 2 * 4 * s * h * f));
   // One expert on n tokens: up and down GEMMs, 4 n h f.
   CHECK(expert_forward(m, 100).flops.count() == doctest::Approx(4 * 100 * h * f));
 }
@@ -172,7 +173,7 @@ TEST_CASE("training: input errors name file, line, column and key") {
         load(scenario(model + "    parallel: {tp: 2, dp: 4, ppp: 1}\n")),
         doctest::Contains("t.yaml:5:30: workloads[0].parallel.ppp: unknown key (did you mean 'pp'?); known "
                           "keys: bucket, "
-                          "dp, ep, pipeline, pp, sequence_parallel, tp, zero"),
+                          "dp, ep, pipeline, pp, recompute, sequence_parallel, tp, zero"),
         InputError);
   }
   SUBCASE("tp x pp x dp is not the GPU count") {
@@ -243,5 +244,265 @@ TEST_CASE("training: input errors name file, line, column and key") {
         "t.yaml:4:70: workloads[0].model.dtype: unknown number format 'int4'; known: bf16, fp16, fp32, fp64, fp8, "
         "tf32",
         InputError);
+  }
+}
+
+// ---- architectures -------------------------------------------------------------------------------------------------
+
+namespace {
+/// A Llama-3.1-8B-shaped layer (h 4096, 32 heads of 128, 8 KV heads, SwiGLU of 14336) on one 4096-token sequence.
+ModelSpec llama_layer() {
+  ModelSpec m;
+  m.layers = 2;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.head_dim = 128;
+  m.ffn_hidden = 14336;
+  m.sequence = 4096;
+  m.vocabulary = 128256;
+  m.mlp = Mlp::swiglu;
+  m.norm = Norm::rmsnorm;
+  m.rotary = true;
+  return m;
+}
+
+/// Every collective of a program, streams and repeats unrolled.
+void collectives(const std::vector<snsim::workloads::Op>& ops, std::vector<snsim::workloads::CollectiveOp>& out) {
+  for (const auto& op : ops) {
+    if (const auto* c = std::get_if<snsim::workloads::CollectiveOp>(&op.what)) out.push_back(*c);
+    if (const auto* s = std::get_if<snsim::workloads::StreamsOp>(&op.what))
+      for (const auto& stream : s->streams) collectives(stream, out);
+    if (const auto* r = std::get_if<snsim::workloads::RepeatOp>(&op.what))
+      for (int i = 0; i < r->count; ++i) collectives(r->body, out);
+  }
+}
+}  // namespace
+
+TEST_CASE("training: grouped-query attention projects K and V to kv_heads x head_dim only") {
+  const ModelSpec gqa = llama_layer();
+  ModelSpec mha = gqa;
+  mha.kv_heads = 32;
+  const double T = 4096, h = 4096, d = 128, e = 2;
+  for (int tp : {1, 8}) {
+    CAPTURE(tp);
+    ParallelPlan p;
+    p.tp = tp;
+    const auto l = layer_forward(gqa, p, false);
+    // Q 32 x 128 and K, V 8 x 128 each: 2 T h (4096 + 2 x 1024) / tp FLOPs; input, weights, Q K V written once.
+    CHECK(l.qkv.flops.count() == doctest::Approx(2 * T * h * (4096 + 2 * 1024) / tp));
+    CHECK(static_cast<double>(l.qkv.bytes.count()) ==
+          doctest::Approx(e * (T * h + h * 6144.0 / tp + T * 6144.0 / tp)).epsilon(1e-12));
+    // FlashAttention reads Q, K, V and writes O: (4096 + 1024 + 1024 + 4096) T / tp elements.
+    CHECK(static_cast<double>(l.attention.bytes.count()) == doctest::Approx(e * T * 10240 / tp).epsilon(1e-12));
+    // MHA moves 2 x (32 - 8) x 128 more K, V columns per token, and holds as many more weight columns.
+    const auto m = layer_forward(mha, p, false);
+    CHECK(static_cast<double>(m.qkv.bytes.count() - l.qkv.bytes.count()) ==
+          doctest::Approx(e * (h + T) * 2 * 24 * d / tp).epsilon(1e-12));
+    CHECK(dense_layer_params(mha, p, 0) - dense_layer_params(gqa, p, 0) == doctest::Approx(h * 2 * 24 * d / tp));
+    // The attention scores' FLOPs do not change: every query head still sees every key, 4 b s^2 a d.
+    CHECK(l.attention.flops.count() == doctest::Approx(4 * T * T * 32 * d / tp));
+    CHECK(m.attention.flops.count() == l.attention.flops.count());
+  }
+}
+
+TEST_CASE("training: SwiGLU is three h x f matrices, squared ReLU and GeLU two") {
+  ModelSpec m = llama_layer();
+  const double T = 4096, h = 4096, f = 14336;
+  ParallelPlan p;
+  const double attention = h * (4096 + 2 * 1024) + 4096 * h + 2 * h;  // QKV, projection, two RMSNorm weights
+  CHECK(dense_layer_params(m, p, 0) == doctest::Approx(attention + 3 * h * f));
+  const auto l = layer_forward(m, p, false);
+  CHECK(l.mlp_up.flops.count() == doctest::Approx(2 * T * h * 2 * f));  // gate and up, one GEMM
+  CHECK(l.mlp_down.flops.count() == doctest::Approx(2 * T * f * h));
+  CHECK(layer_model_flops(m, 0).count() ==
+        doctest::Approx(2 * T * h * 6144 + 4 * T * T * 4096 + 2 * T * 4096 * h + 6 * T * h * f));
+  m.mlp = Mlp::squared_relu;
+  CHECK(dense_layer_params(m, p, 0) == doctest::Approx(attention + 2 * h * f));
+  CHECK(layer_forward(m, p, false).mlp_up.flops.count() == doctest::Approx(2 * T * h * f));
+  // LayerNorm adds a bias to each norm's weight: 2 h more a layer.
+  m.norm = Norm::layernorm;
+  CHECK(dense_layer_params(m, p, 0) == doctest::Approx(attention + 2 * h + 2 * h * f));
+  // A gated activation reads two f-wide inputs and writes one: T f more elements than GeLU's read and write.
+  ModelSpec gelu = llama_layer(), swiglu = llama_layer();
+  gelu.mlp = Mlp::gelu;
+  CHECK(static_cast<double>(layer_forward(swiglu, p, false).elementwise.bytes.count() -
+                            layer_forward(gelu, p, false).elementwise.bytes.count()) == doctest::Approx(2 * T * f));
+}
+
+TEST_CASE("training: tied embeddings hold one V x h matrix on a single stage, two across stages") {
+  ModelSpec m = llama_layer();
+  ParallelPlan p;
+  const double Vh = 128256.0 * 4096;
+  CHECK(logits_params(m, p) == doctest::Approx(Vh + 4096));  // its matrix and the final RMSNorm
+  m.tied_embeddings = true;
+  CHECK(logits_params(m, p) == doctest::Approx(4096));
+  CHECK(total_params(m) == doctest::Approx(Vh + 4096 + 2 * dense_layer_params(m, p, 0)));
+  p.pp = 2;
+  CHECK(logits_params(m, p) == doctest::Approx(Vh + 4096));  // the last stage's own copy
+}
+
+TEST_CASE("training: a MoE layer's active parameters are top_k of its experts, plus the shared ones") {
+  // Fine-grained experts (DeepSeekMoE): 64 experts of 512, top 6, 2 shared, after 1 dense layer, every 2nd layer.
+  ModelSpec m = llama_layer();
+  m.layers = 6;
+  m.moe = MoeSpec{64, 6, 1.25, 0, 512, 2, 1, 2};
+  const double T = 4096, h = 4096, f = 14336, fe = 512;
+  std::vector<bool> pattern;
+  for (int l = 0; l < 6; ++l) pattern.push_back(is_moe_layer(m, l));
+  CHECK(pattern == std::vector<bool>{false, true, false, true, false, true});
+  ParallelPlan p;
+  const double attention = h * 6144 + 4096 * h + 2 * h;
+  CHECK(dense_layer_params(m, p, 0) == doctest::Approx(attention + 3 * h * f));
+  CHECK(dense_layer_params(m, p, 1) == doctest::Approx(attention + h * 64 + 3 * h * 2 * fe));  // router, shared
+  CHECK(expert_layer_params(m, p, 1) == doctest::Approx(64 * 3 * h * fe));
+  CHECK(expert_layer_params(m, p, 2) == 0);
+  CHECK(total_params(m) - active_params(m) == doctest::Approx(3 * (64 - 6) * 3 * h * fe));
+  // FLOPs: the router, 6 routed and 2 shared experts per token, each 6 T h fe for a SwiGLU.
+  const double attention_flops = 2 * T * h * 6144 + 4 * T * T * 4096 + 2 * T * 4096 * h;
+  CHECK(layer_model_flops(m, 1).count() ==
+        doctest::Approx(attention_flops + 2 * T * h * 64 + 6 * 6 * T * h * fe + 6 * T * h * 2 * fe));
+  CHECK(layer_model_flops(m, 0).count() == doctest::Approx(attention_flops + 6 * T * h * f));
+  // The shared experts run as a tensor-parallel MLP; expert_forward is the routed ones, unsplit.
+  p.tp = 4;
+  p.dp = 2;
+  CHECK(layer_forward(m, p, true).mlp_up.flops.count() == doctest::Approx(2 * T * h * 2 * 2 * fe / 4));
+  CHECK(layer_forward(m, p, true).router.flops.count() == doctest::Approx(2 * (T / 4) * h * 64));
+  CHECK(expert_forward(m, 100).flops.count() == doctest::Approx(6 * 100 * h * fe));
+  CHECK(dense_layer_params(m, p, 1) ==
+        doctest::Approx(attention / 4 + 2 * h * 0.75 + h * 64 + 3 * h * 2 * fe / 4));  // norms, router replicated
+}
+
+TEST_CASE("training: multi-head latent attention's projections, by hand") {
+  // DeepSeek-V3's attention (config.json): h 7168, 128 heads, q_lora 1536, kv_lora 512, nope 128, rope 64, v 128.
+  ModelSpec m = llama_layer();
+  m.hidden = 7168;
+  m.heads = 128;
+  m.kv_heads = 128;
+  m.mla = MlaSpec{1536, 512, 128, 64, 128};
+  ParallelPlan p;
+  const double h = 7168, a = 128;
+  const double by_hand = h * 1536 + 1536 * a * 192 + h * (512 + 64) + 512 * a * (128 + 128) + a * 128 * h + 1536 + 512 +
+                         2 * h;  // the latents' norms and the layer's two
+  CHECK(dense_layer_params(m, p, 0) - 3 * h * 14336 == doctest::Approx(by_hand));
+  // Per token: the down projections, the up projections, QK^T over 192 and PV over 128 dimensions, the output.
+  const double T = 4096, s = 4096;
+  const double flops = 2 * T * (h * (1536 + 512 + 64) + 1536 * a * 192 + 512 * a * 256) + 2 * T * s * a * (192 + 128) +
+                       2 * T * a * 128 * h + 6 * T * h * 14336;
+  CHECK(layer_model_flops(m, 0).count() == doctest::Approx(flops));
+  // Under TP the down projections are on every rank, the rest split.
+  p.tp = 8;
+  p.dp = 1;
+  const auto l = layer_forward(m, p, false);
+  CHECK(l.qkv.flops.count() == doctest::Approx(2 * T * (h * (1536 + 512 + 64) + (1536 * a * 192 + 512 * a * 256) / 8)));
+}
+
+TEST_CASE("training: the data-parallel all-reduce carries every gradient of a GQA SwiGLU model once") {
+  // Two Llama-shaped layers (h 1024, 16 heads, 4 KV heads of 64, SwiGLU of 2816, vocabulary 32000, untied) on 8 DP
+  // ranks: rank 0's all-reduces sum to 2 B per parameter of the whole model.
+  const auto s =
+      load(scenario("    steps: 1\n    model: {layers: 2, hidden: 1024, heads: 16, kv_heads: 4, ffn_hidden: 2816, mlp: "
+                    "swiglu, norm: rmsnorm, "
+                    "rotary: true, vocabulary: 32000, sequence: 256}\n"));
+  const double h = 1024, layer = h * (1024 + 2 * 256) + 1024 * h + 2 * h + 3 * h * 2816;
+  const double params = 2 * layer + 32000 * h + 32000 * h + h;  // layers, embedding, logits, final norm
+  std::vector<snsim::workloads::CollectiveOp> all;
+  collectives(s.programs()[0].ops, all);
+  double reduced = 0;
+  for (const auto& c : all)
+    if (c.kind == snsim::models::CollectiveKind::all_reduce && c.group->size() == 8 && c.bytes.count() > 8)
+      reduced += static_cast<double>(c.bytes.count());
+  CHECK(reduced == doctest::Approx(2 * params).epsilon(1e-6));
+}
+
+namespace {
+double compute_flops(const std::vector<snsim::workloads::Op>& ops) {
+  double sum = 0;
+  for (const auto& op : ops) {
+    if (const auto* c = std::get_if<snsim::workloads::ComputeOp>(&op.what)) sum += c->flops.count();
+    if (const auto* st = std::get_if<snsim::workloads::StreamsOp>(&op.what))
+      for (const auto& stream : st->streams) sum += compute_flops(stream);
+  }
+  return sum;
+}
+}  // namespace
+
+TEST_CASE("training: recomputation adds the forward it recomputes to the backward") {
+  // 4 layers of h 1024, s 512 on 8 DP ranks, 2 micro-batches each: full recomputation runs every layer's forward
+  // once more, selective the attention core's 4 b s^2 h.
+  auto flops = [](const std::string& recompute) {
+    const auto s =
+        load(scenario("    steps: 1\n    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, micro_batches: 2}\n"
+                      "    parallel: {recompute: " +
+                      recompute + "}\n"));
+    return compute_flops(s.programs()[0].ops);
+  };
+  ModelSpec m;
+  m.hidden = 1024;
+  m.ffn_hidden = 4096;
+  m.heads = 8;
+  m.sequence = 512;
+  const double none = flops("none"), s = 512, h = 1024;
+  CHECK(flops("full") - none == doctest::Approx(4 * 2 * layer_model_flops(m, 0).count()));
+  CHECK(flops("selective") - none == doctest::Approx(4 * 2 * 4 * s * s * h));
+}
+
+TEST_CASE("training: dense first layers, MoE layers and shared experts emit their own collectives") {
+  // 4 layers, the first dense, then MoE with 1 shared expert, on tp 2 x dp 4 with ep 2 (no SP), 2 micro-batches.
+  auto count = [](const std::string& moe) {
+    const auto s =
+        load(scenario("    steps: 1\n    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, "
+                      "micro_batches: 2, moe: " +
+                      moe + "}\n    parallel: {tp: 2, dp: 4, ep: 2}\n"));
+    std::vector<snsim::workloads::CollectiveOp> all;
+    collectives(s.programs()[0].ops, all);
+    std::map<snsim::models::CollectiveKind, int> n;
+    for (const auto& c : all)
+      if (c.group->size() == 2 && c.group->front() == 0 && c.group->back() == 1) ++n[c.kind];  // rank 0's TP = EP
+    return n;
+  };
+  using K = snsim::models::CollectiveKind;
+  const auto routed = count("{experts: 4, top_k: 2, dense_layers: 1}");
+  // Dispatch and combine in each of the 3 MoE layers, forward and backward, per micro-batch: 3 x 2 x 2 x 2.
+  CHECK(routed.at(K::all_to_all) == 24);
+  // TP all-reduces: attention forward and backward in every layer, the dense layer's MLP forward and backward:
+  // (4 + 1) x 2 x 2; the MoE layers all-gather their routed tokens, forward and backward: 3 x 2 x 2.
+  CHECK(routed.at(K::all_reduce) == 20);
+  CHECK(routed.at(K::all_gather) == 12);
+  // A shared expert is a tensor-parallel MLP in each MoE layer: 3 x 2 x 2 all-reduces more.
+  const auto shared = count("{experts: 4, top_k: 2, dense_layers: 1, shared_experts: 1}");
+  CHECK(shared.at(K::all_reduce) == 20 + 12);
+  CHECK(shared.at(K::all_to_all) == 24);
+}
+
+TEST_CASE("training: architecture input errors") {
+  using snsim::InputError;
+  SUBCASE("kv_heads must divide heads") {
+    CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, kv_heads: 3, sequence: 512}\n")),
+                         "t.yaml:4:58: workloads[0].model.kv_heads: must divide heads (8), got 3", InputError);
+  }
+  SUBCASE("tp must divide kv_heads") {
+    CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, kv_heads: 2, sequence: 512}\n"
+                                       "    parallel: {tp: 4, dp: 2}\n")),
+                         "t.yaml:5:20: workloads[0].parallel.tp: must divide model.kv_heads (2), got 4", InputError);
+  }
+  SUBCASE("an unknown MLP") {
+    CHECK_THROWS_WITH_AS(
+        load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, mlp: relu}\n")),
+        "t.yaml:4:68: workloads[0].model.mlp: expected one of gelu, squared_relu, swiglu, geglu, found 'relu'",
+        InputError);
+  }
+  SUBCASE("every layer dense") {
+    CHECK_THROWS_WITH_AS(
+        load(scenario("    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, moe: {experts: 4, "
+                      "dense_layers: 2}}\n")),
+        doctest::Contains("workloads[0].model.moe.dense_layers: must be between 0 and 1, got 2"), InputError);
+  }
+  SUBCASE("an unknown recompute") {
+    CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512}\n"
+                                       "    parallel: {recompute: some}\n")),
+                         "t.yaml:5:27: workloads[0].parallel.recompute: expected one of none, selective, full, found "
+                         "'some'",
+                         InputError);
   }
 }

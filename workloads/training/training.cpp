@@ -80,9 +80,12 @@ std::vector<Bucket> buckets(const TrainingConfig& c, int stage) {
       open = false;
     }
   };
-  if (stage == c.plan.pp - 1) add(layers + 1, vocabulary_params(c.model, c.plan), 0);
-  for (int l = layers; l >= 1; --l) add(l, dense_layer_params(c.model, c.plan), expert_layer_params(c.model, c.plan));
-  if (stage == 0) add(0, vocabulary_params(c.model, c.plan), 0);
+  if (stage == c.plan.pp - 1) add(layers + 1, logits_params(c.model, c.plan), 0);
+  for (int l = layers; l >= 1; --l) {
+    const int layer = stage * layers + l - 1;
+    add(l, dense_layer_params(c.model, c.plan, layer), expert_layer_params(c.model, c.plan, layer));
+  }
+  if (stage == 0) add(0, embedding_params(c.model, c.plan), 0);
   if (open) out.push_back(current);
   return out;
 }
@@ -109,7 +112,8 @@ class RankEmitter {
         routes_{routes},
         layers_{c_.model.layers / c_.plan.pp},
         buckets_{buckets(c_, me_.pp)},
-        kernels_{layer_forward(c_.model, c_.plan)},
+        kernels_{layer_forward(c_.model, c_.plan, false)},
+        moe_kernels_{c_.model.moe ? layer_forward(c_.model, c_.plan, true) : LayerForward{}},
         pgas_{c_.schedule == Schedule::pgas} {
     dp_ = groups_.get(dp_group(c_.plan, rank));
     tp_ = groups_.get(tp_group(c_.plan, rank));
@@ -256,7 +260,7 @@ class RankEmitter {
     const double scale = backward ? 2 : 1;
     const double token_bytes = c_.model.hidden * element_bytes(c_.model.dtype);
     const int ep = c_.plan.ep, local = moe.experts / ep, mine = ep_rank(c_.plan, rank_), first = mine * local;
-    if (!backward) compute(kernels_.router, 1, info);
+    if (!backward) compute(moe_kernels_.router, 1, info);
     if (!pgas_) {
       const Bytes buffer = bytes_of(static_cast<double>(moe.experts) * static_cast<double>(r.slots) * token_bytes);
       if (ep > 1) collective(CollectiveKind::all_to_all, buffer, ep_, info);
@@ -305,17 +309,26 @@ class RankEmitter {
         wait(MOE_COMBINE, expected, info);
       }
     }
-    if (backward) compute(kernels_.router, 2, info);
+    if (backward) compute(moe_kernels_.router, 2, info);
   }
 
   // ---- layers ----------------------------------------------------------------------------------------------------
 
   void layer(int layer, int mb, bool backward) {
     const OpInfo info = here(backward ? OpInfo::backward : OpInfo::forward, mb, layer + 1);
+    // Full recomputation (Korthikanti et al. 2022 §5): the backward first runs the layer's forward again, its
+    // collectives included, from the one input it kept.
+    if (backward && c_.plan.recompute == Recompute::full) layer_pass(layer, mb, false, info);
+    layer_pass(layer, mb, backward, info);
+  }
+
+  void layer_pass(int layer, int mb, bool backward, const OpInfo& info) {
     const bool sp = c_.plan.sequence_parallel && c_.plan.tp > 1;
-    const bool moe = c_.model.moe.has_value();
+    const bool moe = is_moe_layer(c_.model, me_.pp * layers_ + layer);
     const Bytes act = activation();
-    const auto& k = kernels_;
+    const auto& k = moe ? moe_kernels_ : kernels_;
+    // A MoE layer's shared experts are a tensor-parallel MLP beside the routed ones (none: no MLP kernels).
+    const bool mlp = !moe || k.mlp_up.flops.count() > 0;
     // Megatron's f / g (Narayanan et al. 2021 §2.3): an all-reduce after each block forward and before each block
     // backward; with sequence parallelism an all-gather before and a reduce-scatter after (Korthikanti et al. §4.2).
     auto before = [&] {
@@ -329,21 +342,23 @@ class RankEmitter {
       compute(k.projection, 1, info);
       after();
       compute(k.elementwise, 1, info);
-      if (moe) {
-        this->moe(layer, mb, false, info);
-        if (!sp) tp(CollectiveKind::all_gather, act, info);  // each TP rank routed its 1/tp of the tokens
-      } else {
+      if (mlp) {
         before();
         compute(k.mlp_up, 1, info);
         compute(k.mlp_down, 1, info);
         after();
+      }
+      if (moe) {
+        this->moe(layer, mb, false, info);
+        if (!sp) tp(CollectiveKind::all_gather, act, info);  // each TP rank routed its 1/tp of the tokens
       }
       return;
     }
     if (moe) {
       if (!sp) tp(CollectiveKind::all_gather, act, info);
       this->moe(layer, mb, true, info);
-    } else {
+    }
+    if (mlp) {
       before();
       compute(k.mlp_down, 2, info);
       compute(k.mlp_up, 2, info);
@@ -352,6 +367,8 @@ class RankEmitter {
     compute(k.elementwise, 2, info);
     before();
     compute(k.projection, 2, info);
+    // Selective recomputation: the attention core's forward again, its s^2 scores not kept (§5).
+    if (c_.plan.recompute == Recompute::selective) compute(k.attention, 1, info);
     compute(k.attention, 2, info);
     compute(k.qkv, 2, info);
     after();
@@ -612,7 +629,7 @@ class RankEmitter {
   std::map<std::tuple<int, int, int>, std::vector<MoeRoute>>& routes_;
   int layers_;
   std::vector<Bucket> buckets_;
-  LayerForward kernels_;
+  LayerForward kernels_, moe_kernels_;  // of a dense and of a MoE layer
   bool pgas_;
   Group dp_, tp_, ep_, edp_, world_;
   int step_ = 0;
@@ -630,7 +647,35 @@ bool is_communication(const std::string& kind) {
 }  // namespace
 
 Training::Training(TrainingConfig config, const Fabric& fabric) : config_{std::move(config)} {
-  peak_ = *fabric.device(fabric.gpus().front()).gpu->peak(config_.model.dtype);
+  const auto& gpu = *fabric.device(fabric.gpus().front()).gpu;
+  peak_ = *gpu.peak(config_.model.dtype);
+  hbm_ = gpu.memory;
+  footprints_ = training::footprints(config_.model, config_.plan, config_.memory);
+}
+
+namespace {
+double gib(Bytes b) {
+  return static_cast<double>(b.count()) / static_cast<double>(1ull << 30);
+}
+
+const Footprint& largest(const std::vector<Footprint>& all) {
+  return *std::ranges::max_element(all, {}, [](const Footprint& f) { return f.total().count(); });
+}
+}  // namespace
+
+bool Training::fits() const {
+  return largest(footprints_).total() <= hbm_;
+}
+
+std::optional<std::string> Training::outcome() const {
+  if (fits() || config_.memory.allow_oversubscribe) return std::nullopt;
+  const Footprint& f = largest(footprints_);
+  return fmt::format(
+      "does not fit: a GPU of pipeline stage {} needs {:.1f} GiB of its {:.1f} GiB HBM (weights {:.1f}, gradients "
+      "{:.1f}, optimizer {:.1f}, activations {:.1f} for {} micro-batches, communication {:.1f}, overhead {:.1f}); "
+      "memory.allow_oversubscribe: true simulates it anyway",
+      f.stage, gib(f.total()), gib(hbm_), gib(f.weights), gib(f.gradients), gib(f.optimizer), gib(f.activations),
+      f.in_flight, gib(f.communication), gib(f.overhead));
 }
 
 int Training::tag(const OpInfo& info) const {
@@ -652,6 +697,7 @@ OpInfo Training::info(int tag) const {
 }
 
 void Training::emit(std::vector<Program>& programs, int phase) const {
+  if (outcome()) return;  // it does not fit: nothing runs
   Groups groups;
   std::map<std::tuple<int, int, int>, std::vector<MoeRoute>> routes;
   for (int r = 0; r < config_.plan.gpus(); ++r)
@@ -678,7 +724,33 @@ std::vector<Table> Training::summarize(const std::vector<OpRecord>& records, int
     if (is_compute(r.kind) || is_communication(r.kind)) busy[static_cast<std::size_t>(r.rank)].push_back(span);
     if (is_communication(r.kind) && r.kind != QuietOp::KIND.name) moved[r.kind] += static_cast<double>(r.bytes.count());
   }
-  if (start > 1e299) return {};
+  Table memory{fmt::format("training memory per GPU by pipeline stage (GiB; HBM {:.1f} GiB)", gib(hbm_)),
+               {"stage", "params_m", "weights", "gradients", "optimizer", "activations", "in_flight", "communication",
+                "overhead", "total", "fits"},
+               {}};
+  for (const auto& f : footprints_)
+    memory.rows.push_back({f.stage, f.params / 1e6, gib(f.weights), gib(f.gradients), gib(f.optimizer),
+                           gib(f.activations), f.in_flight, gib(f.communication), gib(f.overhead), gib(f.total()),
+                           f.total() <= hbm_});
+  const Footprint& peak_stage = largest(footprints_);
+  auto memory_rows = [&](Table& summary) {
+    auto row = [&](const char* name, nlohmann::json value) { summary.rows.push_back({name, std::move(value)}); };
+    row("peak_hbm_gib", gib(peak_stage.total()));
+    row("hbm_capacity_gib", gib(hbm_));
+    row("fits", fits() ? 1 : 0);
+    row("weights_gib", gib(peak_stage.weights));
+    row("gradients_gib", gib(peak_stage.gradients));
+    row("optimizer_gib", gib(peak_stage.optimizer));
+    row("activations_gib", gib(peak_stage.activations));
+    row("communication_gib", gib(peak_stage.communication));
+    row("overhead_gib", gib(peak_stage.overhead));
+  };
+  if (start > 1e299) {  // nothing ran (it does not fit): the memory figures alone
+    Table summary{std::string(SUMMARY_TABLE), {"metric", "value"}, {}};
+    summary.rows.push_back({"gpus", gpus});
+    memory_rows(summary);
+    return {summary, memory};
+  }
   for (std::size_t s = 1; s < step_end.size(); ++s) step_end[s] = std::max(step_end[s], step_end[s - 1]);
   const double flops = step_model_flops(c.model, c.plan).count();
   const double peak = peak_.count() * gpus;
@@ -728,7 +800,8 @@ std::vector<Table> Training::summarize(const std::vector<OpRecord>& records, int
   row("idle_ms_max", idle_max * 1e3);
   for (std::string_view kind : {CollectiveOp::KIND.name, CopyOp::KIND.name, PutOp::KIND.name, GetOp::KIND.name})
     row(fmt::format("bytes_{}", kind).c_str(), moved[std::string(kind)]);
-  return {steps, summary, per_gpu};
+  memory_rows(summary);
+  return {steps, summary, per_gpu, memory};
 }
 
 std::unique_ptr<Training> make_training(const ConfigNode& node, const Fabric& fabric) {
@@ -750,6 +823,12 @@ std::unique_ptr<Training> make_training(const ConfigNode& node, const Fabric& fa
   check_between(pgas, "threshold", c.threshold, 0.0, 1000.0);
   c.resync_every = pgas.optional<int>("resync_every", 4);
   check_between(pgas, "resync_every", c.resync_every, 1, MAX_STEPS);
+  const ConfigNode memory = node.section("memory");
+  c.memory.framework_overhead = memory.optional<Bytes>("framework_overhead", c.memory.framework_overhead);
+  check_between(memory, "framework_overhead", c.memory.framework_overhead, Bytes{0}, Bytes{1ull << 50});
+  c.memory.communicator_buffers = memory.optional<Bytes>("communicator_buffers", c.memory.communicator_buffers);
+  check_between(memory, "communicator_buffers", c.memory.communicator_buffers, Bytes{0}, Bytes{1ull << 40});
+  c.memory.allow_oversubscribe = memory.optional<bool>("allow_oversubscribe", false);
   for (int stage = 0; stage < c.plan.pp; ++stage)
     if (const auto n = buckets(c, stage).size(); n > MAX_BUCKETS)
       parallel.fail_key(
@@ -768,10 +847,18 @@ WorkloadRegistry::Entry training_entry() {
           "puts with signals",
           {{"schedule", "bsp|pgas", "bsp", "NCCL collectives and barriers, or one-sided puts with signals"},
            {"steps", "count", "2", "training steps, 1-100"},
+           {"model.preset", "name", "", "start from a named model (`model: NAME` alone takes it as published)"},
            {"model.layers", "count", "", "transformer layers"},
            {"model.hidden", "count", "", "hidden size h"},
-           {"model.heads", "count", "", "attention heads (divide h and are split over tp)"},
-           {"model.ffn_hidden", "count", "4 x hidden", "MLP (and each expert's) hidden size"},
+           {"model.heads", "count", "", "attention (query) heads, split over tp"},
+           {"model.kv_heads", "count", "heads", "key and value heads: heads (MHA), fewer (GQA), 1 (MQA)"},
+           {"model.head_dim", "count", "hidden / heads", "per-head dimension"},
+           {"model.ffn_hidden", "count", "4 x hidden", "dense MLP hidden size"},
+           {"model.mlp", "gelu|squared_relu|swiglu|geglu", "gelu", "MLP activation (gated: three matrices)"},
+           {"model.norm", "layernorm|rmsnorm", "layernorm", "normalisation (its weights)"},
+           {"model.rotary", "bool", "false", "rotary position embeddings on Q and K"},
+           {"model.tied_embeddings", "bool", "false", "the logits reuse the input embedding"},
+           {"model.dropout", "bool", "false", "dropout after attention and MLP (memory: its masks)"},
            {"model.sequence", "tokens", "", "sequence length s"},
            {"model.vocabulary", "tokens", "50304", "vocabulary V (GPT-2's, padded)"},
            {"model.micro_batch", "sequences", "1", "sequences per micro-batch"},
@@ -779,8 +866,17 @@ WorkloadRegistry::Entry training_entry() {
            {"model.global_batch", "sequences", "", "sequences per step: micro_batch x micro_batches x dp"},
            {"model.dtype", "bf16|fp16|fp8|tf32|fp32|fp64", "bf16", "number format of the GEMMs (the GPU's peak)"},
            {"model.attention", "flash|unfused", "flash", "FlashAttention, or the s^2 scores through HBM"},
-           {"model.moe.experts", "count", "", "experts per MoE layer (every layer is MoE when moe is given)"},
+           {"model.mla.q_lora_rank", "count", "0", "multi-head latent attention: Q's latent rank (0: none)"},
+           {"model.mla.kv_lora_rank", "count", "", "K and V's shared latent rank"},
+           {"model.mla.qk_nope_head_dim", "count", "", "per-head QK dimension without rotary"},
+           {"model.mla.qk_rope_head_dim", "count", "", "the decoupled rotary QK dimension"},
+           {"model.mla.v_head_dim", "count", "", "per-head V dimension"},
+           {"model.moe.experts", "count", "", "routed experts per MoE layer"},
            {"model.moe.top_k", "count", "2", "experts per token"},
+           {"model.moe.ffn_hidden", "count", "ffn_hidden", "each expert's FFN hidden size (fine-grained experts)"},
+           {"model.moe.shared_experts", "count", "0", "experts every token goes through"},
+           {"model.moe.dense_layers", "count", "0", "the first layers keep a dense MLP"},
+           {"model.moe.every", "layers", "1", "after those, every k-th layer is MoE"},
            {"model.moe.capacity_factor", "ratio", "1.25", "an expert's capacity: factor x tokens x top_k / experts"},
            {"model.moe.skew", "Zipf exponent", "0", "expert popularity skew (0 uniform), drawn per layer"},
            {"parallel.tp", "GPUs", "1", "tensor parallel (innermost ranks)"},
@@ -789,8 +885,12 @@ WorkloadRegistry::Entry training_entry() {
            {"parallel.ep", "GPUs", "1", "expert parallel, within a stage's tp x dp ranks"},
            {"parallel.pipeline", "1f1b|gpipe", "1f1b", "pipeline schedule"},
            {"parallel.sequence_parallel", "bool", "false", "TP reduce-scatter / all-gather instead of all-reduce"},
+           {"parallel.recompute", "none|selective|full", "none", "activation recomputation in the backward"},
            {"parallel.zero", "bool", "false", "distributed optimizer: reduce-scatter gradients, all-gather parameters"},
            {"parallel.bucket", "bytes", "25MiB", "gradient bucket (PyTorch DDP bucket_cap_mb)"},
+           {"memory.framework_overhead", "bytes", "0", "per GPU: CUDA context, workspaces, fragmentation"},
+           {"memory.communicator_buffers", "bytes", "128MiB", "NCCL buffers per communicator"},
+           {"memory.allow_oversubscribe", "bool", "false", "simulate a plan that does not fit in HBM"},
            {"pgas.blocks", "count", "32", "thread blocks issuing a large put"},
            {"pgas.threshold", "ratio", "1.0", "MoE balancer: keep the router's expert below threshold x mean load"},
            {"pgas.resync_every", "steps", "4", "a shmem_barrier over all ranks every K steps"}},

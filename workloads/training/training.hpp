@@ -34,8 +34,11 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 
+#include "workloads/training/memory.hpp"
 #include "workloads/training/model.hpp"
 #include "workloads/workload.hpp"
 
@@ -60,6 +63,7 @@ struct TrainingConfig {
   int pgas_blocks = 32;    // thread blocks issuing a large put (NVSHMEM collectives run on many CTAs)
   double threshold = 1.0;  // the balancer keeps the router's expert while its load is under threshold x mean
   int resync_every = 4;    // PGAS: a shmem_barrier every K steps
+  MemorySpec memory;
 };
 
 /// What a training op belongs to, from its record's tag.
@@ -76,10 +80,16 @@ class Training final : public Workload {
   explicit Training(TrainingConfig config, const Fabric& fabric);
   void emit(std::vector<Program>& programs, int phase) const override;
   void set_seed(std::uint64_t seed) override { seed_ = seed; }
+  /// "does not fit: ..." when a stage's footprint exceeds the GPU's HBM and memory.allow_oversubscribe is false:
+  /// then it emits no op, and its report says why with the numbers.
+  std::optional<std::string> outcome() const override;
   /// Per-step times and MFU; a summary (metric, value); busy and idle time per GPU.
   std::vector<Table> summarize(const std::vector<OpRecord>& records, int phase) const override;
 
   const TrainingConfig& config() const { return config_; }
+  /// Every stage's HBM footprint per GPU (workloads/training/memory.hpp), and whether the largest fits the GPU's.
+  const std::vector<Footprint>& footprints() const { return footprints_; }
+  bool fits() const;
   /// The tag of an op and back.
   int tag(const OpInfo& info) const;
   OpInfo info(int tag) const;
@@ -87,6 +97,8 @@ class Training final : public Workload {
  private:
   TrainingConfig config_;
   FlopsPerSecond peak_;  // of one GPU in the model's dtype
+  Bytes hbm_;            // of one GPU
+  std::vector<Footprint> footprints_;
   std::uint64_t seed_ = 1;
 };
 

@@ -204,3 +204,34 @@ TEST_CASE("training: the MoE example on NVL72 completes") {
   CHECK(metric(r, "bytes_put") > 0);
   CHECK(metric(r, "bytes_get") > 0);
 }
+
+namespace {
+Report example(const std::string& name) {
+  return Scenario::load(ConfigDocument::load_file(std::string(SNSIM_SOURCE_DIR) + "/workloads/examples/" + name)).run();
+}
+}  // namespace
+
+TEST_CASE("training: the Llama 3.1 8B example fits in an H100 as counted by hand") {
+  const Report r = example("training_llama3_8b_hgx.yaml");
+  REQUIRE(r.outcome == "completed");
+  CHECK(metric(r, "fits") == 1);
+  // Per GPU (tp 2): 32 layers of 218.1M and 2 x 128256 x 4096 embeddings, halved: 4.015e9 parameters, 2 B each as
+  // weights and as gradients, 12 B of Adam state over dp 4. Activations of one micro-batch (pp 1), bf16 and halved
+  // by TP and SP: per layer 8192 tokens x (3 x 4096 norms' and QKV inputs + 6144 Q K V + 4096 O + 4096 MLP input + 3
+  // x 14336 SwiGLU) + the 4-byte log-sum-exp of 16 heads = 570.9 MB, x 32; the logits (2 + 4 B) x 8192 x 128256 / 2
+  // and the final norm's input: 3.19 GB.
+  const double params = (32 * 218.1e6 + 2 * 128256.0 * 4096) / 2, GiB = 1ull << 30;
+  CHECK(metric(r, "weights_gib") * GiB == doctest::Approx(2 * params).epsilon(0.001));
+  CHECK(metric(r, "optimizer_gib") * GiB == doctest::Approx(12 * params / 4).epsilon(0.001));
+  CHECK(metric(r, "activations_gib") * GiB == doctest::Approx(32 * 570.9e6 + 3.186e9).epsilon(0.001));
+}
+
+TEST_CASE("training: the Qwen3-30B-A3B example completes and fits in an H200") {
+  const Report r = example("training_qwen3_30b_hgx.yaml");
+  REQUIRE(r.outcome == "completed");
+  CHECK(metric(r, "fits") == 1);
+  CHECK(metric(r, "mfu_pct") > 0);
+  // Expert parallelism 8 over dp 8 leaves one replica of each expert: its Adam state is not sharded, 12 B for each
+  // of the 16 local experts' 48 x 16 x 4.72M parameters.
+  CHECK(metric(r, "optimizer_gib") * (1ull << 30) >= 12 * 48 * 16 * 4.72e6);
+}

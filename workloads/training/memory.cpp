@@ -1,0 +1,124 @@
+#include "workloads/training/memory.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace snsim::workloads::training {
+namespace {
+
+Bytes bytes_of(double x) {
+  return Bytes{static_cast<std::uint64_t>(std::llround(std::max(0.0, x)))};
+}
+
+/// A dense MLP of hidden f: its input, the activation's input and output (inside the TP region but the input).
+double mlp_activations(const ModelSpec& m, double tokens, double f, double t, double outside, double e) {
+  return e * tokens * m.hidden / outside + e * tokens * (mlp_matrices(m.mlp) - 1) * f / t + e * tokens * f / t;
+}
+
+/// Everything layer `layer` keeps without recomputation.
+double kept(const ModelSpec& m, const ParallelPlan& plan, int layer) {
+  const double b = m.micro_batch, s = m.sequence, h = m.hidden, a = m.heads, t = plan.tp;
+  const double e = element_bytes(m.dtype), tokens = b * s;
+  // Outside the TP regions (norms, residuals, the blocks' inputs, dropout masks): split only with SP.
+  const double outside = plan.sequence_parallel ? t : 1;
+  const auto w = attention_widths(m);
+  double bytes = 2 * e * tokens * h / outside;  // the two norms' inputs
+  bytes += e * tokens * h / outside;            // the QKV input (the first norm's output)
+  bytes += e * tokens * (w.q + w.k + w.v) / t;  // Q, K, V
+  const bool core_kept = !m.flash_attention && plan.recompute == Recompute::none;
+  if (core_kept)
+    bytes += b * (a / t) * s * s * (e + (m.dropout ? 1 + e : 0));  // softmax output (and dropout mask, output)
+  else
+    bytes += 4 * b * (a / t) * s;                    // the softmax's log-sum-exp, fp32, per row and head
+  bytes += e * tokens * w.o / t;                     // the projection's input
+  if (m.dropout) bytes += 2 * tokens * h / outside;  // the two dropout masks, 1 byte each
+  if (!is_moe_layer(m, layer)) return bytes + mlp_activations(m, tokens, m.ffn_hidden, t, outside, e);
+  const auto& moe = *m.moe;
+  const double routed = tokens / t;
+  bytes += e * tokens * h / outside + 4 * routed * moe.experts;  // the router's input and fp32 scores
+  const double received = routed * moe.top_k * moe.capacity_factor;
+  const double f = expert_ffn(m);
+  bytes += e * received * (h + (mlp_matrices(m.mlp) - 1) * f + f);
+  if (moe.shared_experts > 0)
+    bytes += e * tokens * (mlp_matrices(m.mlp) - 1) * moe.shared_experts * f / t +
+             e * tokens * moe.shared_experts * f / t;  // their input is the router's
+  return bytes;
+}
+
+double optimizer_bytes_per_param(Dtype dtype) {
+  const double weight = gradient_bytes(dtype);
+  return weight < 4 ? 12 : 2 * weight;
+}
+
+int in_flight(const ParallelPlan& plan, int stage) {
+  if (plan.pipeline == Pipeline::gpipe) return plan.micro_batches;
+  return std::min(plan.pp - stage, plan.micro_batches);
+}
+
+}  // namespace
+
+Bytes layer_activations(const ModelSpec& model, const ParallelPlan& plan, int layer) {
+  if (plan.recompute == Recompute::full) {
+    const double outside = plan.sequence_parallel ? plan.tp : 1;
+    return bytes_of(element_bytes(model.dtype) * model.micro_batch * model.sequence * model.hidden / outside);
+  }
+  return bytes_of(kept(model, plan, layer));
+}
+
+Footprint stage_footprint(const ModelSpec& model, const ParallelPlan& plan, const MemorySpec& memory, int stage) {
+  Footprint f;
+  f.stage = stage;
+  f.in_flight = in_flight(plan, stage);
+  const int layers = model.layers / plan.pp, first = stage * layers;
+  const bool first_stage = stage == 0, last_stage = stage == plan.pp - 1;
+  double dense = 0, experts = 0, per_micro_batch = 0, largest_layer = 0;
+  for (int l = first; l < first + layers; ++l) {
+    dense += dense_layer_params(model, plan, l);
+    experts += expert_layer_params(model, plan, l);
+    per_micro_batch += static_cast<double>(layer_activations(model, plan, l).count());
+    largest_layer = std::max(largest_layer, kept(model, plan, l));
+  }
+  if (first_stage) dense += embedding_params(model, plan);
+  if (last_stage) dense += logits_params(model, plan);
+  f.params = dense + experts;
+  f.weights = bytes_of(f.params * gradient_bytes(model.dtype));
+  f.gradients = bytes_of(f.params * gradient_bytes(model.dtype));
+  const double dp = plan.zero ? plan.dp : 1,
+               expert_dp = plan.zero ? static_cast<double>(plan.tp) * plan.dp / plan.ep : 1;
+  f.optimizer = bytes_of((dense / dp + experts / expert_dp) * optimizer_bytes_per_param(model.dtype));
+
+  const double e = element_bytes(model.dtype), tokens = static_cast<double>(model.micro_batch) * model.sequence;
+  const double outside = plan.sequence_parallel ? plan.tp : 1;
+  double activations = per_micro_batch * f.in_flight;
+  if (plan.recompute == Recompute::full) activations += largest_layer;  // the layer being rebuilt
+  if (first_stage && model.dropout) activations += tokens * model.hidden / outside * f.in_flight;
+  if (last_stage)  // the final norm's input, the logits and the cross-entropy's fp32 copy, for the one micro-batch
+    activations += e * tokens * model.hidden / outside + (e + 4) * tokens * model.vocabulary / plan.tp;
+  f.activations = bytes_of(activations);
+
+  int communicators = 0;
+  if (plan.tp > 1) ++communicators;
+  if (plan.dp > 1) ++communicators;
+  if (!first_stage) ++communicators;
+  if (!last_stage) ++communicators;
+  if (plan.gpus() > 1) ++communicators;  // the gradient norm's, over every rank
+  double moe_buffers = 0;
+  if (model.moe) {
+    if (plan.ep > 1) ++communicators;
+    if (plan.tp * plan.dp / plan.ep > 1) ++communicators;
+    const double slots = std::ceil(model.moe->capacity_factor * static_cast<double>(routed_tokens(model, plan)) *
+                                   model.moe->top_k / model.moe->experts);
+    if (plan.ep > 1) moe_buffers = 2 * model.moe->experts * slots * model.hidden * e;
+  }
+  f.communication = bytes_of(communicators * static_cast<double>(memory.communicator_buffers.count()) + moe_buffers);
+  f.overhead = memory.framework_overhead;
+  return f;
+}
+
+std::vector<Footprint> footprints(const ModelSpec& model, const ParallelPlan& plan, const MemorySpec& memory) {
+  std::vector<Footprint> out;
+  for (int stage = 0; stage < plan.pp; ++stage) out.push_back(stage_footprint(model, plan, memory, stage));
+  return out;
+}
+
+}  // namespace snsim::workloads::training
