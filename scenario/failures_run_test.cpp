@@ -37,12 +37,6 @@ double end_of(const Report& report, int rank) {
   return end;
 }
 
-const Table& table(const Report& report, const std::string& title) {
-  const auto t = std::ranges::find(report.tables, title, &Table::title);
-  if (t == report.tables.end()) throw std::logic_error("no table " + title);
-  return *t;
-}
-
 Scenario load_example(const std::string& name) {
   return Scenario::load(ConfigDocument::load_file(std::string(SNSIM_SOURCE_DIR) + "/workloads/examples/" + name));
 }

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -29,6 +31,20 @@ inline double span(const Report& report, int phase = 0) {
       last = std::max(last, o.end.count());
     }
   return last - first;
+}
+
+/// The first table whose title starts with `prefix` (titles carry their workload's details after it).
+inline const Table& table(const Report& r, std::string_view prefix) {
+  for (const auto& t : r.tables)
+    if (t.title.starts_with(prefix)) return t;
+  throw std::logic_error("no table " + std::string(prefix));
+}
+
+/// A value of the training summary table (a training run's metrics).
+inline double metric(const Report& r, std::string_view name) {
+  for (const auto& row : table(r, "training summary").rows)
+    if (row[0] == name) return row[1].get<double>();
+  throw std::logic_error("no metric " + std::string(name));
 }
 
 inline double relative_error(double a, double b) {

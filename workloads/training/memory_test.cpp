@@ -10,6 +10,8 @@
 using namespace snsim;
 using namespace snsim::workloads::training;
 using snsim::workloads::testing::load;
+using snsim::workloads::testing::metric;
+using snsim::workloads::testing::table;
 
 namespace {
 /// A GPT-3-like layer as Korthikanti et al. count it: 16-bit, dropout, the attention scores kept (unfused).
@@ -35,17 +37,6 @@ double activations(const ModelSpec& m, int tp, bool sp, Recompute r) {
   return static_cast<double>(layer_activations(m, p, 0).count());
 }
 
-const Table& table(const Report& r, std::string_view prefix) {
-  for (const auto& t : r.tables)
-    if (t.title.starts_with(prefix)) return t;
-  throw std::logic_error("no table " + std::string(prefix));
-}
-
-double metric(const Report& r, std::string_view name) {
-  for (const auto& row : table(r, "training summary").rows)
-    if (row[0] == name) return row[1].get<double>();
-  throw std::logic_error("no metric " + std::string(name));
-}
 }  // namespace
 
 TEST_CASE("memory: a layer's activations follow Korthikanti et al. 2022, Table 2") {

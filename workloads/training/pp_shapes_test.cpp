@@ -12,20 +12,10 @@
 using namespace snsim;
 using namespace snsim::workloads;
 using snsim::workloads::testing::load;
+using snsim::workloads::testing::metric;
+using snsim::workloads::testing::table;
 
 namespace {
-
-const Table& table(const Report& r, std::string_view prefix) {
-  for (const auto& t : r.tables)
-    if (t.title.starts_with(prefix)) return t;
-  throw std::logic_error("no table " + std::string(prefix));
-}
-
-double metric(const Report& r, std::string_view name) {
-  for (const auto& row : table(r, "training summary").rows)
-    if (row[0] == name) return row[1].get<double>();
-  throw std::logic_error("no metric " + std::string(name));
-}
 
 /// A small dense model (or MoE with `experts`) on `topology` with the given plan, one BSP step.
 std::string scenario(const std::string& topology, int tp, int pp, int dp, int ep = 1, int experts = 0) {

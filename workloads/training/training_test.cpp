@@ -12,6 +12,8 @@ using namespace snsim;
 using namespace snsim::workloads;
 using namespace snsim::workloads::training;
 using snsim::workloads::testing::load;
+using snsim::workloads::testing::metric;
+using snsim::workloads::testing::table;
 
 namespace {
 
@@ -20,18 +22,6 @@ std::unique_ptr<Training> decoder(const std::string& yaml) {
   auto doc = ConfigDocument::load_string(yaml, "t.yaml");
   const auto scenario = Scenario::load(ConfigDocument::load_string(yaml, "t.yaml"));
   return make_training(doc->root().child("workloads").elements().front(), scenario.fabric());
-}
-
-const Table& table(const Report& r, std::string_view prefix) {
-  for (const auto& t : r.tables)
-    if (t.title.starts_with(prefix)) return t;
-  throw std::logic_error("no table " + std::string(prefix));
-}
-
-double metric(const Report& r, std::string_view name) {
-  for (const auto& row : table(r, "training summary").rows)
-    if (row[0] == name) return row[1].get<double>();
-  throw std::logic_error("no metric " + std::string(name));
 }
 
 /// Two pipeline stages on two GPUs, GPipe, 4 micro-batches; GPU 1 three times slower.
