@@ -33,7 +33,8 @@ void overlay_params(ConfigDocument& document, ConfigDocument& params) {
   ConfigNode root = params.root();
   if (!root.is_map()) root.fail("expected a parameter file: a map with `models:`");
   root.child("models");
-  root.section("calibration").keys();  // provenance, free-form
+  // Provenance, free-form, and optional: a hand-written file needs only `models:`.
+  if (const auto calibration = root.maybe_child("calibration")) calibration->keys();
   params.reject_unknown_keys();
   document.overlay(params, "models");
 }

@@ -45,3 +45,18 @@ TEST_CASE("params: a scenario's own mixed distribution is still refused, at its 
                                         "  jitter: {latency: {dist: constant, value: 1, samples: [1]}}\n"),
                        "t.yaml:3:48: models.jitter.latency.samples: unknown key; known keys: dist, value", InputError);
 }
+
+TEST_CASE("params: a hand-written parameter file needs only models:, and its unknown keys are still errors") {
+  auto scenario = ConfigDocument::load_string("models: {}\n", "t.yaml");
+  auto params = ConfigDocument::load_string("models:\n  copy: {ce: {efficiency: 0.8}}\n", "p.yaml");
+  overlay_params(*scenario, *params);
+  const auto m = Models::load(scenario->root().section("models"));
+  scenario->reject_unknown_keys();
+  CHECK(m.copy->ce.efficiency == doctest::Approx(0.8));
+
+  auto misspelt = ConfigDocument::load_string("models: {}\n", "t.yaml");
+  auto bad = ConfigDocument::load_string("models: {}\ncalibraton: {source: me}\n", "p.yaml");
+  CHECK_THROWS_WITH_AS(
+      overlay_params(*misspelt, *bad),
+      "p.yaml:2:1: calibraton: unknown key (did you mean 'calibration'?); known keys: calibration, models", InputError);
+}
