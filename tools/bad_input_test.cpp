@@ -35,6 +35,13 @@ std::string deep_trace(std::size_t depth) {
   return header + "{\"id\": \"x\", \"family\": " + std::string(depth, '[') + std::string(depth, ']') + "}\n";
 }
 
+/// The sample trace with a `platform` object in its header.
+std::string platform_trace(const std::string& platform) {
+  const std::string sample = read_file(fs::path(SNSIM_SOURCE_DIR) / "validation/importers/samples/snsim_trace.jsonl");
+  const std::size_t end = sample.find('\n');
+  return sample.substr(0, end - 1) + ", \"platform\": " + platform + "}" + sample.substr(end);
+}
+
 /// 22 levels of aliases of aliases: 4 million ops from 26 lines, which must be refused before they are expanded.
 std::string alias_bomb() {
   std::string text = "name: bomb\ntopology: {type: hgx, gpus: 2}\nx0: &x0 {compute: {time: 1us}}\n";
@@ -86,6 +93,11 @@ std::vector<Row> rows() {
        2,
        "nested deeper than 512 levels",
        file("n.json", "{\"nvbandwidth\": " + std::string(100'000, '[') + "}")},
+      {"a trace header's platform count beyond an int (99999999999 ranks)",
+       {"validate", "t.jsonl"},
+       2,
+       "t.jsonl:1: platform.ranks: expected a count from 0 to 2147483647, found 99999999999",
+       file("t.jsonl", platform_trace("{\"ranks\": 99999999999}"))},
       {"a latency beyond any machine (1e308s)",
        {"run", "s.yaml"},
        2,

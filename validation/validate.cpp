@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <tuple>
 
@@ -95,9 +96,18 @@ struct PlatformFacts {
   std::string network;
 };
 
-std::optional<int> json_int(const Json& object, const char* key) {
-  const auto it = object.find(key);
-  return it != object.end() && it->is_number_integer() ? std::optional<int>(it->get<int>()) : std::nullopt;
+/// A count of the header's `platform` (a hand-editable line): checked against int's range before it is read as one,
+/// so that 99999999999 ranks is refused rather than wrapped.
+std::optional<int> platform_count(const Trace& trace, const Json& platform, const char* key) {
+  const auto it = platform.find(key);
+  if (it == platform.end() || !it->is_number_integer()) return std::nullopt;
+  constexpr auto most = std::numeric_limits<int>::max();
+  const bool fits = it->is_number_unsigned() ? it->get<std::uint64_t>() <= static_cast<std::uint64_t>(most)
+                                             : it->get<std::int64_t>() >= 0 && it->get<std::int64_t>() <= most;
+  if (!fits)
+    throw_input_error({trace.source, 1, 0}, fmt::format("platform.{}", key),
+                      fmt::format("expected a count from 0 to {}, found {}", most, it->dump()));
+  return it->get<int>();
 }
 
 PlatformFacts facts_of(const Trace& trace) {
@@ -106,9 +116,9 @@ PlatformFacts facts_of(const Trace& trace) {
     if (p->contains("gpu_preset") && (*p)["gpu_preset"].is_string()) f.gpu = (*p)["gpu_preset"].get<std::string>();
     if (p->contains("gpu_preset_note") && (*p)["gpu_preset_note"].is_string())
       f.gpu_note = (*p)["gpu_preset_note"].get<std::string>();
-    f.ranks = json_int(*p, "ranks").value_or(0);
-    f.nodes = json_int(*p, "nodes");
-    f.gpus_per_node = json_int(*p, "gpus_per_node");
+    f.ranks = platform_count(trace, *p, "ranks").value_or(0);
+    f.nodes = platform_count(trace, *p, "nodes");
+    f.gpus_per_node = platform_count(trace, *p, "gpus_per_node");
     if (p->contains("network") && (*p)["network"].is_string()) f.network = (*p)["network"].get<std::string>();
   } else {
     std::string name;
