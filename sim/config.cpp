@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
 
@@ -381,6 +382,10 @@ std::shared_ptr<ConfigDocument> ConfigDocument::load_string(const std::string& t
       throw_input_error({file_name, root->Mark().line + 1, root->Mark().column + 1}, "",
                         fmt::format("expected a map of settings at the top, found {}", kind_of(*root)));
     return std::shared_ptr<ConfigDocument>(new ConfigDocument(std::move(root), std::move(file_name)));
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's parser stops at its own depth limit with the message "bad file": say what is wrong.
+    throw_input_error({file_name, e.mark.line + 1, e.mark.column + 1}, "",
+                      fmt::format("invalid YAML: nested deeper than {} levels", e.depth()));
   } catch (const YAML::ParserException& e) {
     // yaml-cpp names the line but not the file; its message is e.msg.
     throw_input_error({file_name, e.mark.line + 1, e.mark.column + 1}, "", fmt::format("invalid YAML: {}", e.msg));

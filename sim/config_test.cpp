@@ -57,6 +57,10 @@ TEST_CASE("config: errors name file, line, column and key path") {
     CHECK_THROWS_WITH_AS(doc("topology: {gpus: 8\nname: x\n"), "t.yaml:2:5: invalid YAML: end of map flow not found",
                          InputError);
   }
+  SUBCASE("YAML nested past the parser's limit says so (yaml-cpp's own message is \"bad file\")") {
+    CHECK_THROWS_WITH_AS(doc("a: " + std::string(600, '[') + std::string(600, ']') + "\n"),
+                         "t.yaml:1:1204: invalid YAML: nested deeper than 500 levels", InputError);
+  }
 }
 
 TEST_CASE("config: unknown keys are errors with a suggestion") {
