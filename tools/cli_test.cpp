@@ -457,6 +457,32 @@ TEST_CASE("cli: topo --set follows the override") {
   CHECK(r.out.find("one direction): 900 GB/s\n") != std::string::npos);
 }
 
+TEST_CASE("cli: topo --summary counts devices and channels by kind, --route prints any pair's route") {
+  TempDir dir;
+  const Result r = run_snsim(dir, {"topo", "--summary"});
+  CHECK(r.code == 0);
+  // 8 GPUs, 4 NVSwitch planes and the host; 8 x 4 NVLink pairs and 8 PCIe pairs, one channel per direction.
+  CHECK(r.out.find("  gpu          8\n") != std::string::npos);
+  CHECK(r.out.find("  nvswitch     4\n") != std::string::npos);
+  CHECK(r.out.find("  nvlink             64  7.2 TB/s\n") != std::string::npos);
+  CHECK(r.out.find("gpu0 -> nvswitch0") == std::string::npos);  // no channel list
+
+  // Across nodes of a rail-optimised superpod: GPU 0's NIC on rail 0, GPU 9's on rail 1, so through the spines.
+  const std::string pod = dir.write("pod.yaml",
+                                    "name: pod\ntopology: {type: superpod, gpu: h100, nodes: 4}\nworkloads:\n"
+                                    "  - type: program\n    ops: [{compute: {flops: 1TFLOP}}]\n");
+  const Result route = run_snsim(dir, {"topo", pod, "--summary", "--route", "gpu0", "gpu9"});
+  CHECK(route.code == 0);
+  CHECK(route.out.find("# route gpu0 -> gpu9: 6 hops") != std::string::npos);
+  CHECK(route.out.find("  nic0->leaf0 ") != std::string::npos);
+
+  const Result bad = run_snsim(dir, {"topo", "--route", "gpu0", "gpu99"});
+  CHECK(bad.code == 2);
+  CHECK(bad.out.empty());
+  CHECK(bad.err ==
+        "--route: no device 'gpu99' in this fabric (names as `snsim topo` lists them: gpu0, nvswitch0, host, ...)\n");
+}
+
 TEST_CASE("cli: every example scenario runs") {
   const fs::path examples = fs::path(SNSIM_SOURCE_DIR) / "workloads" / "examples";
   std::vector<fs::path> files;

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -260,39 +261,82 @@ int info_command(bool markdown) {
   return 0;
 }
 
-int topo_command(const std::string& scenario_path, const std::vector<std::string>& sets) {
-  auto doc = load_document(scenario_path);
-  apply_overrides(*doc, sets, std::nullopt);
+struct TopoOptions {
+  std::string scenario;
+  std::vector<std::string> sets;
+  bool summary = false;            // counts by kind instead of every device and channel
+  std::vector<std::string> route;  // two device names; default gpu0 -> gpu1
+};
+
+void print_route(const Fabric& f, DeviceId from, DeviceId to) {
+  const auto r = f.route(from, to);
+  if (!r) {
+    fmt::print("# route {} -> {}: not connected\n", f.device(from).name, f.device(to).name);
+    return;
+  }
+  const RouteCost cost = f.cost(*r);
+  fmt::print("# route {} -> {}: {} hops, latency {}, bottleneck {}\n", f.device(from).name, f.device(to).name,
+             r->hops.size(), cost.latency, cost.bottleneck);
+  for (const auto& hop : r->hops) {
+    BytesPerSecond bw{0};
+    for (auto c : hop.channels) bw = bw + f.channel(c).bandwidth();
+    fmt::print("  {:<40} {} channels, {}\n", Simulation::hop_name(f, hop), hop.channels.size(), bw);
+  }
+}
+
+int topo_command(const TopoOptions& o) {
+  auto doc = load_document(o.scenario);
+  apply_overrides(*doc, o.sets, std::nullopt);
   const auto scenario = workloads::Scenario::load(doc);
   const Fabric& f = scenario.fabric();
+  // Checked before anything is printed, so that a misspelt name ends in one line.
+  std::vector<DeviceId> ends;
+  for (const auto& name : o.route) {
+    const auto id = f.find(name);
+    if (!id)
+      throw_input_error({"--route", 0, 0}, "",
+                        fmt::format("no device '{}' in this fabric (names as `snsim topo` lists them: gpu0, nvswitch0, "
+                                    "host, ...)",
+                                    name));
+    ends.push_back(*id);
+  }
   fmt::print("# {}: {} devices, {} channels (one per direction)\n", scenario.name(), f.device_count(),
              f.channel_count());
-  fmt::print("# devices\n");
-  for (auto v : boost::make_iterator_range(boost::vertices(f.graph()))) {
-    const Device& d = f.device(v);
-    std::string what{to_string(d.kind)};
-    if (d.gpu)
-      what = fmt::format("gpu {}: {} dense bf16, HBM {} ({})", d.gpu->model, d.gpu->dense_bf16, d.gpu->hbm_bandwidth,
-                         d.gpu->memory);
-    fmt::print("  {:<12} {:<60} out {}\n", d.name, what, f.egress_bandwidth(v));
-  }
-  fmt::print("# channels (bandwidth per direction)\n");
-  for (auto e : boost::make_iterator_range(boost::edges(f.graph()))) {
-    const Channel& c = f.channel(e);
-    fmt::print("  {:>12} -> {:<12} {:<7} {:>2} x {:<10} = {:<12} latency {}\n", f.device(f.source(e)).name,
-               f.device(f.target(e)).name, to_string(c.kind), c.lanes, c.lane_bandwidth, c.bandwidth(), c.latency);
-  }
-  if (f.gpus().size() >= 2) {
-    const auto r = f.route(f.gpus()[0], f.gpus()[1]);
-    if (r) {
-      fmt::print("# route gpu0 -> gpu1: {} hops\n", r->hops.size());
-      for (const auto& hop : r->hops) {
-        BytesPerSecond bw{0};
-        for (auto c : hop.channels) bw = bw + f.channel(c).bandwidth();
-        fmt::print("  {:<40} {} channels, {}\n", Simulation::hop_name(f, hop), hop.channels.size(), bw);
-      }
+  if (o.summary) {
+    std::map<std::string, int> devices;
+    std::map<std::string, std::pair<int, BytesPerSecond>> channels;
+    for (auto v : boost::make_iterator_range(boost::vertices(f.graph())))
+      ++devices[std::string(to_string(f.device(v).kind))];
+    for (auto e : boost::make_iterator_range(boost::edges(f.graph()))) {
+      auto& [count, bandwidth] = channels[std::string(to_string(f.channel(e).kind))];
+      ++count;
+      bandwidth = bandwidth + f.channel(e).bandwidth();
+    }
+    fmt::print("# devices by kind\n");
+    for (const auto& [kind, count] : devices) fmt::print("  {:<12} {}\n", kind, count);
+    fmt::print("# channels by kind (one per direction; bandwidth summed)\n");
+    for (const auto& [kind, c] : channels) fmt::print("  {:<12} {:>8}  {}\n", kind, c.first, c.second);
+  } else {
+    fmt::print("# devices\n");
+    for (auto v : boost::make_iterator_range(boost::vertices(f.graph()))) {
+      const Device& d = f.device(v);
+      std::string what{to_string(d.kind)};
+      if (d.gpu)
+        what = fmt::format("gpu {}: {} dense bf16, HBM {} ({})", d.gpu->model, d.gpu->dense_bf16, d.gpu->hbm_bandwidth,
+                           d.gpu->memory);
+      fmt::print("  {:<12} {:<60} out {}\n", d.name, what, f.egress_bandwidth(v));
+    }
+    fmt::print("# channels (bandwidth per direction)\n");
+    for (auto e : boost::make_iterator_range(boost::edges(f.graph()))) {
+      const Channel& c = f.channel(e);
+      fmt::print("  {:>12} -> {:<12} {:<7} {:>2} x {:<10} = {:<12} latency {}\n", f.device(f.source(e)).name,
+                 f.device(f.target(e)).name, to_string(c.kind), c.lanes, c.lane_bandwidth, c.bandwidth(), c.latency);
     }
   }
+  if (ends.size() == 2)
+    print_route(f, ends[0], ends[1]);
+  else if (f.gpus().size() >= 2)
+    print_route(f, f.gpus()[0], f.gpus()[1]);
   // One search per GPU (up to 512 of them, evenly spread), so that 4,096-GPU fabrics print in seconds.
   const auto hops = f.gpu_hop_counts();
   fmt::print(
@@ -331,15 +375,14 @@ void add_info_command(CommandLine& cli) {
 }
 
 void add_topo_command(CommandLine& cli) {
-  struct TopoOptions {
-    std::string scenario;
-    std::vector<std::string> sets;
-  };
   auto topo = std::make_shared<TopoOptions>();
   auto& cmd = cli.add("topo", "print a scenario's fabric: devices, channels, routes, bisection",
-                      [topo] { return topo_command(topo->scenario, topo->sets); });
+                      [topo] { return topo_command(*topo); });
   cmd.add_option("scenario", topo->scenario, "scenario YAML file (default: the embedded default)");
   cmd.add_option("--set", topo->sets, "override one value: key.path=value");
+  cmd.add_flag("--summary", topo->summary, "devices and channels counted by kind instead of listed (large fabrics)");
+  cmd.add_option("--route", topo->route, "the route between two devices, e.g. --route gpu0 gpu9 (default gpu0 gpu1)")
+      ->expected(2);
 }
 
 }  // namespace snsim::tools
