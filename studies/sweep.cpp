@@ -71,7 +71,9 @@ json metrics_of(const Report& report, const workloads::Scenario& scenario) {
       if (row.size() < 2 || !row[1].is_number()) continue;
       const std::string name = row[0];
       if (name == "step_mean_ms") m["step_time_s"] = row[1].get<double>() / 1e3;
-      if (name == "mfu_pct" || name == "samples_per_s" || name == "peak_hbm_gib" || name == "fits") m[name] = row[1];
+      if (name == "mfu_pct" || name == "samples_per_s" || name == "peak_hbm_gib" || name == "fits" ||
+          name == "comm_only_ms_per_gpu")
+        m[name] = row[1];
     }
   }
   return m;
@@ -207,7 +209,8 @@ SweepReport write_sweep_report(const std::string& dir, const json& meta, const s
       "\nMetrics are means over a point's trials: `makespan_s` is the simulated time of the whole run; for a "
       "training workload `step_time_s` is the mean step, `samples_per_s` the global batch per step time and "
       "`mfu_pct` the model FLOPs per step / (step time x GPUs x peak), `peak_hbm_gib` the largest HBM footprint "
-      "per GPU and `fits` 1 when it is within the GPU's HBM; `wall_s` is what simulating it took.\n";
+      "per GPU, `fits` 1 when it is within the GPU's HBM and `comm_only_ms_per_gpu` the time a GPU communicates "
+      "without computing; `wall_s` is what simulating it took.\n";
   if (meta.contains("goal")) md += goal_answer(meta["goal"], rows);
 
   // The plot: drawn by plot_sweep.py (tools/plot/) when a python3 with matplotlib is there (CI requires it).

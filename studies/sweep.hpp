@@ -67,7 +67,7 @@ SweepOutcome execute_sweep(
     const std::function<void(const SweepRun& run, const std::string& failure, const SweepOutcome& so_far)>& ended);
 
 /// What a run measured, from its report: makespan, GPUs, the topology, and for training its step time, MFU and
-/// samples per second (the training summary table).
+/// samples per second, its footprint and the time a GPU communicates without computing (the training summary).
 nlohmann::json metrics_of(const Report& report, const workloads::Scenario& scenario);
 
 /// sweep.md and sweep.png, as written.

@@ -42,7 +42,8 @@ std::string flow_scalar(const std::string& text) {
   return quoted + "\"";
 }
 
-/// A node as YAML flow text ({a: 1, b: [x, y]}), for `key.path=value` assignments of maps and sequences.
+}  // namespace
+
 std::string flow_yaml(const ConfigNode& node) {
   if (node.is_map()) {
     std::vector<std::string> items;
@@ -57,6 +58,8 @@ std::string flow_yaml(const ConfigNode& node) {
   if (node.is_scalar()) return flow_scalar(node.scalar());
   return "null";
 }
+
+namespace {
 
 /// A scenario as canonical JSON: maps sorted by key, scalars as written.
 json canonical(const ConfigNode& node) {

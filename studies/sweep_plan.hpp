@@ -97,6 +97,9 @@ struct SweepPlan {
   nlohmann::json meta() const;
 };
 
+/// A node as YAML flow text ({a: 1, b: [x, y]}), for `key.path=value` assignments of maps and sequences.
+std::string flow_yaml(const ConfigNode& node);
+
 /// The key of a run: FNV-1a (64 bits, hex) of its scenario as canonical JSON. Stable across runs and platforms.
 std::string run_key(ConfigDocument& scenario);
 

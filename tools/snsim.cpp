@@ -3,6 +3,7 @@
 #include "tools/command_line.hpp"
 #include "tools/commands.hpp"
 #include "tools/compare_command.hpp"
+#include "tools/plan_command.hpp"
 #include "tools/replay_command.hpp"
 #include "tools/study_command.hpp"
 #include "tools/sweep_command.hpp"
@@ -21,5 +22,6 @@ int main(int argc, char** argv) {
   add_validation_commands(cli);
   add_study_command(cli);
   add_sweep_command(cli);
+  add_plan_command(cli);
   return cli.run(argc, argv);
 }

@@ -1,0 +1,437 @@
+#include "studies/plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "sim/config.hpp"
+#include "sim/error.hpp"
+#include "sim/files.hpp"
+#include "sim/registry.hpp"
+#include "sim/topology.hpp"
+#include "studies/inputs.hpp"
+#include "studies/results.hpp"
+#include "studies/sweep.hpp"
+#include "studies/sweep_plan.hpp"
+#include "topologies/register.hpp"
+#include "workloads/training/presets.hpp"
+
+namespace snsim::studies {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace workloads::training;
+
+namespace {
+
+std::vector<int> divisors(int n) {
+  std::vector<int> out;
+  for (int d = 1; d <= n; ++d)
+    if (n % d == 0) out.push_back(d);
+  return out;
+}
+
+const char* recompute_name(Recompute r) {
+  return r == Recompute::none ? "none" : r == Recompute::selective ? "selective" : "full";
+}
+
+double gib(Bytes b) {
+  return static_cast<double>(b.count()) / static_cast<double>(1ull << 30);
+}
+
+[[noreturn]] void flag_error(std::string_view flag, std::string_view message) {
+  throw_input_error({std::string(flag), 0, 0}, "", message);
+}
+
+}  // namespace
+
+std::string PlanCandidate::label() const {
+  return fmt::format("tp{}-pp{}-dp{}-ep{}-mb{}-{}-zero{}", parallel.tp, parallel.pp, parallel.dp, parallel.ep,
+                     micro_batch, recompute_name(parallel.recompute), parallel.zero ? 1 : 0);
+}
+
+std::vector<PlanCandidate> enumerate_plans(const ModelSpec& model, const PlanSpace& space) {
+  std::vector<PlanCandidate> out;
+  if (space.gpus < 1 || space.global_batch < 1) return out;
+  for (int tp : divisors(std::min(space.gpus_per_domain, space.gpus))) {
+    if (space.gpus % tp != 0 || model.heads % tp != 0 || model.ffn_hidden % tp != 0) continue;
+    if (!model.mla && model.kv_heads % tp != 0) continue;
+    if (model.moe && (model.moe->shared_experts * expert_ffn(model)) % tp != 0) continue;
+    for (int pp : divisors(space.gpus / tp)) {
+      if (model.layers % pp != 0) continue;
+      const int dp = space.gpus / (tp * pp);
+      if (space.global_batch % dp != 0) continue;
+      const int per_replica = space.global_batch / dp;
+      for (int ep : model.moe ? divisors(dp) : std::vector<int>{1}) {
+        if (model.moe && model.moe->experts % ep != 0) continue;
+        for (int b : divisors(per_replica)) {
+          if ((static_cast<long long>(b) * model.sequence) % tp != 0) continue;
+          for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
+            for (bool zero : {false, true}) {
+              if (zero && dp == 1) continue;
+              PlanCandidate c;
+              c.parallel.tp = tp;
+              c.parallel.pp = pp;
+              c.parallel.dp = dp;
+              c.parallel.ep = ep;
+              c.parallel.micro_batches = per_replica / b;
+              c.parallel.sequence_parallel = tp > 1;
+              c.parallel.recompute = r;
+              c.parallel.zero = zero;
+              c.micro_batch = b;
+              out.push_back(c);
+            }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+Footprint peak_footprint(const ModelSpec& model, const PlanCandidate& candidate, const MemorySpec& memory) {
+  ModelSpec m = model;
+  m.micro_batch = candidate.micro_batch;
+  const auto all = footprints(m, candidate.parallel, memory);
+  return *std::ranges::max_element(all, {}, [](const Footprint& f) { return f.total().count(); });
+}
+
+Seconds estimate_step(const ModelSpec& model, const PlanCandidate& candidate, FlopsPerSecond peak, BytesPerSecond intra,
+                      BytesPerSecond inter) {
+  ModelSpec m = model;
+  m.micro_batch = candidate.micro_batch;
+  const ParallelPlan& p = candidate.parallel;
+  const double gpus = p.gpus();
+  const double step_flops = step_model_flops(m, p).count();  // 3 x forward
+  // Recomputation repeats forward work in the backward: all of it (full) or the attention core (selective).
+  double forward_layers = 0, attention_core = 0;
+  const AttentionWidths w = attention_widths(m);
+  const double b = m.micro_batch, s = m.sequence;
+  for (int l = 0; l < m.layers; ++l) {
+    forward_layers += layer_model_flops(m, l).count();
+    attention_core += 2 * b * s * s * m.heads * (w.qk_head + w.v_head);
+  }
+  const double per_micro = p.recompute == Recompute::full        ? forward_layers
+                           : p.recompute == Recompute::selective ? attention_core
+                                                                 : 0;
+  const double flops = step_flops + per_micro * p.micro_batches * p.dp;
+  double compute = flops / (gpus * peak.count());
+  compute *= 1 + static_cast<double>(p.pp - 1) / p.micro_batches;  // the 1F1B bubble
+  const double e = element_bytes(m.dtype);
+  // TP: four all-reduces (or reduce-scatter + all-gather pairs) of the layer's b s h activations per layer, forward
+  // and backward, on the rank's layers and micro-batches; a ring moves 2 (t - 1) / t of the bytes.
+  double tp_time = 0;
+  if (p.tp > 1) {
+    const double bytes = 4 * b * s * m.hidden * e * (m.layers / p.pp) * p.micro_batches;
+    tp_time = 2.0 * (p.tp - 1) / p.tp * bytes / intra.count();
+  }
+  // DP: one all-reduce of the rank's gradients (reduce-scatter + all-gather with the distributed optimizer: the
+  // same bytes), over the slower of the links when the group leaves the domain.
+  double dp_time = 0;
+  if (p.dp > 1) {
+    double params = 0;
+    for (int l = 0; l < m.layers / p.pp; ++l) params += dense_layer_params(m, p, l) + expert_layer_params(m, p, l);
+    const double bytes = params * gradient_bytes(m.dtype);
+    dp_time = 2.0 * (p.dp - 1) / p.dp * bytes / (p.tp * p.dp > 1 ? inter.count() : intra.count());
+  }
+  return Seconds{compute + tp_time + dp_time};
+}
+
+// ---- the command --------------------------------------------------------------------------------------------------
+
+namespace {
+
+/// The topology map of --topology: a file holding it (or a scenario with `topology:`), or flow YAML.
+std::string topology_yaml(const std::string& text) {
+  std::shared_ptr<ConfigDocument> doc;
+  if (fs::exists(text))
+    doc = ConfigDocument::load_file(text);
+  else
+    doc = ConfigDocument::load_string(text, "--topology");
+  ConfigNode node = doc->root();
+  if (node.is_map() && node.has("topology")) node = node.child("topology");
+  if (!node.is_map())
+    flag_error("--topology", fmt::format("found '{}'; expected a topology file or map such as "
+                                         "'{{type: superpod, gpu: h100, nodes: 8}}'",
+                                         text));
+  return flow_yaml(node);
+}
+
+/// The model map of --model: a preset name or flow YAML.
+std::string model_yaml(const std::string& text) {
+  if (find_preset(text)) return fmt::format("{{preset: {}}}", text);
+  if (!text.empty() && text.front() == '{') {
+    const auto doc = ConfigDocument::load_string(text, "--model");
+    return flow_yaml(doc->root());
+  }
+  flag_error("--model", fmt::format("unknown preset '{}'; expected one of {} (or a map such as "
+                                    "'{{preset: llama3.1-8b, layers: 8}}')",
+                                    text, preset_names()));
+}
+
+/// The base scenario every candidate overrides: the fabric, the model (its batch and sequence from the flags), one
+/// step. `micro_batch` and `parallel` are there so that the sweep's overrides find their places.
+std::string base_scenario(const PlanOptions& o) {
+  std::string topology, model, models;
+  if (!o.scenario.empty()) {
+    if (!fs::exists(o.scenario)) flag_error("--scenario", fmt::format("no file '{}'", o.scenario));
+    const auto doc = ConfigDocument::load_file(o.scenario);
+    const ConfigNode root = doc->root();
+    topology = flow_yaml(root.child("topology"));
+    if (const auto m = root.maybe_child("models")) models = flow_yaml(*m);
+    const ConfigNode list = root.child("workloads");
+    const auto items = list.elements();
+    const auto training = std::ranges::find_if(items, [](const ConfigNode& w) {
+      return w.is_map() && w.has("type") && w.child("type").is_scalar() && w.child("type").scalar() == "training";
+    });
+    if (training == items.end()) list.fail("no training workload: `snsim plan` plans one");
+    const ConfigNode m = training->child("model");
+    model = m.is_scalar() ? fmt::format("{{preset: {}}}", m.scalar()) : flow_yaml(m);
+  }
+  if (!o.model.empty()) model = model_yaml(o.model);
+  if (!o.topology.empty()) topology = topology_yaml(o.topology);
+  if (model.empty()) flag_error("--model", "missing; expected a preset name (or --scenario FILE)");
+  if (topology.empty()) flag_error("--topology", "missing; expected a topology file or map (or --scenario FILE)");
+
+  // The model's own keys, less what the plan decides; the flags' batch and sequence win.
+  const auto doc = ConfigDocument::load_string(model, "--model");
+  const ConfigNode m = doc->root();
+  if (!m.is_map()) flag_error("--model", fmt::format("found '{}'; expected a preset name or a map", model));
+  std::vector<std::string> items;
+  for (const auto& key : m.keys()) {
+    if (key == "micro_batch" || key == "micro_batches") continue;
+    if ((key == "global_batch" && o.global_batch) || (key == "sequence" && o.sequence)) continue;
+    items.push_back(fmt::format("{}: {}", key, flow_yaml(m.child(key))));
+  }
+  if (o.global_batch) items.push_back(fmt::format("global_batch: {}", *o.global_batch));
+  if (o.sequence) items.push_back(fmt::format("sequence: {}", *o.sequence));
+  if (!o.global_batch && !m.has("global_batch"))
+    flag_error("--global-batch", "missing; expected the sequences per step, such as --global-batch 512");
+  items.emplace_back("micro_batch: 1");
+  return fmt::format(
+      "# The base scenario of `snsim plan`: every plan.yaml point overrides its parallel plan and micro batch.\n"
+      "name: plan\nseed: 1\ntopology: {}\n{}workloads:\n  - type: training\n    steps: 1\n    model: {{{}}}\n"
+      "    parallel: {{tp: 1}}\n",
+      topology, models.empty() ? "" : fmt::format("models: {}\n", models), fmt::join(items, ", "));
+}
+
+std::string sweep_plan_yaml(const std::vector<PlanCandidate>& chosen) {
+  std::string yaml =
+      "# The sweep `snsim plan` runs: one point per plan it simulates, best estimate first.\n"
+      "name: plan\nbase: base.yaml\ntrials: 1\nreport: {x: peak_hbm_gib, y: samples_per_s}\naxes:\n"
+      "  - name: plan\n    values:\n";
+  for (const auto& c : chosen) {
+    const ParallelPlan& p = c.parallel;
+    yaml += fmt::format(
+        "      - label: {}\n        set:\n          workloads[0].parallel: {{tp: {}, pp: {}, dp: {}, ep: {}, "
+        "sequence_parallel: {}, recompute: {}, zero: {}}}\n          workloads[0].model.micro_batch: {}\n",
+        c.label(), p.tp, p.pp, p.dp, p.ep, p.sequence_parallel, recompute_name(p.recompute), p.zero, c.micro_batch);
+  }
+  return yaml;
+}
+
+std::string cell(const std::optional<double>& v, int digits) {
+  return v ? fmt::format("{:.{}f}", *v, digits) : "-";
+}
+
+std::string results_markdown(const PlanOutcome& o, const std::string& title, std::size_t rows) {
+  std::string md = title;
+  md +=
+      "| rank | plan | tp | pp | dp | ep | micro batch x count | recompute | zero | step s | tokens/s/GPU | MFU % | "
+      "comm ms/GPU | HBM GiB | weights | grads | optimizer | activations | comm buffers |\n"
+      "|---:|---|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (std::size_t i = 0; i < std::min(rows, o.ranked.size()); ++i) {
+    const PlanResult& r = o.ranked[i];
+    const ParallelPlan& p = r.candidate.parallel;
+    const Footprint& f = r.footprint;
+    md += fmt::format(
+        "| {} | {} | {} | {} | {} | {} | {} x {} | {} | {} | {} | {} | {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | "
+        "{:.1f} | {:.1f} |\n",
+        r.step_time_s ? fmt::format("{}", i + 1) : "-", r.candidate.label(), p.tp, p.pp, p.dp, p.ep,
+        r.candidate.micro_batch, p.micro_batches, recompute_name(p.recompute), p.zero ? "yes" : "no",
+        cell(r.step_time_s, 3), cell(r.tokens_per_s_per_gpu, 0), cell(r.mfu_pct, 1), cell(r.comm_ms_per_gpu, 1),
+        gib(f.total()), gib(f.weights), gib(f.gradients), gib(f.optimizer), gib(f.activations), gib(f.communication));
+  }
+  return md;
+}
+
+json result_json(const PlanResult& r) {
+  const ParallelPlan& p = r.candidate.parallel;
+  const Footprint& f = r.footprint;
+  json j{{"label", r.candidate.label()},
+         {"tp", p.tp},
+         {"pp", p.pp},
+         {"dp", p.dp},
+         {"ep", p.ep},
+         {"micro_batch", r.candidate.micro_batch},
+         {"micro_batches", p.micro_batches},
+         {"sequence_parallel", p.sequence_parallel},
+         {"recompute", recompute_name(p.recompute)},
+         {"zero", p.zero},
+         {"estimate_s", r.estimate_s},
+         {"outcome", r.outcome},
+         {"memory_gib",
+          {{"stage", f.stage},
+           {"total", gib(f.total())},
+           {"weights", gib(f.weights)},
+           {"gradients", gib(f.gradients)},
+           {"optimizer", gib(f.optimizer)},
+           {"activations", gib(f.activations)},
+           {"communication", gib(f.communication)},
+           {"overhead", gib(f.overhead)}}}};
+  auto put = [&](const char* name, const std::optional<double>& v) { j[name] = v ? json(*v) : json(nullptr); };
+  put("step_time_s", r.step_time_s);
+  put("tokens_per_s_per_gpu", r.tokens_per_s_per_gpu);
+  put("mfu_pct", r.mfu_pct);
+  put("comm_ms_per_gpu", r.comm_ms_per_gpu);
+  return j;
+}
+
+}  // namespace
+
+PlanOutcome run_plan(const PlanOptions& o) {
+  if (o.budget < 1) flag_error("--budget", "found 0; expected at least 1 plan to simulate");
+  if (o.global_batch && *o.global_batch < 1)
+    flag_error("--global-batch", fmt::format("found {}; expected a positive number of sequences", *o.global_batch));
+  if (o.sequence && *o.sequence < 1)
+    flag_error("--seq", fmt::format("found {}; expected a positive number of tokens", *o.sequence));
+  if (o.gpus && *o.gpus < 1) flag_error("--gpus", fmt::format("found {}; expected at least 1", *o.gpus));
+
+  const std::string base = base_scenario(o);
+  const auto doc = ConfigDocument::load_string(base, "base.yaml");
+  const ConfigNode root = doc->root();
+  Registry<Topology> topologies("topology");
+  topologies::register_topologies(topologies);
+  const Fabric fabric = topologies.create(root.child("topology"))->build();
+  if (auto problem = fabric.check()) root.child("topology").fail(*problem);
+  const int gpus = static_cast<int>(fabric.gpus().size());
+  if (o.gpus && *o.gpus != gpus)
+    flag_error("--gpus", fmt::format("found {}; expected the topology's {} GPUs (set its gpus or nodes to change it)",
+                                     *o.gpus, gpus));
+  const ConfigNode model_node = root.child("workloads").elements().front().child("model");
+  const ModelSpec model = parse_model(model_node, fabric);
+  const int global_batch = model_node.required<int>("global_batch");
+  if (global_batch < 1) flag_error("--global-batch", fmt::format("found {}; expected at least 1", global_batch));
+
+  const GpuSpec& gpu = *fabric.device(fabric.gpus().front()).gpu;
+  const auto domain = fabric.nvlink_domain(fabric.gpus().front());
+  const PlanSpace space{gpus, static_cast<int>(domain.size()), global_batch};
+  const MemorySpec memory;
+  PlanOutcome out;
+  out.hbm_gib = gib(gpu.memory);
+  const auto all = enumerate_plans(model, space);
+  out.enumerated = all.size();
+  if (all.empty())
+    flag_error("--global-batch", fmt::format("{} sequences on {} GPUs leave no valid plan: no data-parallel size "
+                                             "GPUs / (tp x pp) divides it (tp up to {}, pp dividing {} layers)",
+                                             global_batch, gpus, space.gpus_per_domain, model.layers));
+
+  // Memory first: what does not fit is not simulated.
+  const FlopsPerSecond peak = gpu.peak(model.dtype).value_or(gpu.dense_bf16);
+  const BytesPerSecond intra = domain.size() > 1 ? fabric.cost(domain[0], domain[1]).bottleneck : gpu.hbm_bandwidth;
+  BytesPerSecond inter = intra;
+  for (DeviceId g : fabric.gpus())
+    if (!std::ranges::binary_search(domain, g)) {
+      inter = fabric.cost(fabric.gpus().front(), g).bottleneck;
+      break;
+    }
+  std::vector<PlanResult> fitting;
+  std::optional<PlanResult> smallest;
+  for (const auto& c : all) {
+    PlanResult r{c, peak_footprint(model, c, memory), 0, {}, {}, {}, {}, "not run"};
+    if (!smallest || r.footprint.total() < smallest->footprint.total()) smallest = r;
+    if (r.footprint.total() > gpu.memory) continue;
+    r.estimate_s = estimate_step(model, c, peak, intra, inter).count();
+    fitting.push_back(r);
+  }
+  out.fitting = fitting.size();
+  if (fitting.empty())
+    throw InputError(fmt::format(
+        "snsim plan: no plan fits: {} valid plans of {} on {} x {} ({:.1f} GiB of HBM each), the smallest footprint "
+        "is {:.1f} GiB per GPU ({}: weights {:.1f}, gradients {:.1f}, optimizer {:.1f}, activations {:.1f} GiB); "
+        "use more GPUs, GPUs with more HBM or a smaller model",
+        all.size(), model.preset.empty() ? "the model" : model.preset, gpus, gpu.model, out.hbm_gib,
+        gib(smallest->footprint.total()), smallest->candidate.label(), gib(smallest->footprint.weights),
+        gib(smallest->footprint.gradients), gib(smallest->footprint.optimizer), gib(smallest->footprint.activations)));
+  std::ranges::stable_sort(fitting, {}, &PlanResult::estimate_s);
+  const std::size_t simulate = std::min(o.budget, fitting.size());
+  std::vector<PlanCandidate> chosen;
+  for (std::size_t i = 0; i < simulate; ++i) chosen.push_back(fitting[i].candidate);
+
+  out.dir = o.out.empty() ? "plan-" + (model.preset.empty() ? std::string("model") : model.preset) : o.out;
+  make_output_dir(out.dir);
+  write_file(fs::path(out.dir) / "base.yaml", base);
+  write_file(fs::path(out.dir) / "plan.yaml", sweep_plan_yaml(chosen));
+  SweepOptions sweep;
+  sweep.plan = (fs::path(out.dir) / "plan.yaml").string();
+  sweep.out = out.dir;
+  sweep.jobs = o.jobs;
+  sweep.shard = o.shard;
+  const SweepSetup setup = prepare_sweep(sweep);
+  const SweepOutcome ran = execute_sweep(setup, [](const SweepRun&, const std::string&, const SweepOutcome&) {});
+  out.failures = ran.failures;
+  out.plot_problem = ran.plot_problem;
+
+  std::map<std::string, json> by_key;
+  for (auto& r : merge_results(read_results(setup.results))) by_key[r["key"].get<std::string>()] = r;
+  for (const auto& run : setup.runs) {
+    const auto it = by_key.find(run.key);
+    if (it == by_key.end()) continue;
+    PlanResult& r = fitting[run.point];
+    const json& m = it->second["metrics"];
+    r.outcome = it->second["outcome"].get<std::string>();
+    auto get = [&](const char* name) -> std::optional<double> {
+      return m.contains(name) && m[name].is_number() ? std::optional<double>(m[name].get<double>()) : std::nullopt;
+    };
+    if (r.outcome != "completed") continue;
+    r.step_time_s = get("step_time_s");
+    r.mfu_pct = get("mfu_pct");
+    r.comm_ms_per_gpu = get("comm_only_ms_per_gpu");
+    if (const auto samples = get("samples_per_s")) r.tokens_per_s_per_gpu = *samples * model.sequence / gpus;
+  }
+  // Simulated plans by step time (then tokens/s/GPU, then estimate); the rest after them, by estimate.
+  std::ranges::stable_sort(fitting, [](const PlanResult& a, const PlanResult& b) {
+    if (a.step_time_s.has_value() != b.step_time_s.has_value()) return a.step_time_s.has_value();
+    if (a.step_time_s && *a.step_time_s != *b.step_time_s) return *a.step_time_s < *b.step_time_s;
+    if (a.tokens_per_s_per_gpu && b.tokens_per_s_per_gpu && *a.tokens_per_s_per_gpu != *b.tokens_per_s_per_gpu)
+      return *a.tokens_per_s_per_gpu > *b.tokens_per_s_per_gpu;
+    return a.estimate_s < b.estimate_s;
+  });
+  out.ranked = std::move(fitting);
+
+  const std::size_t simulated = static_cast<std::size_t>(
+      std::ranges::count_if(out.ranked, [](const PlanResult& r) { return r.step_time_s.has_value(); }));
+  const std::string title = fmt::format(
+      "# Plans for {} on {} x {} ({:.1f} GiB HBM), global batch {} x {} tokens\n\n"
+      "{} valid plans, {} fit in memory, {} simulated (budget {}{}), best first.\n\n",
+      model.preset.empty() ? "the model" : model.preset, gpus, gpu.model, out.hbm_gib, global_batch, model.sequence,
+      out.enumerated, out.fitting, simulated, o.budget,
+      setup.shards > 1 ? fmt::format(", shard {}/{}", setup.shard, setup.shards) : "");
+  out.markdown = results_markdown(out, title, o.show);
+  const std::string note =
+      "\nstep s: simulated step time; tokens/s/GPU: global batch x sequence / step / GPUs; comm ms/GPU: time a "
+      "GPU communicates without computing; HBM GiB and its breakdown: the fullest pipeline stage's footprint "
+      "(docs/training.md). The sweep's own table is sweep.md.\n";
+  write_file(fs::path(out.dir) / "plan.md", results_markdown(out, title, out.ranked.size()) + note);
+  json plans = json::array();
+  for (const auto& r : out.ranked) plans.push_back(result_json(r));
+  const json summary{{"model", model.preset},
+                     {"gpus", gpus},
+                     {"gpu", gpu.model},
+                     {"hbm_gib", out.hbm_gib},
+                     {"global_batch", global_batch},
+                     {"sequence", model.sequence},
+                     {"enumerated", out.enumerated},
+                     {"fitting", out.fitting},
+                     {"simulated", simulated},
+                     {"budget", o.budget},
+                     {"plans", plans}};
+  write_file(fs::path(out.dir) / "plan.json", summary.dump(1) + "\n");
+  return out;
+}
+
+}  // namespace snsim::studies
