@@ -101,7 +101,7 @@ Footprint peak_footprint(const ModelSpec& model, const PlanCandidate& candidate,
 }
 
 Seconds estimate_step(const ModelSpec& model, const PlanCandidate& candidate, FlopsPerSecond peak, BytesPerSecond intra,
-                      BytesPerSecond inter) {
+                      BytesPerSecond inter, int gpus_per_domain) {
   ModelSpec m = model;
   m.micro_batch = candidate.micro_batch;
   const ParallelPlan& p = candidate.parallel;
@@ -130,13 +130,13 @@ Seconds estimate_step(const ModelSpec& model, const PlanCandidate& candidate, Fl
     tp_time = 2.0 * (p.tp - 1) / p.tp * bytes / intra.count();
   }
   // DP: one all-reduce of the rank's gradients (reduce-scatter + all-gather with the distributed optimizer: the
-  // same bytes), over the slower of the links when the group leaves the domain.
+  // same bytes). A DP group strides by tp over tp x dp consecutive ranks: it leaves the domain when they do.
   double dp_time = 0;
   if (p.dp > 1) {
     double params = 0;
     for (int l = 0; l < m.layers / p.pp; ++l) params += dense_layer_params(m, p, l) + expert_layer_params(m, p, l);
     const double bytes = params * gradient_bytes(m.dtype);
-    dp_time = 2.0 * (p.dp - 1) / p.dp * bytes / (p.tp * p.dp > 1 ? inter.count() : intra.count());
+    dp_time = 2.0 * (p.dp - 1) / p.dp * bytes / (p.tp * p.dp > gpus_per_domain ? inter : intra).count();
   }
   return Seconds{compute + tp_time + dp_time};
 }
@@ -345,7 +345,7 @@ PlanOutcome run_plan(const PlanOptions& o) {
     PlanResult r{c, peak_footprint(model, c, memory), 0, {}, {}, {}, {}, "not run"};
     if (!smallest || r.footprint.total() < smallest->footprint.total()) smallest = r;
     if (r.footprint.total() > gpu.memory) continue;
-    r.estimate_s = estimate_step(model, c, peak, intra, inter).count();
+    r.estimate_s = estimate_step(model, c, peak, intra, inter, space.gpus_per_domain).count();
     fitting.push_back(r);
   }
   out.fitting = fitting.size();

@@ -55,9 +55,10 @@ workloads::training::Footprint peak_footprint(const workloads::training::ModelSp
 
 /// A first-order step time, to prune before simulating (not a prediction): the model FLOPs (plus the
 /// recomputation's extra forward) at the GPU's peak, stretched by the 1F1B bubble (pp - 1) / m, plus the TP
-/// activations' and the DP gradients' ring traffic at `intra` (NVLink, inside a domain) and `inter` bandwidth.
+/// activations' and the DP gradients' ring traffic at `intra` bandwidth inside an NVLink domain of
+/// `gpus_per_domain`, at `inter` for a group that leaves it.
 Seconds estimate_step(const workloads::training::ModelSpec& model, const PlanCandidate& candidate, FlopsPerSecond peak,
-                      BytesPerSecond intra, BytesPerSecond inter);
+                      BytesPerSecond intra, BytesPerSecond inter, int gpus_per_domain);
 
 struct PlanOptions {
   std::string model;     // a preset name, or a flow-YAML model map ({preset: llama3.1-8b, layers: 8})

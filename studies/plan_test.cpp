@@ -1,1 +1,150 @@
+// The plan search's enumeration, footprint filter and fast estimate, in process; the whole command (sweep, ranking,
+// errors) is tested through the binary in tools/plan_command_test.cpp.
+#include "studies/plan.hpp"
+
 #include <doctest/doctest.h>
+
+#include <set>
+
+using namespace snsim;
+using namespace snsim::studies;
+using namespace snsim::workloads::training;
+
+namespace {
+
+/// A small dense model: 4 layers, 4 query heads and 2 KV heads (tp 4 is out), FFN 64, 16-token sequences.
+ModelSpec small_model() {
+  ModelSpec m;
+  m.layers = 4;
+  m.hidden = 32;
+  m.ffn_hidden = 64;
+  m.heads = 4;
+  m.kv_heads = 2;
+  m.head_dim = 8;
+  m.sequence = 16;
+  m.vocabulary = 128;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("plan: the enumeration of a small dense job is the count by hand") {
+  // 4 GPUs in one domain, a global batch of 4. tp in {1, 2} (4 does not divide the 2 KV heads), pp | 4 layers and
+  // | 4 / tp, dp = 4 / (tp pp), micro batch | 4 / dp, 3 recomputations, zero on or off only when dp > 1:
+  //   tp1 pp1 dp4: 1 micro batch  x 3 x 2 =  6
+  //   tp1 pp2 dp2: 2 micro batches x 3 x 2 = 12
+  //   tp1 pp4 dp1: 3 micro batches x 3 x 1 =  9
+  //   tp2 pp1 dp2: 2               x 3 x 2 = 12
+  //   tp2 pp2 dp1: 3               x 3 x 1 =  9
+  const auto plans = enumerate_plans(small_model(), {4, 4, 4});
+  CHECK(plans.size() == 48);
+  std::set<std::string> labels;
+  for (const auto& c : plans) labels.insert(c.label());
+  CHECK(labels.size() == plans.size());  // no plan twice
+  // A domain of 2 GPUs caps tp at 2: the same 48; of 1, tp 1 alone: 6 + 12 + 9.
+  CHECK(enumerate_plans(small_model(), {4, 2, 4}).size() == 48);
+  CHECK(enumerate_plans(small_model(), {4, 1, 4}).size() == 27);
+}
+
+TEST_CASE("plan: a MoE job adds expert parallelism dividing the experts and dp") {
+  ModelSpec m = small_model();
+  m.moe = MoeSpec{};
+  m.moe->experts = 2;
+  // ep | dp and ep | 2 experts: dp 4 and dp 2 take ep 1 or 2, dp 1 only ep 1: 2 x 6 + 2 x 12 + 9 + 2 x 12 + 9.
+  const auto plans = enumerate_plans(m, {4, 4, 4});
+  CHECK(plans.size() == 78);
+  for (const auto& c : plans) {
+    CHECK(c.parallel.dp % c.parallel.ep == 0);
+    CHECK(m.moe->experts % c.parallel.ep == 0);
+  }
+}
+
+TEST_CASE("plan: every enumerated plan keeps Megatron-Core's divisibility rules and the global batch") {
+  ModelSpec m = small_model();
+  m.layers = 12;
+  m.heads = 8;
+  m.kv_heads = 8;
+  m.sequence = 6;
+  const PlanSpace space{24, 8, 48};
+  const auto plans = enumerate_plans(m, space);
+  REQUIRE(!plans.empty());
+  std::set<int> tps;
+  for (const auto& c : plans) {
+    const ParallelPlan& p = c.parallel;
+    CAPTURE(c.label());
+    CHECK(p.gpus() == space.gpus);
+    CHECK(space.gpus_per_domain % p.tp == 0);
+    CHECK(m.heads % p.tp == 0);
+    CHECK(m.kv_heads % p.tp == 0);
+    CHECK(m.layers % p.pp == 0);
+    CHECK(c.micro_batch * m.sequence % p.tp == 0);
+    CHECK(c.micro_batch * p.micro_batches * p.dp == space.global_batch);
+    CHECK(p.sequence_parallel == (p.tp > 1));
+    CHECK(!(p.zero && p.dp == 1));
+    CHECK(p.ep == 1);
+    tps.insert(p.tp);
+  }
+  // Every divisor of the domain's 8 GPUs that divides the 8 heads and the 24 GPUs: tp 8 leaves 3 for pp x dp.
+  CHECK(tps == std::set<int>{1, 2, 4, 8});
+}
+
+TEST_CASE("plan: the footprint filter and the estimate move the way the plan does") {
+  ModelSpec m = small_model();
+  m.layers = 8;
+  m.hidden = 1024;
+  m.ffn_hidden = 4096;
+  m.heads = 8;
+  m.kv_heads = 8;
+  m.head_dim = 128;
+  m.sequence = 2048;
+  m.vocabulary = 32000;
+  const MemorySpec memory;
+  PlanCandidate base;
+  base.parallel.dp = 4;
+  base.parallel.micro_batches = 4;
+  // The distributed optimizer shards Adam's state over dp: a quarter of it.
+  PlanCandidate zero = base;
+  zero.parallel.zero = true;
+  const Footprint whole = peak_footprint(m, base, memory), sharded = peak_footprint(m, zero, memory);
+  CHECK(sharded.optimizer.count() == doctest::Approx(whole.optimizer.count() / 4.0).epsilon(1e-9));
+  // Full recomputation keeps less activation than none.
+  PlanCandidate full = base;
+  full.parallel.recompute = Recompute::full;
+  CHECK(peak_footprint(m, full, memory).activations < whole.activations);
+  // A larger micro batch holds more activations.
+  PlanCandidate big = base;
+  big.micro_batch = 4;
+  big.parallel.micro_batches = 1;
+  CHECK(peak_footprint(m, big, memory).activations > whole.activations);
+
+  // Without communication (links of no cost) the estimate is the compute alone.
+  const FlopsPerSecond peak{1e15};
+  const BytesPerSecond free{1e30};
+  auto estimate = [&](const PlanCandidate& c) { return estimate_step(m, c, peak, free, free, 8).count(); };
+  const double none = estimate(base);
+  CHECK(none == doctest::Approx(step_model_flops(m, base.parallel).count() / (4 * peak.count())));
+  // Full recomputation adds one forward of the layers to forward + backward (3 forwards): at most 4/3.
+  const double recomputed = estimate(full);
+  CHECK(recomputed > none);
+  CHECK(recomputed < 4.0 / 3 * none);
+  // Selective recomputes the attention core alone: between the two.
+  PlanCandidate selective = base;
+  selective.parallel.recompute = Recompute::selective;
+  CHECK(estimate(selective) > none);
+  CHECK(estimate(selective) < recomputed);
+  // A pipeline of 2 stages on 2 micro-batches idles (p - 1) / m = 1/2 of its compute more than no pipeline, on the
+  // same global batch and GPUs.
+  PlanCandidate piped = base;
+  piped.parallel.dp = 2;
+  piped.parallel.pp = 2;
+  piped.parallel.micro_batches = 2;
+  piped.micro_batch = 2;
+  PlanCandidate flat = piped;
+  flat.parallel.pp = 1;
+  flat.parallel.dp = 4;
+  flat.parallel.micro_batches = 1;
+  CHECK(estimate(piped) == doctest::Approx(1.5 * estimate(flat)));
+  // Gradients that cross a slower link take longer: a DP group of 4 in a domain of 2 against one of 8.
+  const BytesPerSecond nvlink{450e9}, ib{50e9};
+  CHECK(estimate_step(m, base, peak, nvlink, ib, 2).count() > estimate_step(m, base, peak, nvlink, ib, 8).count());
+}
