@@ -176,7 +176,7 @@ std::string model_yaml(const std::string& text) {
 /// The base scenario every candidate overrides: the fabric, the model (its batch and sequence from the flags), one
 /// step. `micro_batch` and `parallel` are there so that the sweep's overrides find their places.
 std::string base_scenario(const PlanOptions& o) {
-  std::string topology, model, models;
+  std::string topology, model, models, memory;
   if (!o.scenario.empty()) {
     if (!fs::exists(o.scenario)) flag_error("--scenario", fmt::format("no file '{}'", o.scenario));
     const auto doc = ConfigDocument::load_file(o.scenario);
@@ -190,9 +190,27 @@ std::string base_scenario(const PlanOptions& o) {
     });
     if (training == items.end()) list.fail("no training workload: `snsim plan` plans one");
     const ConfigNode m = training->child("model");
+    // Its memory settings (framework overhead, NCCL buffers) count in every plan's footprint; whether to simulate
+    // what does not fit is the plan's to say, and it does not.
+    if (const auto mem = training->maybe_child("memory"); mem && mem->is_map())
+      for (const auto& key : mem->keys())
+        if (key != "allow_oversubscribe")
+          memory += fmt::format("{}{}: {}", memory.empty() ? "" : ", ", key, flow_yaml(mem->child(key)));
     model = m.is_scalar() ? fmt::format("{{preset: {}}}", m.scalar()) : flow_yaml(m);
   }
   if (!o.model.empty()) model = model_yaml(o.model);
+  if (!o.framework_overhead.empty()) {
+    const auto flag =
+        ConfigDocument::load_string("{framework_overhead: " + o.framework_overhead + "}", "--framework-overhead");
+    flag->root().required<Bytes>("framework_overhead");
+    std::string kept;
+    if (!memory.empty()) {
+      const auto doc = ConfigDocument::load_string("{" + memory + "}", "memory");
+      for (const auto& key : doc->root().keys())
+        if (key != "framework_overhead") kept += fmt::format("{}: {}, ", key, flow_yaml(doc->root().child(key)));
+    }
+    memory = kept + "framework_overhead: " + o.framework_overhead;
+  }
   if (!o.topology.empty()) topology = topology_yaml(o.topology);
   if (model.empty()) flag_error("--model", "missing; expected a preset name (or --scenario FILE)");
   if (topology.empty()) flag_error("--topology", "missing; expected a topology file or map (or --scenario FILE)");
@@ -215,8 +233,9 @@ std::string base_scenario(const PlanOptions& o) {
   return fmt::format(
       "# The base scenario of `snsim plan`: every plan.yaml point overrides its parallel plan and micro batch.\n"
       "name: plan\nseed: 1\ntopology: {}\n{}workloads:\n  - type: training\n    steps: 1\n    model: {{{}}}\n"
-      "    parallel: {{tp: 1}}\n",
-      topology, models.empty() ? "" : fmt::format("models: {}\n", models), fmt::join(items, ", "));
+      "    parallel: {{tp: 1}}\n{}",
+      topology, models.empty() ? "" : fmt::format("models: {}\n", models), fmt::join(items, ", "),
+      memory.empty() ? "" : fmt::format("    memory: {{{}}}\n", memory));
 }
 
 std::string sweep_plan_yaml(const std::vector<PlanCandidate>& chosen) {
@@ -242,19 +261,20 @@ std::string results_markdown(const PlanOutcome& o, const std::string& title, std
   std::string md = title;
   md +=
       "| rank | plan | tp | pp | dp | ep | micro batch x count | recompute | zero | step s | tokens/s/GPU | MFU % | "
-      "comm ms/GPU | HBM GiB | weights | grads | optimizer | activations | comm buffers |\n"
-      "|---:|---|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "comm ms/GPU | HBM GiB | weights | grads | optimizer | activations | comm buffers | overhead |\n"
+      "|---:|---|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (std::size_t i = 0; i < std::min(rows, o.ranked.size()); ++i) {
     const PlanResult& r = o.ranked[i];
     const ParallelPlan& p = r.candidate.parallel;
     const Footprint& f = r.footprint;
     md += fmt::format(
         "| {} | {} | {} | {} | {} | {} | {} x {} | {} | {} | {} | {} | {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | "
-        "{:.1f} | {:.1f} |\n",
+        "{:.1f} | {:.1f} | {:.1f} |\n",
         r.step_time_s ? fmt::format("{}", i + 1) : "-", r.candidate.label(), p.tp, p.pp, p.dp, p.ep,
         r.candidate.micro_batch, p.micro_batches, recompute_name(p.recompute), p.zero ? "yes" : "no",
         cell(r.step_time_s, 3), cell(r.tokens_per_s_per_gpu, 0), cell(r.mfu_pct, 1), cell(r.comm_ms_per_gpu, 1),
-        gib(f.total()), gib(f.weights), gib(f.gradients), gib(f.optimizer), gib(f.activations), gib(f.communication));
+        gib(f.total()), gib(f.weights), gib(f.gradients), gib(f.optimizer), gib(f.activations), gib(f.communication),
+        gib(f.overhead));
   }
   return md;
 }
@@ -320,7 +340,11 @@ PlanOutcome run_plan(const PlanOptions& o) {
   const GpuSpec& gpu = *fabric.device(fabric.gpus().front()).gpu;
   const auto domain = fabric.nvlink_domain(fabric.gpus().front());
   const PlanSpace space{gpus, static_cast<int>(domain.size()), global_batch};
-  const MemorySpec memory;
+  // The memory settings as the training workload reads them (workloads/training/training.cpp).
+  MemorySpec memory;
+  const ConfigNode memory_node = root.child("workloads").elements().front().section("memory");
+  memory.framework_overhead = memory_node.optional<Bytes>("framework_overhead", memory.framework_overhead);
+  memory.communicator_buffers = memory_node.optional<Bytes>("communicator_buffers", memory.communicator_buffers);
   PlanOutcome out;
   out.hbm_gib = gib(gpu.memory);
   const auto all = enumerate_plans(model, space);

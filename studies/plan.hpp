@@ -67,9 +67,10 @@ struct PlanOptions {
   std::optional<int> gpus, global_batch, sequence;
   std::size_t budget = 16;
   std::optional<std::size_t> jobs;
-  std::string shard;     // "i/N"
-  std::string out;       // default plan-<model>
-  std::size_t show = 5;  // rows of the printed table
+  std::string framework_overhead;  // per GPU ("4GiB"): memory.framework_overhead of every plan
+  std::string shard;               // "i/N"
+  std::string out;                 // default plan-<model>
+  std::size_t show = 5;            // rows of the printed table
 };
 
 /// A simulated candidate, as plan.json lists it.

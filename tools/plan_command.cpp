@@ -39,6 +39,8 @@ void add_plan_command(CommandLine& cli) {
   cmd.add_option("--gpus", o->gpus, "GPUs of the job (must be the topology's)");
   cmd.add_option("--global-batch", o->global_batch, "sequences per step");
   cmd.add_option("--seq", o->sequence, "tokens per sequence (default: the model's)");
+  cmd.add_option("--framework-overhead", o->framework_overhead,
+                 "HBM per GPU the framework takes (CUDA context, workspaces, fragmentation), such as 4GiB; default 0");
   cmd.add_option("--budget", o->budget, "plans to simulate at most, the best by a fast estimate (default 16)");
   cmd.add_option("--jobs", o->jobs, "simulations at a time (default: the CPUs available)");
   cmd.add_option("--shard", o->shard, "i/N: simulate only the points whose index % N == i (from 0)");

@@ -96,6 +96,12 @@ TEST_CASE("snsim plan: a job that fits on no plan says so, with the smallest foo
   CHECK(r.err.find("no plan fits") != std::string::npos);
   CHECK(r.err.find("the smallest footprint is") != std::string::npos);
   CHECK(r.err.find("llama3.1-405b on 8 x h100") != std::string::npos);
+  // The framework's share of HBM counts: a 2-layer model that fits easily fits nowhere beside 80 GiB of it.
+  const auto small =
+      run_snsim(dir, {"plan", "--model", "{preset: llama3.1-8b, layers: 2}", "--topology",
+                      "{type: hgx, gpu: h100, gpus: 8}", "--global-batch", "8", "--framework-overhead", "80GiB"});
+  CHECK(small.code == 2);
+  CHECK(small.err.find("no plan fits") != std::string::npos);
 }
 
 TEST_CASE("snsim plan: bad flags name the flag, what was found and what was expected") {
@@ -119,6 +125,8 @@ TEST_CASE("snsim plan: bad flags name the flag, what was found and what was expe
        {"--topology", "found a list"}},
       {{"plan", "--model", "{preset: llama3.1-8b, layers: 3, kv_heads: 4}", "--topology", hgx, "--global-batch", "7"},
        {"--global-batch", "7 sequences on 8 GPUs leave no valid plan"}},
+      {{"plan", "--model", "llama3.1-8b", "--topology", hgx, "--global-batch", "8", "--framework-overhead", "lots"},
+       {"--framework-overhead", "cannot parse 'lots' as a size"}},
       {{"plan", "--scenario", "missing.yaml", "--global-batch", "8"}, {"--scenario", "no file 'missing.yaml'"}},
   };
   for (const auto& c : cases) {
