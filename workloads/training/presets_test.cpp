@@ -108,7 +108,9 @@ TEST_CASE("presets: every preset runs a step (4 of its layers, 1024-token sequen
                                                                {"nemotron-4-15b", "{tp: 8, dp: 1}"},
                                                                {"nemotron-4-340b", "{tp: 8, dp: 1}"}};
   REQUIRE(plans.size() == 11);
-  for (const auto& [name, plan] : plans) {
+  for (const auto& entry : plans) {
+    // Named copies, not structured bindings: clang 14 cannot capture those in the lambdas below (CAPTURE's too).
+    const std::string name = entry.first, plan = entry.second;
     CAPTURE(name);
     REQUIRE(find_preset(name) != nullptr);
     const std::string outcome = run_isolated([&] {
