@@ -40,10 +40,6 @@ const char* recompute_name(Recompute r) {
   return r == Recompute::none ? "none" : r == Recompute::selective ? "selective" : "full";
 }
 
-double gib(Bytes b) {
-  return static_cast<double>(b.count()) / static_cast<double>(1ull << 30);
-}
-
 [[noreturn]] void flag_error(std::string_view flag, std::string_view message) {
   throw_input_error({std::string(flag), 0, 0}, "", message);
 }

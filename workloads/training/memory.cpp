@@ -121,4 +121,8 @@ std::vector<Footprint> footprints(const ModelSpec& model, const ParallelPlan& pl
   return out;
 }
 
+double gib(Bytes b) {
+  return static_cast<double>(b.count()) / static_cast<double>(1ull << 30);
+}
+
 }  // namespace snsim::workloads::training

@@ -64,6 +64,9 @@ struct Footprint {
   Bytes total() const { return weights + gradients + optimizer + activations + communication + overhead; }
 };
 
+/// A footprint's size in GiB, as the memory tables and plan reports print it.
+double gib(Bytes b);
+
 /// Activations that layer `layer` (0-based, whole model) keeps for its backward, one micro-batch, one rank.
 Bytes layer_activations(const ModelSpec& model, const ParallelPlan& plan, int layer);
 /// One rank of `stage`.

@@ -654,10 +654,6 @@ Training::Training(TrainingConfig config, const Fabric& fabric) : config_{std::m
 }
 
 namespace {
-double gib(Bytes b) {
-  return static_cast<double>(b.count()) / static_cast<double>(1ull << 30);
-}
-
 const Footprint& largest(const std::vector<Footprint>& all) {
   return *std::ranges::max_element(all, {}, [](const Footprint& f) { return f.total().count(); });
 }
