@@ -103,6 +103,10 @@ struct TraceRecord {
 /// bytes, bytes / median time. nullopt for records that measure no transfer (latency, launch, jitter).
 std::optional<BytesPerSecond> record_rate(const TraceRecord& record);
 
+/// Whether `key` is one of the record's own fields (id ... samples): an importer's extra field may not take one of
+/// these names, or the trace it writes would not read back.
+bool is_record_field(std::string_view key);
+
 /// A numeric extra field of the record, or `fallback`.
 double extra_number(const TraceRecord& record, const char* key, double fallback = 0);
 

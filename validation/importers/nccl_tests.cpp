@@ -120,6 +120,10 @@ bool is_time_column(std::string_view n) {
   return n == "time" || n == "cputime";
 }
 
+/// The extra field a column the importer does not know is kept under: its own name, unless that is one of the
+/// record's fields (a column "median" must not replace the record's median).
+std::string column_key(const std::string& n) { return is_record_field(n) ? "column_" + n : n; }
+
 /// A column header line ("#  size  count  type  redop  root  time  algbw ..."), or nullopt.
 std::optional<Layout> header_layout(std::string_view text, int line) {
   text = trim(text);
@@ -296,7 +300,7 @@ Row read_row(const std::vector<std::string_view>& words, const Layout& layout, c
     } else if (n == "error") {  // before 2.13: the largest deviation found, not a count
       if (w != "N/A") h.extra["error"] = detail::number_at(w, where, "error");
     } else if (w == "N/A") {
-      h.extra[n] = nullptr;
+      h.extra[column_key(n)] = nullptr;
     } else {
       const double value = detail::number_at(w, where, n);
       if (n == "algbw")
@@ -310,7 +314,7 @@ Row read_row(const std::vector<std::string_view>& words, const Layout& layout, c
       else if (n == "i_cv%")
         h.extra["iter_cv_percent"] = value;
       else
-        h.extra[n] = value;
+        h.extra[column_key(n)] = value;
     }
   }
   for (int k = 0; k < 2; ++k)

@@ -159,3 +159,20 @@ TEST_CASE("import nccl-tests: a row that cannot be read names its line, inside N
   CHECK_THROWS_WITH_AS(import_nccl_tests(text, "x.txt"), "x.txt:16: time: expected a number, found '17,30'",
                        InputError);
 }
+
+TEST_CASE("import nccl-tests: a column named like a record field is kept beside it, and the trace reads back") {
+  const std::string log =
+      "# Collective test starting: all_reduce_perf\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong  samples\n"
+      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)\n"
+      "           8             2     float     sum      -1    10.52    0.00    0.00      0      7.0\n";
+  const Trace trace = import_nccl_tests(log, "t.log");
+  REQUIRE(trace.records.size() == 1);
+  const TraceRecord& r = trace.records.front();
+  CHECK(r.samples.empty());
+  CHECK(r.extra["column_samples"] == 7.0);
+  CHECK(r.median == doctest::Approx(10.52e-6));
+  const Trace back = import_text(write_trace(trace), "back.jsonl");
+  REQUIRE(back.records.size() == 1);
+  CHECK(back.records.front() == r);
+}

@@ -20,6 +20,7 @@
 //   multinode_bisect_write_ce          every process i writes to i + n/2 at once (rows "i->j")
 // Every measured cell is a record; N/A cells (pairs without peer access, the diagonal) are counted in a note.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <regex>
 
@@ -283,7 +284,8 @@ std::string cuda_version(std::string_view text) {
   text = trim(text);
   if (const auto paren = text.find(" ("); paren != std::string_view::npos) return std::string(text.substr(0, paren));
   const auto value = detail::to_number(text);
-  if (!value || *value < 1000) return std::string(text);
+  // Beyond 1000 * 999 (or not a whole number) it is no version integer: shown as written.
+  if (!value || *value < 1000 || *value >= 1e6 || *value != std::floor(*value)) return std::string(text);
   const auto v = static_cast<long>(*value);
   return fmt::format("{}.{}", v / 1000, v % 1000 / 10);
 }

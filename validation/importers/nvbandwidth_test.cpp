@@ -152,3 +152,17 @@ TEST_CASE(
   CHECK(trace.notes[0].starts_with(
       "nvbandwidth_v0.4.txt: testcases snsim does not know were left out: device_to_device_everything_ce"));
 }
+
+TEST_CASE("import nvbandwidth: a CUDA version that is no version integer is kept as written") {
+  auto cuda_of = [](const std::string& version) {
+    const std::string text = sample_text("nvbandwidth.txt");
+    const auto at = text.find("CUDA Runtime Version: 13000");
+    REQUIRE(at != std::string::npos);
+    std::string edited = text;
+    edited.replace(at, std::string("CUDA Runtime Version: 13000").size(), "CUDA Runtime Version: " + version);
+    return import_nvbandwidth_text(edited, "t.txt").header.cuda;
+  };
+  CHECK(cuda_of("12020") == "12.2");
+  CHECK(cuda_of("88888888888888888888888812020") == "88888888888888888888888812020");
+  CHECK(cuda_of("12020.5") == "12020.5");
+}
