@@ -314,17 +314,27 @@ GEMMS = [(f, "TN", o, t, i) for f in ("bf16", "fp16") for (o, t, i) in (
         (1024, 1024, 4096), (2048, 8192, 2048))] + \
     [("bf16", "TN", o, t, i) for (o, t, i) in (
         (50257, 4096, 4096), (50304, 4096, 4096), (4096, 4095, 4096), (4096, 4096, 4095), (4095, 4095, 4095),
-        (32001, 2048, 4096), (4096, 2048, 32001))]
+        (32001, 2048, 4096), (4096, 2048, 32001), (5504, 2048, 4096), (4096, 2048, 5504), (8192, 4096, 512),
+        (2048, 4096, 512))]
 
 
-def gemms(out, quick, deadline):
+# Leading dimensions that are not multiples of 16 bytes, one at a time (TN: m is ldc, k is lda and ldb, n none) and
+# in formats of 2 and 4 bytes: cuBLAS then leaves its fast kernels, by a factor that depends on which one is odd.
+GEMMS_ALIGNMENT = [(f, "TN", o, t, i) for f in ("bf16", "fp16") for (o, t, i) in (
+    (49999, 4096, 4096), (30001, 4096, 2048), (12289, 4096, 4096), (8193, 8192, 4096), (4097, 8192, 4096),
+    (16383, 2048, 8192), (4096, 4096, 4097), (8192, 2048, 12289), (8192, 4096, 8193), (8192, 4097, 8192),
+    (8192, 2047, 4096))] + [("tf32", "NN", n, m, k) for (m, n, k) in (
+        (4096, 4097, 4096), (4096, 4096, 4097), (4097, 4096, 4096))]
+
+
+def gemms(out, quick, deadline, shapes=None):
     """GEMMs through PyTorch (see the module's docstring)."""
     import torch.nn.functional as F
 
     torch.backends.cuda.matmul.allow_tf32 = True
     dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32}
     target = 0.005 if quick else 0.02  # seconds of GEMMs between the two events of a back-to-back sample
-    for fmt, layout, m, n, k in GEMMS:
+    for fmt, layout, m, n, k in shapes or GEMMS:
         if time.time() > deadline:
             print("xc_torch: gemms: budget spent, the rest skipped", file=sys.stderr)
             return
@@ -377,7 +387,8 @@ def main():
     ap.add_argument("--budget", type=float, default=60, help="seconds; later parts are skipped past it")
     ap.add_argument("--max-bytes", type=int, default=2**30)
     ap.add_argument("--distributed", action="store_true", help="the two-GPU all_reduce part only")
-    ap.add_argument("--parts", default="dispatch,copies,gemms", help="comma-separated: dispatch, copies, gemms")
+    ap.add_argument("--parts", default="dispatch,copies,gemms",
+                    help="comma-separated: dispatch, copies, gemms, gemms_alignment")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     if a.distributed:
@@ -399,6 +410,8 @@ def main():
         copies(out, a.quick, deadline, a.max_bytes)
     if "gemms" in parts:
         gemms(out, a.quick, deadline)
+    if "gemms_alignment" in parts:
+        gemms(out, a.quick, deadline, GEMMS_ALIGNMENT)
     out.close()
     return 0
 
