@@ -83,7 +83,7 @@ nlohmann::json run_one(const CompareOptions& o, const std::vector<int>& training
     auto doc = document(o);
     for (int i : training) doc->set(fmt::format("workloads[{}].schedule={}", i, schedule), "snsim compare");
     const auto scenario = workloads::Scenario::load(doc);
-    const Report report = scenario.run();
+    const Report report = scenario.run({}, o.progress ? fmt::format("snsim compare: {}", schedule) : std::string{});
     const GpuLinkBytes bytes = gpu_link_bytes(report.links);
     const Table* summary = find_table(report.tables, workloads::training::SUMMARY_TABLE);
     if (!summary)

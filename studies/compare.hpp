@@ -24,6 +24,7 @@ struct CompareOptions {
   std::optional<std::string> seed;    // overrides the scenario's seed
   std::optional<std::string> params;  // a parameter set (preset or file)
   std::vector<std::string> sets;      // --set key.path=value
+  bool progress = false;              // each side's progress line on stderr (sim/progress.hpp)
 };
 
 /// Bytes a run moved over the GPUs' own links, from its links' kinds (LinkKind): what left the GPUs over the
