@@ -16,7 +16,7 @@ namespace {
 
 const std::string SCENARIO =
     "name: progress\nseed: 3\ntopology: {type: hgx, gpu: h200, gpus: 4}\nworkloads:\n  - type: program\n    ops:\n"
-    "      - repeat: {count: 50, ops: [{compute: {flops: 1TFLOP}}, {collective: {op: all_reduce, bytes: 8MiB}}]}\n";
+    "      - {repeat: 50, ops: [{compute: {flops: 1TFLOP}}, {collective: {op: all_reduce, bytes: 8MiB}}]}\n";
 
 /// stdout without the line that holds wall time and peak memory, which differ from run to run.
 std::string without_wall_time(const std::string& out) {
