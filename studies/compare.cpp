@@ -179,6 +179,7 @@ Comparison prepare_comparison(const CompareOptions& options) {
   const auto& fabric = scenario.fabric();
   c.scenario = scenario.name();
   c.seed = scenario.seed();
+  c.notes = scenario.notes();
   c.gpus = fabric.gpus().size();
   c.gpu_model = fabric.device(fabric.gpus().front()).gpu->model;
   return c;

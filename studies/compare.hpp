@@ -42,7 +42,8 @@ struct Comparison {
   std::uint64_t seed = 0;
   std::size_t gpus = 0;
   std::string gpu_model;
-  std::vector<int> training;  // the indices of its training workloads
+  std::vector<int> training;       // the indices of its training workloads
+  std::vector<std::string> notes;  // what the runs assume that the scenario does not show (Report::notes)
   /// Per schedule ("bsp", "pgas"): the report, the link bytes, the time split and the training summary's rows.
   nlohmann::json sides;
   nlohmann::json per_gpu_bsp, per_gpu_pgas;  // per GPU: the time split and whom it waited on, in ms

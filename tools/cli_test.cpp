@@ -694,4 +694,23 @@ TEST_CASE("cli: a parallel.bucket that changes nothing is said on stderr and in 
   CHECK(whole.report["notes"][0].get<std::string>().starts_with(
       "parallel.bucket 1 GiB holds a pipeline stage's whole gradient on a GPU ("));
   CHECK(whole.err == "snsim run: note: " + whole.report["notes"][0].get<std::string>() + "\n");
+
+  // The default bucket (25 MiB) below layers of 96 MiB: said only when the scenario gives it.
+  auto wide = [&](const std::string& parallel) {
+    const auto file =
+        dir.write("wide.yaml",
+                  "name: wide\ntopology: {type: hgx, gpu: h200, gpus: 2}\nworkloads:\n  - type: training\n"
+                  "    steps: 1\n    model: {layers: 2, hidden: 2048, heads: 16, sequence: 128}\n    parallel: " +
+                      parallel + "\n");
+    return run_snsim(dir, {"run", file, "--quiet"});
+  };
+  const Result by_default = wide("{dp: 2}");
+  CHECK(by_default.code == 0);
+  CHECK(by_default.err.empty());
+  const Result given = wide("{dp: 2, bucket: 25MiB}");
+  CHECK(given.code == 0);
+  CHECK(given.err.starts_with("snsim run: note: parallel.bucket 25 MiB is at most one layer's gradient on a GPU"));
+  // Without data parallelism no gradient is reduced: a bucket given changes nothing.
+  CHECK(wide("{tp: 2, bucket: 4MiB}").err ==
+        "snsim run: note: parallel.bucket 4 MiB changes nothing: no gradient is reduced across GPUs (dp 1)\n");
 }

@@ -19,6 +19,7 @@ int compare(studies::CompareOptions o, bool progress) {
   studies::Comparison c = studies::prepare_comparison(o);
   std::optional<studies::OutputDir> held;  // one comparison at a time into one folder
   if (!o.out.empty()) held.emplace(o.out);
+  for (const auto& note : c.notes) fmt::print(stderr, "snsim compare: note: {}\n", note);
   fmt::print("# snsim compare {}: {} x {}, seed {}: the training workload as BSP and as PGAS\n", c.scenario, c.gpus,
              c.gpu_model, c.seed);
   studies::run_comparison(o, c);

@@ -78,9 +78,11 @@ TEST_CASE("progress: replay, compare and validate show theirs with --progress") 
   const auto training =
       dir.write("t.yaml",
                 "name: t\ntopology: {type: hgx, gpu: h200, gpus: 2}\nworkloads:\n  - type: training\n    steps: 1\n"
-                "    model: {layers: 2, hidden: 512, heads: 8, sequence: 256}\n    parallel: {dp: 2}\n");
+                "    model: {layers: 2, hidden: 512, heads: 8, sequence: 256}\n    parallel: {dp: 2, bucket: 1GiB}\n");
   const Result compare = run_snsim(dir, {"compare", training, "--progress"});
   CHECK(compare.code == 0);
+  // Its notes come first, once: the bucket holds the whole gradient.
+  CHECK(compare.err.starts_with("snsim compare: note: parallel.bucket 1 GiB holds a pipeline stage's whole"));
   CHECK(!lines_starting(compare.err, "snsim compare: bsp: simulated ").empty());
   CHECK(!lines_starting(compare.err, "snsim compare: pgas: simulated ").empty());
 

@@ -91,17 +91,17 @@ std::vector<Bucket> buckets(const TrainingConfig& c, int stage) {
   return out;
 }
 
-/// Why parallel.bucket changes nothing in this plan, when it does not: a bucket sweep would return identical points.
-/// Buckets are cut at layer boundaries (a layer's gradients are ready together), so a bucket at most the smallest
-/// layer's gradient makes one bucket per layer however small it is, and one that holds a stage's whole gradient
-/// makes one bucket however large it is. `set`: the scenario gives parallel.bucket itself.
+/// Why parallel.bucket changes nothing in this plan, when the scenario gives it (`set`: a bucket sweep would return
+/// identical points): buckets are cut at layer boundaries (a layer's gradients are ready together), so a bucket at
+/// most the smallest layer's gradient makes one bucket per layer however small it is, and one that holds a stage's
+/// whole gradient makes one bucket however large it is. Not said for the default: most real layers are larger than
+/// its 25 MiB, which the training model's reference states once (docs/reference/scenario.md).
 std::vector<std::string> bucket_notes(const TrainingConfig& c, bool set) {
+  if (!set) return {};
   const bool experts_reduced = c.model.moe && expert_dp_group(c.plan, 0).size() > 1;
-  if (c.plan.dp == 1 && !experts_reduced) {
-    if (!set) return {};
+  if (c.plan.dp == 1 && !experts_reduced)
     return {
         fmt::format("parallel.bucket {} changes nothing: no gradient is reduced across GPUs (dp 1)", c.plan.bucket)};
-  }
   const int layers = c.model.layers / c.plan.pp;
   const double grad = gradient_bytes(c.model.dtype);
   bool one_layer_each = true, one_bucket = true;
