@@ -23,6 +23,8 @@ class OpTracker {
   /// `rank` starts `op` (which must outlive the run); returns the sequence number end() takes.
   std::uint64_t start(int rank, const Op& op);
   void end(int rank, std::uint64_t sequence);
+  /// Ops ended so far, free barriers included (as expanded_size counts them).
+  std::uint64_t ended() const { return ended_; }
 
   /// What an op that is neither a collective nor a barrier waits for ("" when nothing is known).
   using WaitingFor = std::function<std::string(int rank, const Op& op)>;

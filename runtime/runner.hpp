@@ -31,6 +31,8 @@ class Runner {
   void launch();
   /// Every op every rank executed, by rank then start time. Valid after Simulation::run().
   std::vector<OpRecord> records() const;
+  /// Ops ended so far, every rank, free barriers included: of the programs' expanded_size(), during the run too.
+  std::uint64_t ops_ended() const { return tracker_.ended(); }
   /// Per location (host, then every GPU): faults, fault batches, migrated bytes, time in fault service, bytes
   /// evicted, bytes moved by access counters and thrashing pins; nullopt
   /// when the programs use no managed memory. Valid after Simulation::run().

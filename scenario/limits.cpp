@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "models/uvm.hpp"
 #include "sim/error.hpp"
 #include "sim/simulation.hpp"
 
@@ -30,6 +32,12 @@ namespace {
 //             record (a mailbox and a helper actor SimGrid keeps)
 //   FLOW      NVL72 all-to-all on the exact path (5,112 flows at once) against a ring all-gather: 12,352 KiB more,
 //             2.4 KiB per flow in flight
+//   HELPER    8-GPU HGX, 3,000 puts of 1 MiB per GPU without a quiet (23,992 helper actors alive at once, each with
+//             its flow) against a quiet after each put: 827,960 KiB (killed after 120 s, every put issued) against
+//             117,752 KiB, 29.6 KiB per helper
+//   MANAGED   2-GPU HGX, a 16 GiB managed buffer touched by GPU 0 in 4 KiB pages (4,194,304 pages) against 2 MiB
+//             pages: 109,108 KiB against 43,576 KiB, 16.4 B per page (a 1 TiB buffer in 4 KiB pages took 5.3 GB,
+//             19.7 B per page); 24 B per page and 256 B per 2 MiB block (its entries in the LRU and thrashing maps)
 constexpr double KiB = 1024;
 constexpr double PROCESS = 36 * 1024 * KiB;
 constexpr double ENDPOINT = 40 * KiB;
@@ -38,6 +46,9 @@ constexpr double ROUTE = 0.25 * KiB;
 constexpr double OP = 1.75 * KiB;
 constexpr double PGAS = 0.25 * KiB;
 constexpr double FLOW = 2.5 * KiB;
+constexpr double HELPER = 32 * KiB;
+constexpr double MANAGED_PAGE = 24;
+constexpr double MANAGED_BLOCK = 256;
 // timeline.json per op, measured here on 8-GPU HGX runs: 20,000 kernels per GPU, 17,033,607 B (106 B per op); 5,000
 // steps of a kernel, a copy and an all-reduce per GPU, 26,265,414 B (219 B per op: copies add rate counters). The
 // larger, rounded up.
@@ -52,46 +63,96 @@ std::uint64_t plus(std::uint64_t a, std::uint64_t b) {
   return b > MAX - a ? MAX : a + b;
 }
 
-/// Ops of a list run `count` times, into `e`; `fanout` becomes the largest collective fan-out of one rank, `streams`
-/// the most actors its streams ops run at once besides the rank's own.
-void count(const std::vector<Op>& ops, std::uint64_t count_, MemoryEstimate& e, std::uint64_t& fanout,
-           std::uint64_t& streams) {
+/// Puts whose helper actors may be alive at once on one rank, over a list of ops: a put's helper lives until the
+/// put is complete (and its signal delivered). Only a quiet or shmem_barrier waits for that; the estimate also ends
+/// the puts issued before a barrier, a collective or a signal wait (a PGAS step waits on its peers' signals, never
+/// quiets, and its puts complete within the round trip that wait takes), so that only puts issued without any wait
+/// between them pile up. `lead`: puts before the list's first wait, `trail`: after its last, `peak`: the most open
+/// at once inside it; without a wait (`waits` false) the three are the list's puts.
+struct OpenPuts {
+  std::uint64_t lead = 0, trail = 0, peak = 0;
+  bool waits = false;
+
+  /// This list followed by `next`: the puts left open here are still open while `next` issues its first ones.
+  void then(const OpenPuts& next) {
+    peak = std::max({peak, next.peak, plus(trail, next.lead)});
+    if (!waits) lead = plus(lead, next.lead);
+    trail = next.waits ? next.trail : plus(trail, next.trail);
+    waits = waits || next.waits;
+  }
+  /// This list run `n` times in a row.
+  OpenPuts repeated(std::uint64_t n) const {
+    if (n == 0) return {};
+    if (!waits) {
+      const std::uint64_t all = times(lead, n);
+      return {all, all, all, false};
+    }
+    return {lead, trail, n > 1 ? std::max(peak, plus(trail, lead)) : peak, true};
+  }
+};
+
+/// What one rank's program holds besides its ops: the actors its streams run at once beside its own, the helper
+/// actors of its puts, gets, migrations and tree collectives, and its largest collective fan-out.
+struct RankCounts {
+  std::uint64_t fanout = 0;
+  std::uint64_t streams = 0;
+  bool helper = false;  // a get's, a UVM migration's or a tree collective's helper, one at a time
+};
+
+/// Ops of a list run `count` times, into `e` and `rank`; returns the list's open puts (run once).
+OpenPuts count(const std::vector<Op>& ops, std::uint64_t count_, MemoryEstimate& e, RankCounts& rank,
+               std::set<const ManagedBuffer*>& buffers) {
+  OpenPuts list;
   for (const auto& op : ops) {
     if (const auto* r = std::get_if<RepeatOp>(&op.what)) {
-      count(r->body, times(count_, static_cast<std::uint64_t>(r->count)), e, fanout, streams);
-    } else if (const auto* s = std::get_if<StreamsOp>(&op.what)) {
-      // Its lists run at once: each one's own streams may be alive together with the others'.
+      list.then(count(r->body, times(count_, static_cast<std::uint64_t>(r->count)), e, rank, buffers)
+                    .repeated(static_cast<std::uint64_t>(r->count)));
+      continue;
+    }
+    if (const auto* s = std::get_if<StreamsOp>(&op.what)) {
+      // Its lists run at once: each one's own streams may be alive together with the others', and their puts too.
       std::uint64_t inner = 0;
-      for (const auto& list : s->streams) {
-        std::uint64_t in_list = 0;
-        count(list, count_, e, fanout, in_list);
-        inner = plus(inner, in_list);
+      OpenPuts together;
+      for (const auto& stream : s->streams) {
+        RankCounts in_list;
+        const OpenPuts puts = count(stream, count_, e, in_list, buffers);
+        inner = plus(inner, in_list.streams);
+        rank.fanout = std::max(rank.fanout, in_list.fanout);
+        rank.helper = rank.helper || in_list.helper;
+        together = {plus(together.lead, puts.lead), plus(together.trail, puts.trail), plus(together.peak, puts.peak),
+                    together.waits || puts.waits};
       }
-      streams = std::max<std::uint64_t>(streams, plus(s->streams.size() - 1, inner));
-    } else if (const auto* b = std::get_if<BarrierOp>(&op.what); b && b->sync) {
-      continue;  // bookkeeping, not recorded
-    } else {
-      e.ops = plus(e.ops, count_);
-      if (std::holds_alternative<PutOp>(op.what) || std::holds_alternative<GetOp>(op.what))
-        e.pgas = plus(e.pgas, count_);
-      if (const auto* c = std::get_if<CollectiveOp>(&op.what)) {
-        // All-peers patterns start a transfer to every peer at once; rings, trees and chains one out, one in.
-        const bool all_peers = c->kind == models::CollectiveKind::all_to_all ||
-                               c->algorithm == models::Algorithm::one_shot ||
-                               c->algorithm == models::Algorithm::two_shot;
-        fanout = std::max<std::uint64_t>(fanout, all_peers ? c->group->size() - 1 : 2);
-      }
+      list.then(together);
+      rank.streams = std::max<std::uint64_t>(rank.streams, plus(s->streams.size() - 1, inner));
+      continue;
+    }
+    // A quiet waits for the rank's puts; a barrier, a collective or a signal wait does not, but the puts issued
+    // before one have had a round trip's time to complete (an estimate: see OpenPuts).
+    if (std::holds_alternative<QuietOp>(op.what) || std::holds_alternative<ShmemBarrierOp>(op.what) ||
+        std::holds_alternative<BarrierOp>(op.what) || std::holds_alternative<CollectiveOp>(op.what) ||
+        std::holds_alternative<SignalWaitOp>(op.what))
+      list.then({0, 0, 0, true});
+    if (const auto* b = std::get_if<BarrierOp>(&op.what); b && b->sync) continue;  // bookkeeping, not recorded
+    e.ops = plus(e.ops, count_);
+    if (std::holds_alternative<PutOp>(op.what) || std::holds_alternative<GetOp>(op.what)) e.pgas = plus(e.pgas, count_);
+    if (std::holds_alternative<PutOp>(op.what)) list.then({1, 1, 1, false});
+    if (std::holds_alternative<GetOp>(op.what) || std::holds_alternative<TouchOp>(op.what) ||
+        std::holds_alternative<ReadOp>(op.what) || std::holds_alternative<PrefetchOp>(op.what))
+      rank.helper = true;
+    std::visit(
+        [&](const auto& o) {
+          if constexpr (requires { o.buffer; }) buffers.insert(o.buffer.get());  // managed memory's ops
+        },
+        op.what);
+    if (const auto* c = std::get_if<CollectiveOp>(&op.what)) {
+      rank.helper = true;  // a tree's upward pipeline
+      // All-peers patterns start a transfer to every peer at once; rings, trees and chains one out, one in.
+      const bool all_peers = c->kind == models::CollectiveKind::all_to_all ||
+                             c->algorithm == models::Algorithm::one_shot || c->algorithm == models::Algorithm::two_shot;
+      rank.fanout = std::max<std::uint64_t>(rank.fanout, all_peers ? c->group->size() - 1 : 2);
     }
   }
-}
-
-std::string grouped(std::uint64_t n) {
-  std::string digits = std::to_string(n), out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
+  return list;
 }
 
 Bytes cost(std::uint64_t items, double each) {
@@ -109,6 +170,10 @@ std::string MemoryEstimate::breakdown() const {
   parts.push_back(fmt::format("{} ops {}", grouped(ops), cost(ops, OP)));
   if (pgas > 0) parts.push_back(fmt::format("{} puts and gets {}", grouped(pgas), cost(pgas, PGAS)));
   if (flows > 0) parts.push_back(fmt::format("{} collective transfers at once {}", grouped(flows), cost(flows, FLOW)));
+  if (helpers > 0) parts.push_back(fmt::format("{} helper actors at once {}", grouped(helpers), cost(helpers, HELPER)));
+  if (managed_pages > 0)
+    parts.push_back(fmt::format("{} managed pages {}", grouped(managed_pages),
+                                cost(managed_pages, MANAGED_PAGE) + cost(managed_blocks, MANAGED_BLOCK)));
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
@@ -118,16 +183,25 @@ MemoryEstimate estimate_memory(const Fabric& fabric, const std::vector<Program>&
   e.channels = fabric.channel_count();
   if (e.endpoints <= Simulation::EAGER_ENDPOINTS) e.routes = e.endpoints * (e.endpoints - 1);
   e.actors = 1;  // the failures' actor
+  std::set<const ManagedBuffer*> buffers;
   for (const auto& program : programs) {
-    std::uint64_t fanout = 0, streams = 0;
-    count(program.ops, 1, e, fanout, streams);
-    e.flows = plus(e.flows, fanout);
-    e.actors = plus(e.actors, program.ops.empty() ? 0 : 1 + streams);
+    RankCounts rank;
+    const OpenPuts puts = count(program.ops, 1, e, rank, buffers);
+    e.flows = plus(e.flows, rank.fanout);
+    e.helpers = plus(e.helpers, plus(puts.peak, rank.helper ? 1 : 0));
+    e.actors = plus(e.actors, program.ops.empty() ? 0 : 1 + rank.streams);
   }
-  const double total = PROCESS + static_cast<double>(e.endpoints) * ENDPOINT +
-                       static_cast<double>(e.channels) * CHANNEL + static_cast<double>(e.routes) * ROUTE +
-                       static_cast<double>(e.ops) * OP + static_cast<double>(e.pgas) * PGAS +
-                       static_cast<double>(e.flows) * FLOW;
+  e.actors = plus(e.actors, e.helpers);
+  for (const ManagedBuffer* b : buffers) {
+    const std::uint64_t page = b->page.count(), block = models::UvmModel::BLOCK.count();
+    e.managed_pages = plus(e.managed_pages, b->bytes.count() / page + (b->bytes.count() % page != 0 ? 1 : 0));
+    e.managed_blocks = plus(e.managed_blocks, b->bytes.count() / block + (b->bytes.count() % block != 0 ? 1 : 0));
+  }
+  const double total =
+      PROCESS + static_cast<double>(e.endpoints) * ENDPOINT + static_cast<double>(e.channels) * CHANNEL +
+      static_cast<double>(e.routes) * ROUTE + static_cast<double>(e.ops) * OP + static_cast<double>(e.pgas) * PGAS +
+      static_cast<double>(e.flows) * FLOW + static_cast<double>(e.helpers) * HELPER +
+      static_cast<double>(e.managed_pages) * MANAGED_PAGE + static_cast<double>(e.managed_blocks) * MANAGED_BLOCK;
   e.total = total >= 0x1p64 ? Bytes{MAX} : Bytes{static_cast<std::uint64_t>(total)};
   return e;
 }
@@ -162,10 +236,11 @@ void check_memory(const MemoryEstimate& estimate, const MemoryLimit& limit, cons
   if (estimate.actors > actor_limit)
     throw_input_error(
         {scenario, 0, 0}, "memory",
-        fmt::format("the run needs {} actors at once (one per GPU, its streams, the failures'), more than the {} this "
-                    "machine allows (two memory maps per actor's stack, vm.max_map_count; raise it with sysctl, or "
-                    "simulate fewer GPUs)",
-                    grouped(estimate.actors), grouped(actor_limit)));
+        fmt::format(
+            "the run needs {} actors at once (one per GPU, its streams, helpers, the failures'), more than the {} this "
+            "machine allows (two memory maps per actor's stack, vm.max_map_count; raise it with sysctl, or "
+            "simulate fewer GPUs)",
+            grouped(estimate.actors), grouped(actor_limit)));
 }
 
 Bytes timeline_size(std::uint64_t ops) {

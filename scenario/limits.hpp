@@ -7,11 +7,14 @@
 // spare link); every route of a platform routed up front (up to Simulation::EAGER_ENDPOINTS endpoints); every op
 // after repeats (its record, and its lines in report.json, report.csv, timeline.json); every put and get (a mailbox
 // and a helper actor that SimGrid keeps); and the most collective transfers in flight at once (every rank's largest
-// collective fan-out: n - 1 flows for all-to-all and one/two-shot, 2 for the others). It is an upper bound for the
-// runs measured (estimate / measured peak: 1.05 for 10,008 GPUs, 1.18 for 800,000 ops, up to 1.6 for NVL576), not
-// a promise: failures, UVM page maps, waits and SimGrid's own queues are not counted. Each actor's context (its
-// stack, touched only where it runs) is in the per-endpoint cost; the number of actors alive at once is limited
-// apart, by the kernel's memory maps (max_actors, sim/simulation.hpp).
+// collective fan-out: n - 1 flows for all-to-all and one/two-shot, 2 for the others); the helper actors alive at
+// once (each put's until a quiet or shmem_barrier waits for it, one more for a rank's gets, migrations or tree
+// collectives); and every page of every managed buffer (UVM residency: a page's state while an op splits its 2 MiB
+// block, and each block's entries). It is an upper bound for the runs measured (estimate / measured peak: 1.05 for
+// 10,008 GPUs, 1.18 for 800,000 ops, up to 1.6 for NVL576), not a promise: failures, waits and SimGrid's own queues
+// are not counted. Each rank's actor context (its stack, touched only where it runs) is in the per-endpoint cost;
+// the number of actors alive at once, helpers included, is limited apart, by the kernel's memory maps (max_actors,
+// sim/simulation.hpp).
 //
 // The limit: `snsim run --max-memory SIZE`, else the environment's SNSIM_MAX_MEMORY, else 3/4 of the machine's
 // physical memory.
@@ -37,7 +40,10 @@ struct MemoryEstimate {
   std::uint64_t ops = 0;        // after repeats, every rank
   std::uint64_t pgas = 0;       // puts and gets, after repeats
   std::uint64_t flows = 0;      // collective transfers in flight at once, at most
-  std::uint64_t actors = 0;     // SimGrid actors alive at once, at most: one per GPU, its streams, the failures'
+  std::uint64_t helpers = 0;    // helper actors alive at once, at most: open puts', a get's, a migration's, a tree's
+  std::uint64_t managed_pages = 0;   // pages of the managed buffers (UVM), each a residency entry at worst
+  std::uint64_t managed_blocks = 0;  // their 2 MiB VA blocks
+  std::uint64_t actors = 0;  // SimGrid actors alive at once, at most: one per GPU, its streams, the failures', helpers
   Bytes total{0};
   /// "8 endpoints, 1,000,000 ops (1.4 GiB), ..." : the counts and what the largest parts cost.
   std::string breakdown() const;

@@ -51,7 +51,10 @@ TEST_CASE("limits: ops are counted after repeats and streams, collectives by the
   CHECK(e.flows == 8 * 7);  // all-to-all: every rank sends to its 7 peers at once
   CHECK(e.endpoints == 9);  // 8 GPUs and the host
   CHECK(e.routes == 9 * 8);
-  CHECK(e.actors == 8 * (1 + 1) + 1);  // per GPU its own and a second stream's; the failures' actor
+  // Per GPU: a step's put still open while the next step issues its own (the quiet runs on the other stream), and
+  // the helper of a tree collective.
+  CHECK(e.helpers == 8 * (2 + 1));
+  CHECK(e.actors == 8 * (1 + 1) + 1 + e.helpers);  // per GPU its own and a second stream's; the failures' actor
   CHECK(e.total > 36_MiB);
 }
 
@@ -66,11 +69,68 @@ TEST_CASE("limits: more actors than the kernel's memory maps allow are refused, 
   CHECK(error_of([&] {
           check_memory(e, {64_GiB, "--max-memory"}, "s.yaml", 31'765);
         }) ==
-        "s.yaml: memory: the run needs 73,729 actors at once (one per GPU, its streams, the failures'), more than the "
+        "s.yaml: memory: the run needs 73,729 actors at once (one per GPU, its streams, helpers, the failures'), more "
+        "than the "
         "31,765 this machine allows (two memory maps per actor's stack, vm.max_map_count; raise it with sysctl, or "
         "simulate fewer GPUs)");
   e.actors = 31'765;
   CHECK_NOTHROW(check_memory(e, {64_GiB, "--max-memory"}, "s.yaml", 31'765));
+}
+
+TEST_CASE("limits: a put's helper actor counts until a quiet or shmem_barrier waits for it") {
+  auto helpers = [](const std::string& ops) {
+    const auto s = load("topology: {type: hgx, gpus: 8}\nworkloads:\n  - type: program\n    ops: " + ops + "\n");
+    return estimate_memory(s.fabric(), s.programs());
+  };
+  // 1,000 puts without a quiet: all may be in flight at once, each with its helper.
+  CHECK(helpers("[{repeat: 1000, ops: [{put: {to: next, bytes: 8B}}]}]").helpers == 8 * 1000);
+  // A quiet after each: one at a time.
+  CHECK(helpers("[{repeat: 1000, ops: [{put: {to: next, bytes: 8B}}, {quiet: {}}]}]").helpers == 8 * 1);
+  // Three before a shmem_barrier and two after it, repeated: the two still open when the next three are issued.
+  CHECK(helpers("[{repeat: 10, ops: [{put: {to: next, bytes: 8B}}, {put: {to: next, bytes: 8B}}, {put: {to: next, "
+                "bytes: 8B}}, {shmem_barrier: {}}, {put: {to: next, bytes: 8B}}, {put: {to: next, bytes: 8B}}]}]")
+            .helpers == 8 * 5);
+  // A signal wait, a barrier or a collective between puts ends the count too.
+  CHECK(helpers("[{repeat: 1000, ops: [{put: {to: next, bytes: 8B, signal: 1}}, {signal_wait: {signal: 1, value: "
+                "1}}]}]")
+            .helpers == 8 * 1);
+  CHECK(helpers("[{repeat: 1000, ops: [{put: {to: next, bytes: 8B}}, {barrier: {}}]}]").helpers == 8 * 1);
+  // A get, a migration or a collective: one helper at a time besides the puts'.
+  CHECK(helpers("[{get: {from: next, bytes: 1MiB}}, {get: {from: next, bytes: 1MiB}}]").helpers == 8 * 1);
+  // 100,000 open puts on each of 8 GPUs are more actors than a machine allows: refused before the run.
+  const auto e = helpers("[{repeat: 100000, ops: [{put: {to: next, bytes: 8B}}]}]");
+  CHECK(e.actors == 8 * (1 + 100'000) + 1);
+  CHECK(error_of([&] {
+          check_memory(e, {1024_GiB, "--max-memory"}, "s.yaml", 31'765);
+        }).starts_with("s.yaml: memory: the run needs 800,009 actors at once"));
+}
+
+TEST_CASE(
+    "limits: every page of a managed buffer counts, so the estimate grows with its size and falls with its page") {
+  auto estimate = [](const std::string& bytes, const std::string& page) {
+    const auto s = load(
+        "topology: {type: hgx, gpu: h200, gpus: 2}\nworkloads:\n  - type: program\n    ranks: [0]\n"
+        "    ops:\n      - managed: {name: b, bytes: " +
+        bytes + ", page: " + page + "}\n      - touch: {buffer: b}\n");
+    return estimate_memory(s.fabric(), s.programs());
+  };
+  const auto small = estimate("1GiB", "4KiB");
+  CHECK(small.managed_pages == 262'144);
+  CHECK(small.managed_blocks == 512);
+  const auto large = estimate("64GiB", "4KiB");
+  CHECK(large.managed_pages == 64 * 262'144);
+  CHECK(large.total > small.total + 63 * 262'144 * 16_B);  // at least a 16-byte page state per page
+  const auto huge_pages = estimate("64GiB", "2MiB");
+  CHECK(huge_pages.managed_pages == 32'768);
+  CHECK(huge_pages.total < large.total);
+  CHECK(large.breakdown().find("16,777,216 managed pages") != std::string::npos);
+  // Issue 25: a 1 TiB buffer touched in 4 KiB pages took 5.3 GB (estimated 36 MiB then).
+  CHECK(estimate("1TiB", "4KiB").total > 5_GiB);
+  // Two ranks naming one declaration hold one buffer.
+  const auto s = load(
+      "topology: {type: hgx, gpu: h200, gpus: 2}\nworkloads:\n  - type: program\n"
+      "    ops: [{managed: {name: b, bytes: 1GiB}}, {touch: {buffer: b}}]\n");
+  CHECK(estimate_memory(s.fabric(), s.programs()).managed_pages == 262'144);
 }
 
 TEST_CASE("limits: a timeline above 256 MiB is announced with its size and how to select GPUs, a small one is not") {

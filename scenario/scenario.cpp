@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include <xbt/log.h>
 
 #include "models/params.hpp"
 #include "runtime/runner.hpp"
 #include "sim/invariants.hpp"
+#include "sim/progress.hpp"
 #include "topologies/register.hpp"
 
 namespace snsim::workloads {
@@ -43,6 +45,32 @@ std::string deadlock_outcome(const std::vector<int>& stuck, const std::vector<Un
 }
 }  // namespace
 
+Table Scenario::phase_spans(const std::vector<OpRecord>& records) const {
+  // A program's ops have no table of their own: when each workload ran is what their comments discuss.
+  struct Span {
+    Seconds start{std::numeric_limits<double>::infinity()}, end{0};
+    std::uint64_t ops = 0;
+  };
+  std::vector<Span> spans(workloads_.size());
+  for (const auto& r : records) {
+    auto& s = spans.at(static_cast<std::size_t>(r.phase));
+    s.start = std::min(s.start, r.start);
+    s.end = std::max(s.end, r.end);
+    ++s.ops;
+  }
+  Table t{"workloads: when each ran", {"workload", "type", "ops", "start_us", "end_us", "span_us"}, {}};
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    const Span& s = spans[i];
+    if (s.ops == 0) {
+      t.rows.push_back({i, workload_types_[i], 0, "-", "-", "-"});  // it emitted no op
+      continue;
+    }
+    t.rows.push_back(
+        {i, workload_types_[i], s.ops, s.start.count() * 1e6, s.end.count() * 1e6, (s.end - s.start).count() * 1e6});
+  }
+  return t;
+}
+
 Scenario Scenario::load(std::shared_ptr<ConfigDocument> document) {
   Scenario s;
   s.document_ = document;
@@ -67,6 +95,7 @@ Scenario Scenario::load(std::shared_ptr<ConfigDocument> document) {
   if (items.empty()) list.fail("no workload to run");
   for (const auto& item : items) {
     s.workloads_.push_back(workloads.create(item, s.fabric_));
+    s.workload_types_.push_back(item.required<std::string>("type"));
     s.workloads_.back()->set_seed(s.seed_);
   }
 
@@ -101,13 +130,23 @@ std::vector<Program> Scenario::programs() const {
   return programs;
 }
 
-Report Scenario::run(const std::vector<std::string>& engine_args) const {
+std::vector<std::string> Scenario::notes() const {
+  std::vector<std::string> all;
+  for (const auto& w : workloads_)
+    for (auto& note : w->notes()) all.push_back(std::move(note));
+  return all;
+}
+
+Report Scenario::run(const std::vector<std::string>& engine_args, std::string_view progress) const {
   // The report names what each stuck rank waits for; SimGrid's own deadlock listing (its actors' addresses) would
   // only add noise on stderr. Set before the engine reads --log options, so that a user's --log=ker_engine... wins.
   xbt_log_control_set("ker_engine.app:file:/dev/null");
   Simulation simulation(fabric_, engine_args, models_.compute->comm_sm_share);
   InvariantMonitor monitor;
-  Runner runner(simulation, models_, programs(), seed_);
+  auto all_programs = programs();
+  std::uint64_t total_ops = 0;
+  for (const auto& p : all_programs) total_ops += expanded_size(p.ops);
+  Runner runner(simulation, models_, std::move(all_programs), seed_);
   FailureLog failures;
   // First: failures at 0 s apply before any op starts. A slowed GPU changes the rates the runner's kernels read.
   schedule_failures(simulation, failures_, failures, {.slow_gpu = [&runner](int rank, double compute, double hbm) {
@@ -118,11 +157,15 @@ Report Scenario::run(const std::vector<std::string>& engine_args) const {
       }))
     runner.expect_fabric_failures();
   runner.launch();
+  std::optional<SimulationProgress> shown;
+  if (!progress.empty()) shown.emplace(std::string(progress), total_ops, [&runner] { return runner.ops_ended(); });
   Report report;
   report.scenario = name_;
   report.seed = seed_;
   report.config = document_->effective();
+  report.notes = notes();
   report.simulated_time = simulation.run();
+  if (shown) shown->finish(report.simulated_time);
   report.ops = runner.records();
   report.wait_spans = runner.waits();
   report.record_kinds = record_kinds();
@@ -140,6 +183,7 @@ Report Scenario::run(const std::vector<std::string>& engine_args) const {
   for (std::size_t phase = 0; phase < workloads_.size(); ++phase)
     for (auto& t : workloads_[phase]->summarize(report.ops, static_cast<int>(phase)))
       report.tables.push_back(std::move(t));
+  if (std::ranges::count(workload_types_, "program") > 0) report.tables.push_back(phase_spans(report.ops));
   if (!failures_.empty()) {
     Table applied{"failures applied", {"at_us", "what", "links_changed"}, {}};
     for (const auto& f : failures.applied)

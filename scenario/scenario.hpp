@@ -14,6 +14,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/models.hpp"
@@ -40,16 +41,24 @@ class Scenario {
   /// Every rank's program: each workload in turn, separated by a free barrier across all ranks.
   std::vector<Program> programs() const;
 
-  /// Runs the scenario in this process (once per process: see sim/simulation.hpp) and returns the report.
-  Report run(const std::vector<std::string>& engine_args = {}) const;
+  /// What a user must know to read the results (Report::notes): every workload's notes, in order.
+  std::vector<std::string> notes() const;
+
+  /// Runs the scenario in this process (once per process: see sim/simulation.hpp) and returns the report. With a
+  /// `progress` heading ("snsim run"), a progress line on stderr (sim/progress.hpp); the report is the same.
+  Report run(const std::vector<std::string>& engine_args = {}, std::string_view progress = {}) const;
 
  private:
+  /// When each workload ran (its ops' first start to last end), for scenarios with a program workload.
+  Table phase_spans(const std::vector<OpRecord>& records) const;
+
   std::shared_ptr<ConfigDocument> document_;
   std::string name_;
   std::uint64_t seed_ = 0;
   Fabric fabric_;
   models::Models models_;
   std::vector<std::unique_ptr<Workload>> workloads_;
+  std::vector<std::string> workload_types_;  // each workload's `type`, in order
   bool timeline_ = false;
   std::vector<int> timeline_gpus_;
   std::vector<Failure> failures_;  // what-ifs applied at their times (scenario/failures.hpp)

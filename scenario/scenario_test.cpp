@@ -63,6 +63,39 @@ TEST_CASE("workloads: phases run one after another and repeats expand") {
   CHECK(relative_error(r.simulated_time.count(), 5e-3) <= 1e-9);
 }
 
+TEST_CASE("workloads: a run with a program workload tables when each workload ran") {
+  const auto s = load(
+      "topology: {type: hgx, gpus: 2}\n"
+      "workloads:\n"
+      "  - {type: program, ops: [{repeat: 3, ops: [{compute: {time: 1ms}}]}]}\n"
+      "  - {type: collective_sweep, ops: all_reduce, sizes: {from: 1MiB, to: 1MiB}}\n"
+      "  - {type: program, ops: [{compute: {time: 2ms}}]}\n");
+  const Report r = s.run();
+  const Table* t = find_table(r.tables, "workloads: when each ran");
+  REQUIRE(t != nullptr);
+  CHECK(t->columns == std::vector<std::string>{"workload", "type", "ops", "start_us", "end_us", "span_us"});
+  REQUIRE(t->rows.size() == 3);
+  CHECK(t->rows[0][1] == "program");
+  CHECK(t->rows[0][2] == 2 * 3);  // ops on both GPUs
+  CHECK(t->rows[0][3].get<double>() == 0);
+  CHECK(relative_error(t->rows[0][5].get<double>(), 3e3) <= 1e-9);
+  CHECK(t->rows[1][1] == "collective_sweep");
+  // One after another: each starts where the one before ended, and the last ends the run.
+  CHECK(t->rows[1][3].get<double>() >= t->rows[0][4].get<double>());
+  CHECK(t->rows[2][3].get<double>() >= t->rows[1][4].get<double>());
+  CHECK(relative_error(t->rows[2][5].get<double>(), 2e3) <= 1e-9);
+  CHECK(relative_error(t->rows[2][4].get<double>(), r.simulated_time.count() * 1e6) <= 1e-9);
+}
+
+TEST_CASE("workloads: without a program workload no span table is added (the others have their own tables)") {
+  const auto s = load(
+      "topology: {type: hgx, gpus: 2}\nworkloads: [{type: collective_sweep, ops: all_reduce, sizes: {from: 1MiB, to: "
+      "1MiB}}]\n");
+  const Report r = s.run();
+  CHECK(find_table(r.tables, "workloads: when each ran") == nullptr);
+  CHECK(!r.tables.empty());
+}
+
 TEST_CASE("workloads: the README's scenario parses and runs") {
   std::ifstream in(std::string(SNSIM_SOURCE_DIR) + "/README.md");
   std::stringstream text;

@@ -99,6 +99,7 @@ nlohmann::json Report::to_json() const {
   out["scenario"] = scenario;
   out["seed"] = seed;
   out["outcome"] = outcome;
+  out["notes"] = notes;
   out["simulated_time_s"] = simulated_time.count();
   out["config"] = config;
   auto& links_json = out["links"] = nlohmann::json::array();

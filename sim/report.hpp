@@ -108,6 +108,9 @@ struct Report {
   std::uint64_t seed = 0;
   nlohmann::json config;  // the effective configuration, defaults included
   std::string outcome = "completed";
+  /// What a user must know to read the results: assumptions the run made that its input does not show ("parallel.bucket
+  /// 4 MiB is below ..."), one sentence each. In report.json as `notes`, and on stderr before the run.
+  std::vector<std::string> notes;
   Seconds simulated_time;
   std::vector<OpRecord> ops;
   std::vector<LinkUsage> links;

@@ -216,6 +216,15 @@ std::string to_string(Bytes size) {
   return scaled(v, scale, units[i]);
 }
 
+std::string grouped(std::uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
 std::string to_string(Seconds time) {
   const double t = time.count();
   const double a = std::abs(t);

@@ -166,6 +166,8 @@ std::string to_string(Seconds time);         // "700 ns", "1.5 us", "2.0013 ms"
 std::string to_string(BytesPerSecond rate);  // "450 GB/s"
 std::string to_string(Flops work);           // "2.2 TFLOP"
 std::string to_string(FlopsPerSecond rate);  // "989 TFLOP/s"
+/// A count with its thousands grouped: "1,234,567".
+std::string grouped(std::uint64_t n);
 
 // Inline, as std::literals: code inside namespace snsim writes 4.8_us without a using-directive.
 inline namespace literals {

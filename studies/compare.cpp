@@ -83,7 +83,7 @@ nlohmann::json run_one(const CompareOptions& o, const std::vector<int>& training
     auto doc = document(o);
     for (int i : training) doc->set(fmt::format("workloads[{}].schedule={}", i, schedule), "snsim compare");
     const auto scenario = workloads::Scenario::load(doc);
-    const Report report = scenario.run();
+    const Report report = scenario.run({}, o.progress ? fmt::format("snsim compare: {}", schedule) : std::string{});
     const GpuLinkBytes bytes = gpu_link_bytes(report.links);
     const Table* summary = find_table(report.tables, workloads::training::SUMMARY_TABLE);
     if (!summary)
@@ -179,6 +179,7 @@ Comparison prepare_comparison(const CompareOptions& options) {
   const auto& fabric = scenario.fabric();
   c.scenario = scenario.name();
   c.seed = scenario.seed();
+  c.notes = scenario.notes();
   c.gpus = fabric.gpus().size();
   c.gpu_model = fabric.device(fabric.gpus().front()).gpu->model;
   return c;

@@ -24,6 +24,7 @@ struct CompareOptions {
   std::optional<std::string> seed;    // overrides the scenario's seed
   std::optional<std::string> params;  // a parameter set (preset or file)
   std::vector<std::string> sets;      // --set key.path=value
+  bool progress = false;              // each side's progress line on stderr (sim/progress.hpp)
 };
 
 /// Bytes a run moved over the GPUs' own links, from its links' kinds (LinkKind): what left the GPUs over the
@@ -41,7 +42,8 @@ struct Comparison {
   std::uint64_t seed = 0;
   std::size_t gpus = 0;
   std::string gpu_model;
-  std::vector<int> training;  // the indices of its training workloads
+  std::vector<int> training;       // the indices of its training workloads
+  std::vector<std::string> notes;  // what the runs assume that the scenario does not show (Report::notes)
   /// Per schedule ("bsp", "pgas"): the report, the link bytes, the time split and the training summary's rows.
   nlohmann::json sides;
   nlohmann::json per_gpu_bsp, per_gpu_pgas;  // per GPU: the time split and whom it waited on, in ms

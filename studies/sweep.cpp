@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <tuple>
 
@@ -180,6 +181,23 @@ std::string goal_answer(const json& goal, const PointRows& rows) {
                           format_number(*b.mean(minimize)), metric, format_number(*b.mean(metric)));
 }
 
+/// What the runs assumed that their inputs do not show (Report::notes), each note once with the points it came
+/// from: a bucket sweep whose points are identical says why. Empty when no run has a note.
+std::string notes_section(const std::vector<json>& results) {
+  std::vector<std::pair<std::string, std::set<int>>> notes;  // in order of first appearance
+  for (const auto& r : results)
+    for (const auto& note : r.value("notes", json::array())) {
+      auto it = std::ranges::find(notes, note.get<std::string>(), &std::pair<std::string, std::set<int>>::first);
+      if (it == notes.end()) it = notes.insert(notes.end(), {note.get<std::string>(), {}});
+      it->second.insert(r["point"].get<int>());
+    }
+  if (notes.empty()) return "";
+  std::string md = "\n## Notes\n\nWhat the runs assumed that their inputs do not show:\n\n";
+  for (const auto& [note, points] : notes)
+    md += fmt::format("- point{} {}: {}\n", points.size() > 1 ? "s" : "", fmt::join(points, ", "), note);
+  return md;
+}
+
 }  // namespace
 
 SweepReport write_sweep_report(const std::string& dir, const json& meta, const std::vector<json>& results) {
@@ -212,6 +230,7 @@ SweepReport write_sweep_report(const std::string& dir, const json& meta, const s
       "per GPU, `fits` 1 when it is within the GPU's HBM and `comm_only_ms_per_gpu` the time a GPU communicates "
       "without computing; `wall_s` is what simulating it took.\n";
   if (meta.contains("goal")) md += goal_answer(meta["goal"], rows);
+  md += notes_section(results);
 
   // The plot: drawn by plot_sweep.py (tools/plot/) when a python3 with matplotlib is there (CI requires it).
   const fs::path png = fs::path(dir) / "sweep.png";
@@ -288,7 +307,11 @@ SweepOutcome execute_sweep(
           const auto scenario = workloads::Scenario::load(doc);
           const Report report = scenario.run();
           const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-          return json{{"outcome", report.outcome}, {"metrics", metrics_of(report, scenario)}, {"wall_s", wall}}.dump();
+          return json{{"outcome", report.outcome},
+                      {"notes", report.notes},
+                      {"metrics", metrics_of(report, scenario)},
+                      {"wall_s", wall}}
+              .dump();
         },
         [&](std::size_t i, std::string text, std::exception_ptr failure) {
           const SweepRun& run = s.todo[i];
@@ -304,14 +327,16 @@ SweepOutcome execute_sweep(
                 fmt::format("point {} ({}) seed {}: {}", run.point, s.plan.label(run.point), run.seed, why));
           } else {
             json out = json::parse(text);
-            log.append({{"key", run.key},
-                        {"point", run.point},
-                        {"trial", run.trial},
-                        {"seed", run.seed},
-                        {"labels", s.plan.labels(run.point)},
-                        {"outcome", out["outcome"]},
-                        {"metrics", out["metrics"]},
-                        {"wall_s", out["wall_s"]}});
+            json line{{"key", run.key},
+                      {"point", run.point},
+                      {"trial", run.trial},
+                      {"seed", run.seed},
+                      {"labels", s.plan.labels(run.point)},
+                      {"outcome", out["outcome"]},
+                      {"metrics", out["metrics"]},
+                      {"wall_s", out["wall_s"]}};
+            if (!out["notes"].empty()) line["notes"] = out["notes"];  // what the run assumed (Report::notes)
+            log.append(line);
           }
           ended(run, why, outcome);
           return true;

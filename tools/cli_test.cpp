@@ -647,3 +647,70 @@ TEST_CASE("cli: validate and calibrate refuse bad input with one line and exit c
   check_input_error(run_snsim(dir, {"validate", trace, "--params", "nowhere.yaml"}),
                     "--params: models.params: no parameter file 'nowhere.yaml' (and not a preset: h200, h100, gb200)");
 }
+
+namespace {
+struct BucketRun {
+  std::string err;
+  nlohmann::json report;
+};
+}  // namespace
+
+TEST_CASE("cli: a parallel.bucket that changes nothing is said on stderr and in report.json's notes, not otherwise") {
+  TempDir dir;
+  // Layers of 6 MiB of gradient per GPU (12 h^2 bf16 parameters), the embedding and the logits 49 MiB each.
+  auto training = [](const std::string& bucket) {
+    return "name: bucket\ntopology: {type: hgx, gpu: h200, gpus: 2}\nworkloads:\n  - type: training\n    steps: 1\n"
+           "    model: {layers: 4, hidden: 512, heads: 8, sequence: 256}\n    parallel: {dp: 2, bucket: " +
+           bucket + "}\n";
+  };
+  auto run = [&](const std::string& bucket) {
+    const std::string out = "out-" + bucket;
+    const Result r = run_snsim(dir, {"run", dir.write("b" + bucket + ".yaml", training(bucket)), "--out", out});
+    REQUIRE(r.code == 0);
+    return BucketRun{r.err, nlohmann::json::parse(read_file(dir.path() / out / "report.json"))};
+  };
+  const auto small = run("1MiB");
+  const std::string said = "parallel.bucket 1 MiB is at most one layer's gradient on a GPU (the smallest is ";
+  CHECK(small.err.starts_with("snsim run: note: " + said));
+  CHECK(std::ranges::count(small.err, '\n') == 1);
+  REQUIRE(small.report["notes"].size() == 1);
+  CHECK(small.err == "snsim run: note: " + small.report["notes"][0].get<std::string>() + "\n");
+  CHECK(small.report["notes"][0].get<std::string>().ends_with(
+      "): every bucket is one layer, so a smaller bucket changes nothing"));
+  // What the note says holds: another bucket below a layer runs the same ops at the same times.
+  const auto smaller = run("512KiB");
+  CHECK(smaller.report["ops"] == small.report["ops"]);
+  CHECK(smaller.report["notes"][0].get<std::string>().starts_with("parallel.bucket 512 KiB is at most one layer's"));
+
+  // Three layers to a bucket: the bucket matters, and nothing is said.
+  const auto merged = run("16MiB");
+  CHECK(merged.err.empty());
+  CHECK(merged.report["notes"] == nlohmann::json::array());
+  CHECK(merged.report["ops"] != small.report["ops"]);
+
+  // A bucket above the whole gradient: one bucket, said too.
+  const auto whole = run("1GiB");
+  REQUIRE(whole.report["notes"].size() == 1);
+  CHECK(whole.report["notes"][0].get<std::string>().starts_with(
+      "parallel.bucket 1 GiB holds a pipeline stage's whole gradient on a GPU ("));
+  CHECK(whole.err == "snsim run: note: " + whole.report["notes"][0].get<std::string>() + "\n");
+
+  // The default bucket (25 MiB) below layers of 96 MiB: said only when the scenario gives it.
+  auto wide = [&](const std::string& parallel) {
+    const auto file =
+        dir.write("wide.yaml",
+                  "name: wide\ntopology: {type: hgx, gpu: h200, gpus: 2}\nworkloads:\n  - type: training\n"
+                  "    steps: 1\n    model: {layers: 2, hidden: 2048, heads: 16, sequence: 128}\n    parallel: " +
+                      parallel + "\n");
+    return run_snsim(dir, {"run", file, "--quiet"});
+  };
+  const Result by_default = wide("{dp: 2}");
+  CHECK(by_default.code == 0);
+  CHECK(by_default.err.empty());
+  const Result given = wide("{dp: 2, bucket: 25MiB}");
+  CHECK(given.code == 0);
+  CHECK(given.err.starts_with("snsim run: note: parallel.bucket 25 MiB is at most one layer's gradient on a GPU"));
+  // Without data parallelism no gradient is reduced: a bucket given changes nothing.
+  CHECK(wide("{tp: 2, bucket: 4MiB}").err ==
+        "snsim run: note: parallel.bucket 4 MiB changes nothing: no gradient is reduced across GPUs (dp 1)\n");
+}

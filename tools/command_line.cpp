@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "sim/error.hpp"
+#include "sim/progress.hpp"
 
 namespace snsim::tools {
 namespace {
@@ -25,6 +26,10 @@ void one_value_per_option(CLI::App& app) {
 }
 
 }  // namespace
+
+bool show_progress(bool asked, bool quiet) {
+  return asked || (!quiet && stderr_is_terminal());
+}
 
 CommandLine::CommandLine(const std::string& description) : app_{description} {
   app_.require_subcommand(1);

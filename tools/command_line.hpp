@@ -24,6 +24,10 @@ enum ExitCode : int {
   EXIT_SYSTEM_FAILURE = 4,  // the simulated system failed (a lost GPU stopped the job): the report is a result
 };
 
+/// Whether a command shows its progress on stderr (sim/progress.hpp): asked for (--progress), or stderr is a
+/// terminal and the command is not quiet.
+bool show_progress(bool asked, bool quiet = false);
+
 class CommandLine {
  public:
   using Action = std::function<int()>;

@@ -195,6 +195,7 @@ int run_command(const RunOptions& options) {
 int run_document(const std::shared_ptr<ConfigDocument>& doc, const RunOptions& options,
                  std::chrono::steady_clock::time_point started) {
   const auto scenario = workloads::Scenario::load(doc);
+  const std::string_view command = options.command;
   // Refused up front rather than killed part way: the estimate against --max-memory (scenario/limits.hpp).
   const auto programs = scenario.programs();
   const auto estimate = workloads::estimate_memory(scenario.fabric(), programs);
@@ -210,15 +211,18 @@ int run_document(const std::shared_ptr<ConfigDocument>& doc, const RunOptions& o
       if (scenario.timeline_gpus().empty() || std::ranges::count(scenario.timeline_gpus(), static_cast<int>(r)) > 0)
         ops += workloads::expanded_size(programs[r].ops);
     if (const auto warning = workloads::timeline_warning(ops); !warning.empty())
-      fmt::print(stderr, "snsim run: warning: {}\n", warning);
+      fmt::print(stderr, "{}: warning: {}\n", command, warning);
   }
+  // Before the run, which may take long: what the results will not show by themselves.
+  for (const auto& note : scenario.notes()) fmt::print(stderr, "{}: note: {}\n", command, note);
   const auto& fabric = scenario.fabric();
   const auto& gpu = *fabric.device(fabric.gpus().front()).gpu;
   if (!options.quiet)
     fmt::print("# snsim {}: {} x {} ({} devices, {} channels), seed {}\n", scenario.name(), fabric.gpus().size(),
                gpu.model, fabric.device_count(), fabric.channel_count(), scenario.seed());
 
-  const Report report = scenario.run(options.engine);
+  const Report report =
+      scenario.run(options.engine, show_progress(options.progress, options.quiet) ? command : std::string_view{});
 
   if (!options.quiet) {
     for (const auto& t : report.tables) fmt::print("{}\n", format_table(t));
@@ -362,6 +366,8 @@ void add_run_command(CommandLine& cli) {
                  "refuse a scenario whose estimated memory is above this size, e.g. 8GiB (default: "
                  "SNSIM_MAX_MEMORY, else 3/4 of the machine's memory)");
   cmd.add_flag("--quiet", run->quiet, "print nothing; write only the --out files");
+  cmd.add_flag("--progress", run->progress,
+               "a progress line on stderr (simulated time, ops done, ETA), also when stderr is not a terminal");
   cmd.add_flag("--timeline", run->timeline,
                "also write timeline.json (Perfetto / Chrome trace) into --out, as `output: {timeline: true}` does")
       ->needs(out);

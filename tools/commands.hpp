@@ -29,7 +29,9 @@ struct RunOptions {
   std::vector<std::string> engine;    // --log=... / --cfg=... passed to SimGrid
   std::optional<std::string> max_memory;  // refuse runs estimated above this size (scenario/limits.hpp)
   bool quiet = false;
-  bool timeline = false;  // --timeline: write timeline.json whatever the scenario's output.timeline says
+  bool timeline = false;              // --timeline: write timeline.json whatever the scenario's output.timeline says
+  std::string command = "snsim run";  // heads its warnings, notes and progress lines
+  bool progress = false;              // --progress: a progress line on stderr even when it is not a terminal
 };
 
 int run_command(const RunOptions& options);

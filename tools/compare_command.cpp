@@ -13,11 +13,13 @@
 namespace snsim::tools {
 namespace {
 
-int compare(const studies::CompareOptions& o) {
+int compare(studies::CompareOptions o, bool progress) {
+  o.progress = show_progress(progress);
   // Checked first, so that bad input fails before anything forks.
   studies::Comparison c = studies::prepare_comparison(o);
   std::optional<studies::OutputDir> held;  // one comparison at a time into one folder
   if (!o.out.empty()) held.emplace(o.out);
+  for (const auto& note : c.notes) fmt::print(stderr, "snsim compare: note: {}\n", note);
   fmt::print("# snsim compare {}: {} x {}, seed {}: the training workload as BSP and as PGAS\n", c.scenario, c.gpus,
              c.gpu_model, c.seed);
   studies::run_comparison(o, c);
@@ -37,8 +39,9 @@ int compare(const studies::CompareOptions& o) {
 
 void add_compare_command(CommandLine& cli) {
   auto o = std::make_shared<studies::CompareOptions>();
+  auto progress = std::make_shared<bool>(false);
   auto& cmd = cli.add("compare", "run a scenario's training workload as BSP and as PGAS, side by side",
-                      [o] { return compare(*o); });
+                      [o, progress] { return compare(*o, *progress); });
   cmd.add_option("scenario", o->scenario, "scenario YAML file with a `training` workload")->required();
   cmd.add_option("--out", o->out,
                  "write compare.json, compare.md, compare.png (with matplotlib), bsp/report.json and pgas/report.json "
@@ -46,6 +49,7 @@ void add_compare_command(CommandLine& cli) {
   cmd.add_option("--seed", o->seed, "override the scenario's seed");
   cmd.add_option("--params", o->params, "calibrated parameters: a file or a preset (h200, h100, gb200)");
   cmd.add_option("--set", o->sets, "override one value: key.path=value (YAML scalar), repeatable");
+  cmd.add_flag("--progress", *progress, "a progress line on stderr per side, also when stderr is not a terminal");
 }
 
 }  // namespace snsim::tools

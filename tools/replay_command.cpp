@@ -53,6 +53,7 @@ int replay_command(ReplayCommandOptions& o) {
   doc->set(fmt::format("workloads=[{}]", workload.dump()), "snsim replay");
   studies::apply_overrides(*doc, o.run.sets, o.run.seed, o.run.params);
   o.run.scenario = o.platform.empty() ? "<captured platform>" : o.platform;
+  o.run.command = "snsim replay";
   return run_document(doc, o.run, started);
 }
 
@@ -75,6 +76,7 @@ void add_replay_command(CommandLine& cli) {
   cmd.add_option("--params", o->run.params, "calibrated parameters: a file or a preset (h200, h100, gb200)");
   cmd.add_option("--set", o->run.sets, "override one value of the platform: key.path=value, repeatable");
   cmd.add_flag("--quiet", o->run.quiet, "print nothing; write only the --out files");
+  cmd.add_flag("--progress", o->run.progress, "a progress line on stderr, also when stderr is not a terminal");
   cmd.add_flag("--timeline", o->run.timeline, "also write timeline.json into --out")->needs(out);
 }
 

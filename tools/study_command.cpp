@@ -1,7 +1,5 @@
 #include "tools/study_command.hpp"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -11,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "sim/error.hpp"
+#include "sim/progress.hpp"
 #include "sim/report.hpp"
 #include "studies/inputs.hpp"
 #include "studies/slow_node.hpp"
@@ -35,20 +34,20 @@ int slow_node(const studies::SlowNodeOptions& o) {
   std::cout.flush();
 
   // On a terminal one line counts the trials; in a log, a line per point done.
-  const bool tty = ::isatty(2) != 0;
+  ProgressLine line;
   std::vector<std::size_t> done_per_point(plan.points.size(), 0);
   std::size_t done = 0;
   auto progress = [&](std::size_t task) {
     ++done;
     const std::size_t p = task / n;
     const bool point_done = ++done_per_point[p] == n;
-    if (tty)
-      std::cerr << fmt::format("\rstudy slow-node: {}/{} trials done", done, count) << (done == count ? "\n" : "")
-                << std::flush;
+    if (line.terminal())
+      line.show(fmt::format("study slow-node: {}/{} trials done", done, count));
     else if (point_done)
-      std::cerr << fmt::format("study slow-node: {} done ({}/{} trials)\n", plan.points[p].label(), done, count);
+      line.show(fmt::format("study slow-node: {} done ({}/{} trials)", plan.points[p].label(), done, count));
   };
   const auto results = studies::run_slow_node(o, plan, progress);
+  line.close();  // ends the terminal's line before the tables
 
   const Table steps = studies::steps_table(plan, results);
   const Table waits = studies::waits_by_point(plan, results);

@@ -1,27 +1,20 @@
 #include "tools/sweep_command.hpp"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "scenario/scenario.hpp"
 #include "sim/error.hpp"
+#include "sim/progress.hpp"
 #include "studies/sweep.hpp"
 #include "tools/command_line.hpp"
 
 namespace snsim::tools {
 namespace {
-
-/// "1:05", or "1:02:05" past the hour.
-std::string eta(double seconds) {
-  const auto s = static_cast<long long>(seconds + 0.5);
-  return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
-                   : fmt::format("{}:{:02}", s / 60, s % 60);
-}
 
 int sweep(const studies::SweepOptions& o) {
   const auto started = std::chrono::steady_clock::now();
@@ -42,23 +35,20 @@ int sweep(const studies::SweepOptions& o) {
   }
 
   // On a terminal one line counts the runs; in a log, a line per run.
-  const bool tty = ::isatty(2) != 0;
   const auto loop_start = std::chrono::steady_clock::now();
+  ProgressLine line;
   const auto outcome = studies::execute_sweep(s, [&](const studies::SweepRun& run, const std::string& failure,
                                                      const studies::SweepOutcome& so_far) {
-    if (!failure.empty())
-      std::cerr << fmt::format("{}sweep: point {} seed {} failed: {}\n", tty ? "\n" : "", run.point, run.seed, failure);
+    if (!failure.empty()) line.message(fmt::format("sweep: point {} seed {} failed: {}", run.point, run.seed, failure));
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
     const double left =
         elapsed / static_cast<double>(so_far.finished) * static_cast<double>(s.todo.size() - so_far.finished);
-    const std::string progress =
-        fmt::format("sweep: {}/{} runs done{}, ETA {}", s.already + so_far.finished, s.in_shard,
-                    so_far.failures.empty() ? "" : fmt::format(", {} failed", so_far.failures.size()), eta(left));
-    if (tty)
-      std::cerr << "\r" << progress << (so_far.finished == s.todo.size() ? "\n" : "") << std::flush;
-    else
-      std::cerr << progress << fmt::format(" ({} seed {})\n", s.plan.label(run.point), run.seed);
+    const std::string progress = fmt::format(
+        "sweep: {}/{} runs done{}, ETA {}", s.already + so_far.finished, s.in_shard,
+        so_far.failures.empty() ? "" : fmt::format(", {} failed", so_far.failures.size()), format_eta(left));
+    line.show(line.terminal() ? progress : progress + fmt::format(" ({} seed {})", s.plan.label(run.point), run.seed));
   });
+  line.close();  // ends the terminal's line before the summary
   if (!outcome.plot_problem.empty()) std::cout << fmt::format("no plot: {}\n", outcome.plot_problem);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const std::size_t failed = outcome.failures.size();

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -219,4 +220,30 @@ TEST_CASE(
         "snsim sweep: internal error: no plot (SNSIM_REQUIRE_PLOTS is set): needs python3 with matplotlib (Debian: "
         "apt install python3-matplotlib; or set SNSIM_PYTHON); tried: /nonexistent/python3 (not found)\n");
   CHECK(lines_of(read_file(dir.path() / "out" / "results.jsonl")).size() == RUNS);  // the runs are kept
+}
+
+TEST_CASE("sweep: a bucket sweep whose points cannot differ says why in sweep.md, point by point") {
+  const TempDir dir;
+  dir.write("base.yaml",
+            "name: buckets\ntopology: {type: hgx, gpu: h200, gpus: 2}\nworkloads:\n  - type: training\n    steps: 1\n"
+            "    model: {layers: 4, hidden: 512, heads: 8, sequence: 256}\n    parallel: {dp: 2}\n");
+  dir.write("plan.yaml",
+            "name: buckets\nbase: base.yaml\naxes:\n  - name: bucket\n    key: workloads[0].parallel.bucket\n"
+            "    values: [1MiB, 2MiB, 16MiB]\n");
+  const auto r = run_snsim(dir, {"sweep", "plan.yaml", "--out", "out", "--jobs", "2"});
+  REQUIRE(r.code == 0);
+  const std::string md = read_file(dir.path() / "out" / "sweep.md");
+  CHECK(md.find("\n## Notes\n") != std::string::npos);
+  CHECK(md.find("- point 0: parallel.bucket 1 MiB is at most one layer's gradient on a GPU") != std::string::npos);
+  CHECK(md.find("- point 1: parallel.bucket 2 MiB is at most one layer's gradient on a GPU") != std::string::npos);
+  CHECK(md.find("- point 2:") == std::string::npos);  // three layers to a bucket: it matters
+  std::map<int, json> metrics;
+  for (const auto& line : lines_of(read_file(dir.path() / "out" / "results.jsonl"))) {
+    const json v = json::parse(line);
+    metrics[v["point"].get<int>()] = v["metrics"];
+    CHECK(v.contains("notes") == (v["point"].get<int>() != 2));
+  }
+  REQUIRE(metrics.size() == 3);
+  CHECK(metrics[0] == metrics[1]);  // what the notes say
+  CHECK(metrics[0]["step_time_s"] != metrics[2]["step_time_s"]);
 }

@@ -72,6 +72,7 @@ struct ValidateOptions {
   std::string out;
   int samples = 5;
   bool verbose = false;
+  bool progress = false;
 };
 
 int run_validate(const ValidateOptions& o) {
@@ -83,6 +84,7 @@ int run_validate(const ValidateOptions& o) {
   options.platform = o.platform.choice();
   if (!o.params.empty()) options.params = o.params;
   options.max_samples = o.samples;
+  if (show_progress(o.progress)) options.progress = "snsim validate";
   auto result = validation::validate(traces, bounds, options);
   for (const auto& t : traces)
     if (!validation::imported_source(t).empty())
@@ -241,6 +243,8 @@ void add_validation_commands(CommandLine& cli) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   validate.add_flag("--verbose,-v", v->verbose, "print every comparison");
+  validate.add_flag("--progress", v->progress,
+                    "a progress line on stderr per simulation, also when stderr is not a terminal");
 
   auto c = std::make_shared<CalibrateOptions>();
   auto& calibrate =

@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -16,6 +17,7 @@
 #include "runtime/runner.hpp"
 #include "sim/config.hpp"
 #include "sim/isolated.hpp"
+#include "sim/progress.hpp"
 #include "sim/simulation.hpp"
 #include "topologies/gpus.hpp"
 #include "topologies/register.hpp"
@@ -300,10 +302,16 @@ std::vector<Simulated> simulate_twins(const Platform& platform, const std::vecto
         }
       }
     }
+    std::uint64_t total_ops = 0;
+    for (const auto& p : programs) total_ops += workloads::expanded_size(p.ops);
     Simulation simulation(fabric);
     workloads::Runner runner(simulation, models, std::move(programs), options.seed);
     runner.launch();
-    simulation.run();
+    std::optional<SimulationProgress> progress;
+    if (!options.progress.empty())
+      progress.emplace(options.progress, total_ops, [&runner] { return runner.ops_ended(); });
+    const Seconds simulated = simulation.run();
+    if (progress) progress->finish(simulated);
     if (const auto stuck = runner.unfinished(); !stuck.empty())
       throw std::runtime_error(fmt::format("twins deadlocked: ranks {} did not finish", fmt::join(stuck, ", ")));
 

@@ -73,6 +73,7 @@ struct TwinOptions {
   int max_samples = 5;                // per record; the jitter family gets its records' full sample counts
   std::uint64_t seed = 1;
   PlatformChoice platform;
+  std::string progress;  // heads a progress line per simulation on stderr (sim/progress.hpp); empty: none
 };
 
 /// Simulates the twins of `records` (all on `platform`) in one simulation, in a child process.

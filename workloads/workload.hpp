@@ -22,6 +22,9 @@ class Workload {
   virtual void set_seed(std::uint64_t /*seed*/) {}
   /// Why this workload declined to run (it emitted no op), for the run's outcome; nullopt when it ran.
   virtual std::optional<std::string> outcome() const { return std::nullopt; }
+  /// What a user must know to read this workload's results, one sentence each (Report::notes); known once it is
+  /// parsed.
+  virtual std::vector<std::string> notes() const { return {}; }
   /// Result tables from the records of this workload's ops (those with its phase).
   virtual std::vector<Table> summarize(const std::vector<OpRecord>& /*records*/, int /*phase*/) const { return {}; }
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <tuple>
@@ -88,6 +89,49 @@ std::vector<Bucket> buckets(const TrainingConfig& c, int stage) {
   if (stage == 0) add(0, embedding_params(c.model, c.plan), 0);
   if (open) out.push_back(current);
   return out;
+}
+
+/// Why parallel.bucket changes nothing in this plan, when the scenario gives it (`set`: a bucket sweep would return
+/// identical points): buckets are cut at layer boundaries (a layer's gradients are ready together), so a bucket at
+/// most the smallest layer's gradient makes one bucket per layer however small it is, and one that holds a stage's
+/// whole gradient makes one bucket however large it is. Not said for the default: most real layers are larger than
+/// its 25 MiB, which the training model's reference states once (docs/reference/scenario.md).
+std::vector<std::string> bucket_notes(const TrainingConfig& c, bool set) {
+  if (!set) return {};
+  const bool experts_reduced = c.model.moe && expert_dp_group(c.plan, 0).size() > 1;
+  if (c.plan.dp == 1 && !experts_reduced)
+    return {
+        fmt::format("parallel.bucket {} changes nothing: no gradient is reduced across GPUs (dp 1)", c.plan.bucket)};
+  const int layers = c.model.layers / c.plan.pp;
+  const double grad = gradient_bytes(c.model.dtype);
+  bool one_layer_each = true, one_bucket = true;
+  double smallest_layer = std::numeric_limits<double>::infinity(), largest_stage = 0;
+  for (int stage = 0; stage < c.plan.pp; ++stage) {
+    const int units = layers + (stage == 0 ? 1 : 0) + (stage == c.plan.pp - 1 ? 1 : 0);
+    const auto cut = buckets(c, stage);
+    one_layer_each = one_layer_each && cut.size() == static_cast<std::size_t>(units);
+    one_bucket = one_bucket && cut.size() == 1;
+    double stage_total = 0;
+    for (const auto& b : cut) stage_total += (b.dense_params + b.expert_params) * grad;
+    largest_stage = std::max(largest_stage, stage_total);
+    for (int l = 0; l < layers; ++l) {
+      const int layer = stage * layers + l;
+      smallest_layer =
+          std::min(smallest_layer,
+                   (dense_layer_params(c.model, c.plan, layer) + expert_layer_params(c.model, c.plan, layer)) * grad);
+    }
+  }
+  if (one_layer_each && layers > 0)
+    return {
+        fmt::format("parallel.bucket {} is at most one layer's gradient on a GPU (the smallest is {}): every "
+                    "bucket is one layer, so a smaller bucket changes nothing",
+                    c.plan.bucket, bytes_of(smallest_layer))};
+  if (one_bucket)
+    return {
+        fmt::format("parallel.bucket {} holds a pipeline stage's whole gradient on a GPU ({}): one bucket, "
+                    "reduced after the backward, so a larger bucket changes nothing",
+                    c.plan.bucket, bytes_of(largest_stage))};
+  return {};
 }
 
 /// The tokens of one MoE layer and micro-batch in one EP group: who sends how many to which expert.
@@ -830,7 +874,10 @@ std::unique_ptr<Training> make_training(const ConfigNode& node, const Fabric& fa
       parallel.fail_key(
           "bucket",
           fmt::format("cuts a stage's gradients into {} buckets; at most {}: use a larger bucket", n, MAX_BUCKETS));
-  return std::make_unique<Training>(std::move(c), fabric);
+  auto notes = bucket_notes(c, parallel.maybe_child("bucket").has_value());
+  auto training = std::make_unique<Training>(std::move(c), fabric);
+  for (auto& note : notes) training->add_note(std::move(note));
+  return training;
 }
 
 }  // namespace snsim::workloads::training

@@ -85,6 +85,9 @@ class Training final : public Workload {
   std::optional<std::string> outcome() const override;
   /// Per-step times and MFU; a summary (metric, value); busy and idle time per GPU.
   std::vector<Table> summarize(const std::vector<OpRecord>& records, int phase) const override;
+  /// What the results will not show: a parallel.bucket that changes nothing (workloads/training/training.cpp).
+  std::vector<std::string> notes() const override { return notes_; }
+  void add_note(std::string note) { notes_.push_back(std::move(note)); }
 
   const TrainingConfig& config() const { return config_; }
   /// Every stage's HBM footprint per GPU (workloads/training/memory.hpp), and whether the largest fits the GPU's.
@@ -100,6 +103,7 @@ class Training final : public Workload {
   Bytes hbm_;            // of one GPU
   std::vector<Footprint> footprints_;
   std::uint64_t seed_ = 1;
+  std::vector<std::string> notes_;
 };
 
 /// Parses a training workload (what the registry's factory does), for tests and tools.
