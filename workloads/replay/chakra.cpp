@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/stubs/logging.h>
 
 #include "chakra_et.pb.h"
 #include "sim/error.hpp"
@@ -66,6 +67,8 @@ std::optional<models::CollectiveKind> collective_kind(std::int64_t type, const s
 }  // namespace
 
 RankTrace read_chakra(const std::string& bytes, const std::string& file, int position) {
+  // A string field that is not UTF-8 fails the parse, which is our one error line; protobuf would also log it.
+  const google::protobuf::LogSilencer quiet;
   google::protobuf::io::ArrayInputStream array(bytes.data(), static_cast<int>(bytes.size()));
   google::protobuf::io::CodedInputStream in(&array);
   in.SetTotalBytesLimit(std::numeric_limits<int>::max());

@@ -31,8 +31,8 @@ Bytes whole_bytes(double bytes) {
 
 /// Whether `e` is a complete event ("ph": "X"), with the types checked, once, of every field the replay reads from
 /// one, so that reading them later cannot throw: `cat` and `name` strings, `tid` a whole number or a string (the
-/// profiler names some rows: "PyTorch Profiler"), `args` an object
-/// whose `correlation`, `stream`, `External id` and `bytes` are whole numbers.
+/// profiler names some rows: "PyTorch Profiler"), `args` an object whose `correlation`, `stream`, `External id` and
+/// `bytes` are whole numbers.
 bool complete_event(const json& e, std::size_t index, const std::string& file) {
   if (!e.is_object()) return false;
   const auto ph = e.find("ph");
@@ -166,12 +166,12 @@ std::optional<TraceCollective> parse_collective(const json& args, const std::str
       fail(file, fmt::format("record_param_comms: expected a string `{}`, found {}", key, it->dump()));
     return it->get<std::string>();
   };
-  auto whole = [&](const char* key, int fallback) {
+  auto whole = [&](const char* key, int fallback, int least = 0) {
     const auto it = args.find(key);
     if (it == args.end()) return fallback;
-    if (!it->is_number_integer() || it->get<std::int64_t>() < 0 || it->get<std::int64_t>() > MAX_RANK)
-      fail(file, fmt::format("record_param_comms: expected `{}` a whole number from 0 to {}, found {}", key, MAX_RANK,
-                             it->dump()));
+    if (!it->is_number_integer() || it->get<std::int64_t>() < least || it->get<std::int64_t>() > MAX_RANK)
+      fail(file, fmt::format("record_param_comms: expected `{}` a whole number from {} to {}, found {}", key, least,
+                             MAX_RANK, it->dump()));
     return it->get<int>();
   };
   std::string name = text("Collective name", "");
@@ -229,7 +229,7 @@ std::optional<TraceCollective> parse_collective(const json& args, const std::str
   if (std::ranges::find(c.group, rank) == c.group.end())
     fail(file, fmt::format("record_param_comms '{}': rank {} is not in its group [{}]", name, rank,
                            fmt::join(c.group, ", ")));
-  c.root = whole("Root", c.group.front());
+  c.root = whole("Root", c.group.front(), -1);  // a root outside the group is replaced by its first rank
   if (send || recv) {
     // The peer's global rank: `Dst Rank` / `Src Rank` (PyTorch's profiler records them for send / recv), else the
     // other member of a two-rank group.

@@ -39,6 +39,9 @@ RankTrace read_trace_bytes(std::string raw, const std::string& file, int positio
     } catch (const nlohmann::json::parse_error& e) {
       fail(file, fmt::format("not a complete JSON trace (byte {} of {}): {}", e.byte, bytes.size(),
                              std::string(e.what()).substr(std::string(e.what()).find(':') + 2)));
+    } catch (const nlohmann::json::out_of_range& e) {  // a number beyond a double (1e999): found by fuzz/ (replay)
+      fail(file, fmt::format("not a JSON trace snsim can read: {}",
+                             std::string(e.what()).substr(std::string(e.what()).find(']') + 2)));
     }
     if (is_kineto(json)) return read_kineto(json, file, position);
     if (json.contains("nodes") && json.contains("schema"))

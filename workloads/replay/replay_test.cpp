@@ -805,6 +805,10 @@ TEST_CASE("replay: a Kineto field of the wrong type or range is an error naming 
   const auto huge = write(dir, "huge.json", trace.dump());
   CHECK(error_of([&] { read_traces({huge}); }) ==
         huge + ": distributedInfo: expected `world_size` a whole number from 1 to 1048576, found 1e+300");
+  // A number beyond a double: nlohmann reports it as out_of_range, not parse_error (found by fuzz/, replay).
+  const auto overflow = write(dir, "overflow.json", R"({"traceEvents": [], "x": 1e999})");
+  CHECK(error_of([&] { read_traces({overflow}); }) ==
+        overflow + ": not a JSON trace snsim can read: number overflow parsing '1e999'");
   // A record_param_comms without arguments is no collective it can name; one of a group beyond int is refused.
   trace = kineto_trace(2, 10, 5, "gemm");
   add_all_reduce(trace, 1, 1 << 20, "[0, 99999999999]");
