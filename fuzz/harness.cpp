@@ -12,6 +12,7 @@
 #include "topologies/register.hpp"
 #include "validation/importers/import.hpp"
 #include "validation/trace.hpp"
+#include "workloads/replay/replay.hpp"
 
 namespace snsim::fuzz {
 namespace {
@@ -110,8 +111,27 @@ void nvidia_smi(std::string_view input) {
   });
 }
 
+void replay(std::string_view input) {
+  static const Fabric fabric = [] {
+    auto doc = ConfigDocument::load_string("topology: {type: hgx, gpu: h200, gpus: 8}", "fuzz.yaml");
+    Registry<Topology> registry("topology");
+    topologies::register_topologies(registry);
+    return registry.create(doc->root().child("topology"))->build();
+  }();
+  refusing_bad_input([&] {
+    std::vector<workloads::replay::RankTrace> traces;
+    traces.push_back(workloads::replay::read_trace_bytes(std::string(input), "fuzz.trace", 0));
+    workloads::replay::check_traces(traces);
+    // The source GPU is given, so that a trace naming none still reaches the kernels' cost.
+    workloads::replay::build_programs(traces, fabric, {.source_gpu = "h200"}, 0, "fuzz.yaml");
+    workloads::replay::build_programs(
+        traces, fabric, {.cost = workloads::replay::KernelCost::derived, .ranks = 8, .source_gpu = "h200"}, 0,
+        "fuzz.yaml");
+  });
+}
+
 std::span<const Target> targets() {
-  static constexpr std::array<Target, 8> all{{
+  static constexpr std::array<Target, 9> all{{
       {"scenario", scenario},
       {"params", params},
       {"trace", trace},
@@ -120,6 +140,7 @@ std::span<const Target> targets() {
       {"p2p_bandwidth_latency", p2p_bandwidth_latency},
       {"nvshmem_perftest", nvshmem_perftest},
       {"nvidia_smi", nvidia_smi},
+      {"replay", replay},
   }};
   return all;
 }

@@ -28,6 +28,9 @@ void p2p_bandwidth_latency(std::string_view input);
 void nvshmem_perftest(std::string_view input);
 /// `nvidia-smi topo -m` output as a `topology: {type: nvidia_smi, text: ...}`, built and checked.
 void nvidia_smi(std::string_view input);
+/// A captured job's trace as `snsim replay` reads it (a PyTorch profiler / Kineto JSON trace or a Chakra execution
+/// trace, gzipped or not), checked as a one-rank job and turned into programs on an 8-GPU HGX.
+void replay(std::string_view input);
 
 struct Target {
   std::string_view name;  ///< also the folder of its seeds and regressions: fuzz/regressions/<name>/

@@ -59,3 +59,6 @@ TEST_CASE("fuzz regressions: nvshmem_perftest") {
 TEST_CASE("fuzz regressions: nvidia_smi") {
   replay("nvidia_smi");
 }
+TEST_CASE("fuzz regressions: replay") {
+  replay("replay");
+}

@@ -21,7 +21,7 @@ while getopts "t:b:" opt; do
 done
 shift $((OPTIND - 1))
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(scenario params trace nccl_tests nvbandwidth p2p_bandwidth_latency nvshmem_perftest nvidia_smi)
+[ ${#targets[@]} -gt 0 ] || targets=(scenario params trace nccl_tests nvbandwidth p2p_bandwidth_latency nvshmem_perftest nvidia_smi replay)
 
 python3 fuzz/make_corpora.py "$build/seeds" > /dev/null
 summary=()

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/stubs/logging.h>
 
 #include "chakra_et.pb.h"
 #include "sim/error.hpp"
@@ -66,6 +67,8 @@ std::optional<models::CollectiveKind> collective_kind(std::int64_t type, const s
 }  // namespace
 
 RankTrace read_chakra(const std::string& bytes, const std::string& file, int position) {
+  // A string field that is not UTF-8 fails the parse, which is our one error line; protobuf would also log it.
+  const google::protobuf::LogSilencer quiet;
   google::protobuf::io::ArrayInputStream array(bytes.data(), static_cast<int>(bytes.size()));
   google::protobuf::io::CodedInputStream in(&array);
   in.SetTotalBytesLimit(std::numeric_limits<int>::max());
@@ -165,10 +168,39 @@ RankTrace read_chakra(const std::string& bytes, const std::string& file, int pos
         break;
       }
       case pb::COMM_SEND_NODE:
-      case pb::COMM_RECV_NODE:
-        t.kind = TraceNode::Kind::sync;  // its dependencies hold; the transfer itself is not modelled yet
-        if (trace.notes.size() < 2) trace.notes.push_back("send / recv nodes are kept as dependencies only");
+      case pb::COMM_RECV_NODE: {
+        const bool send = n.type() == pb::COMM_SEND_NODE;
+        const auto* size = attribute(n, "comm_size");
+        if (!size) fail(file, fmt::format("{} node {} has no comm_size", send ? "send" : "recv", n.id()));
+        // The trace's own end may be left out (a send's comm_src, a recv's comm_dst): it is this rank.
+        auto end = [&](const char* key, bool own) -> int {
+          const auto* a = attribute(n, key);
+          if (!a) {
+            if (own) return position;
+            fail(file, fmt::format("{} node {} has no {}", send ? "send" : "recv", n.id(), key));
+          }
+          const std::int64_t rank = integer(*a);
+          if (rank < 0 || rank >= (1 << 24))
+            fail(file, fmt::format("{} node {}: {} {} is no rank", send ? "send" : "recv", n.id(), key, rank));
+          return static_cast<int>(rank);
+        };
+        const PointToPoint p2p{.sender = end("comm_src", send), .receiver = end("comm_dst", !send)};
+        if ((send ? p2p.sender : p2p.receiver) != position || p2p.sender == p2p.receiver)
+          fail(file, fmt::format("{} node {} goes from rank {} to rank {}, but this trace is rank {} (its place "
+                                 "among the traces)",
+                                 send ? "send" : "recv", n.id(), p2p.sender, p2p.receiver, position));
+        TraceCollective c;
+        c.kind = models::CollectiveKind::broadcast;
+        c.in_bytes = c.out_bytes = Bytes{static_cast<std::uint64_t>(std::max<std::int64_t>(0, integer(*size)))};
+        c.dtype = "Byte";
+        c.group = {std::min(p2p.sender, p2p.receiver), std::max(p2p.sender, p2p.receiver)};
+        c.root = p2p.sender;
+        c.p2p = p2p;
+        if (const auto* tag = attribute(n, "comm_tag")) c.p2p->tag = static_cast<int>(integer(*tag));
+        t.kind = TraceNode::Kind::collective;
+        t.collective = std::move(c);
         break;
+      }
       case pb::METADATA_NODE:
         t.kind = TraceNode::Kind::sync;
         t.duration = Seconds{0};

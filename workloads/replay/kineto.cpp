@@ -1,12 +1,14 @@
 #include "workloads/replay/kineto.hpp"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "sim/error.hpp"
+#include "workloads/replay/kernels.hpp"
 
 namespace snsim::workloads::replay {
 namespace {
@@ -19,6 +21,37 @@ using nlohmann::json;
 
 Seconds micros(double us) {
   return Seconds{us * 1e-6};
+}
+
+/// Bytes of a count computed from a trace's shapes, held below 2^62 (a double beyond the range of an integer does
+/// not convert).
+Bytes whole_bytes(double bytes) {
+  return bytes > 0 ? Bytes{static_cast<std::uint64_t>(std::min(bytes, 0x1p62))} : Bytes{0};
+}
+
+/// Whether `e` is a complete event ("ph": "X"), with the types checked, once, of every field the replay reads from
+/// one, so that reading them later cannot throw: `cat` and `name` strings, `tid` a whole number or a string (the
+/// profiler names some rows: "PyTorch Profiler"), `args` an object whose `correlation`, `stream`, `External id` and
+/// `bytes` are whole numbers.
+bool complete_event(const json& e, std::size_t index, const std::string& file) {
+  if (!e.is_object()) return false;
+  const auto ph = e.find("ph");
+  if (ph == e.end() || !ph->is_string() || *ph != "X") return false;
+  auto bad = [&](const std::string& key, const char* expected, const json& found) {
+    fail(file, fmt::format("traceEvents[{}]: expected {} `{}`, found {}", index, expected, key,
+                           found.dump(-1, ' ', true, json::error_handler_t::replace).substr(0, 60)));
+  };
+  for (const char* key : {"cat", "name"})
+    if (const auto it = e.find(key); it != e.end() && !it->is_string()) bad(key, "a string", *it);
+  if (const auto it = e.find("tid"); it != e.end() && !it->is_number_integer() && !it->is_string())
+    bad("tid", "a whole number or a string", *it);
+  if (const auto args = e.find("args"); args != e.end()) {
+    if (!args->is_object()) bad("args", "an object", *args);
+    for (const char* key : {"correlation", "stream", "External id", "bytes"})
+      if (const auto it = args->find(key); it != args->end() && !it->is_number_integer())
+        bad(fmt::format("args.{}", key), "a whole number", *it);
+  }
+  return true;
 }
 
 /// A host call or operator that shapes the replay, in the host's time order.
@@ -55,6 +88,9 @@ double number(const json& e, const char* key, const std::string& file) {
   const auto it = e.find(key);
   if (it == e.end() || !it->is_number())
     fail(file, fmt::format("an event '{}' has no numeric `{}`", e.value("name", std::string("?")), key));
+  if (std::string_view(key) == "dur" && it->get<double>() < 0)
+    fail(file, fmt::format("an event '{}' lasts {} us: expected a duration of 0 or more",
+                           e.value("name", std::string("?")), it->get<double>()));
   return it->get<double>();
 }
 
@@ -68,6 +104,16 @@ std::optional<std::uint64_t> dtype_size(std::string_view dtype) {
   return it == sizes.end() ? std::nullopt : std::optional{it->second};
 }
 
+/// The host thread of a complete event: its `tid`, a named one by its name's hash.
+long thread_of(const json& e) {
+  const auto it = e.find("tid");
+  if (it == e.end()) return 0;
+  return it->is_string() ? static_cast<long>(std::hash<std::string>{}(it->get<std::string>())) : it->get<long>();
+}
+
+/// The largest rank a trace may name: as many as a replay may have (replay.cpp's `ranks`).
+constexpr int MAX_RANK = (1 << 20) - 1;
+
 /// "[0, 1, 2]" (record_param_comms' Process Group Ranks) into ranks.
 std::vector<int> parse_rank_list(const std::string& text, const std::string& file) {
   std::vector<int> ranks;
@@ -75,8 +121,14 @@ std::vector<int> parse_rank_list(const std::string& text, const std::string& fil
   for (char c : text + ",") {
     if (c >= '0' && c <= '9') {
       digits += c;
+      if (digits.size() > 7)
+        fail(file, fmt::format("record_param_comms: a rank of `Process Group Ranks` is beyond {}: '{}'", MAX_RANK,
+                               text.substr(0, 60)));
     } else if (c == ',' || c == ']') {
       if (!digits.empty()) ranks.push_back(std::stoi(digits));
+      if (!ranks.empty() && ranks.back() > MAX_RANK)
+        fail(file, fmt::format("record_param_comms: a rank of `Process Group Ranks` is beyond {}: '{}'", MAX_RANK,
+                               text.substr(0, 60)));
       digits.clear();
     } else if (c != '[' && c != ' ') {
       fail(file, fmt::format("record_param_comms: expected `Process Group Ranks` like \"[0, 1]\", found '{}'", text));
@@ -86,11 +138,46 @@ std::vector<int> parse_rank_list(const std::string& text, const std::string& fil
   return ranks;
 }
 
+/// A global rank record_param_comms gives as a number or a numeric string (`Src Rank`, `Dst Rank`); nullopt when
+/// absent.
+std::optional<int> rank_field(const json& args, const char* key, const std::string& name, const std::string& file) {
+  const auto it = args.find(key);
+  if (it == args.end()) return std::nullopt;
+  if (it->is_number_integer() && it->get<std::int64_t>() >= 0 && it->get<std::int64_t>() <= MAX_RANK)
+    return it->get<int>();
+  if (it->is_string()) {
+    const auto& text = it->get_ref<const std::string&>();
+    if (!text.empty() && text.size() < 8 && std::ranges::all_of(text, [](char c) { return c >= '0' && c <= '9'; }) &&
+        std::stoi(text) <= MAX_RANK)
+      return std::stoi(text);
+  }
+  fail(file, fmt::format("record_param_comms '{}': expected a rank `{}`, found {}", name, key, it->dump()));
+}
+
 /// The collective a record_param_comms describes; nullopt for what is no collective of its own (`wait`, a
-/// coalescing marker) or a kind the replay does not model yet (send / recv: noted).
+/// coalescing marker) or a kind the replay does not model yet (noted).
 std::optional<TraceCollective> parse_collective(const json& args, const std::string& file, int rank,
                                                 std::vector<std::string>& notes) {
-  const std::string name = args.value("Collective name", std::string());
+  // Its fields, checked for their types: record_param_comms' values are the framework's, not ours.
+  auto text = [&](const char* key, const char* fallback) {
+    const auto it = args.find(key);
+    if (it == args.end()) return std::string(fallback);
+    if (!it->is_string())
+      fail(file, fmt::format("record_param_comms: expected a string `{}`, found {}", key, it->dump()));
+    return it->get<std::string>();
+  };
+  auto whole = [&](const char* key, int fallback, int least = 0) {
+    const auto it = args.find(key);
+    if (it == args.end()) return fallback;
+    if (!it->is_number_integer() || it->get<std::int64_t>() < least || it->get<std::int64_t>() > MAX_RANK)
+      fail(file, fmt::format("record_param_comms: expected `{}` a whole number from {} to {}, found {}", key, least,
+                             MAX_RANK, it->dump()));
+    return it->get<int>();
+  };
+  std::string name = text("Collective name", "");
+  // Some PyTorch versions name point-to-point calls by their profiling title.
+  if (name == "nccl:send" || name == "nccl:recv") name = name.substr(5);
+  const bool send = name == "send", recv = name == "recv";
   static const std::map<std::string, std::optional<models::CollectiveKind>, std::less<>> kinds{
       {"allreduce", models::CollectiveKind::all_reduce},
       {"all_reduce", models::CollectiveKind::all_reduce},
@@ -109,7 +196,7 @@ std::optional<TraceCollective> parse_collective(const json& args, const std::str
       {"all_to_all", models::CollectiveKind::all_to_all},
       {"barrier", std::nullopt}};
   const auto kind = kinds.find(name);
-  if (kind == kinds.end()) {
+  if (kind == kinds.end() && !send && !recv) {
     if (name != "wait" && name != "coalesced" && name != "startCoalescing" && name != "endCoalescing") {
       const std::string note = fmt::format("record_param_comms '{}' is not replayed (no model for it yet)", name);
       if (std::ranges::find(notes, note) == notes.end()) notes.push_back(note);
@@ -117,8 +204,8 @@ std::optional<TraceCollective> parse_collective(const json& args, const std::str
     return std::nullopt;
   }
   TraceCollective c;
-  c.kind = kind->second;
-  c.dtype = args.value("dtype", std::string("Byte"));
+  c.kind = send || recv ? models::CollectiveKind::broadcast : kind->second;
+  c.dtype = text("dtype", "Byte");
   const auto size = dtype_size(c.dtype);
   if (!size) fail(file, fmt::format("record_param_comms '{}': unknown dtype '{}'", name, c.dtype));
   auto elements = [&](const char* key) {
@@ -132,15 +219,83 @@ std::optional<TraceCollective> parse_collective(const json& args, const std::str
   const auto ranks = args.find("Process Group Ranks");
   if (ranks != args.end() && ranks->is_string()) c.group = parse_rank_list(ranks->get<std::string>(), file);
   if (c.group.empty()) {  // an older PyTorch: the group as start, stride and size
-    const int start = args.value("Global rank start", 0), stride = args.value("Global rank stride", 1);
-    const int n = args.value("Group size", 0);
-    for (int i = 0; i < n; ++i) c.group.push_back(start + i * stride);
+    const std::int64_t start = whole("Global rank start", 0), stride = whole("Global rank stride", 1);
+    const std::int64_t n = whole("Group size", 0);
+    if (start + (n - 1) * stride > MAX_RANK)
+      fail(file, fmt::format("record_param_comms '{}': a group of {} from rank {} by {} goes beyond rank {}", name, n,
+                             start, stride, MAX_RANK));
+    for (std::int64_t i = 0; i < n; ++i) c.group.push_back(static_cast<int>(start + i * stride));
   }
   if (std::ranges::find(c.group, rank) == c.group.end())
     fail(file, fmt::format("record_param_comms '{}': rank {} is not in its group [{}]", name, rank,
                            fmt::join(c.group, ", ")));
-  c.root = args.value("Root", c.group.front());
+  c.root = whole("Root", c.group.front(), -1);  // a root outside the group is replaced by its first rank
+  if (send || recv) {
+    // The peer's global rank: `Dst Rank` / `Src Rank` (PyTorch's profiler records them for send / recv), else the
+    // other member of a two-rank group.
+    std::optional<int> peer = rank_field(args, send ? "Dst Rank" : "Src Rank", name, file);
+    if (!peer && c.group.size() == 2) peer = c.group[0] == rank ? c.group[1] : c.group[0];
+    if (!peer)
+      fail(file, fmt::format("record_param_comms '{}' on ranks [{}]: expected its peer in `{}`", name,
+                             fmt::join(c.group, ", "), send ? "Dst Rank" : "Src Rank"));
+    if (*peer == rank || std::ranges::find(c.group, *peer) == c.group.end())
+      fail(file,
+           fmt::format("record_param_comms '{}': rank {}'s peer {} is {}", name, rank, *peer,
+                       *peer == rank ? "itself" : fmt::format("not in its group [{}]", fmt::join(c.group, ", "))));
+    c.p2p = PointToPoint{.sender = send ? rank : *peer, .receiver = send ? *peer : rank};
+    c.in_bytes = c.out_bytes = send ? c.in_bytes : c.out_bytes;
+    c.group = {std::min(rank, *peer), std::max(rank, *peer)};
+    c.root = c.p2p->sender;
+  }
   return c;
+}
+
+/// Bytes per element of a tensor whose `Input type` the profiler records as `type`; nullopt for a scalar or a type
+/// the replay does not know.
+std::optional<double> element_size(const std::string& type) {
+  static const std::map<std::string, double, std::less<>> sizes{
+      {"float", 4},         {"double", 8},      {"c10::BFloat16", 2},      {"c10::Half", 2},
+      {"long int", 8},      {"int", 4},         {"short int", 2},          {"bool", 1},
+      {"unsigned char", 1}, {"signed char", 1}, {"c10::Float8_e4m3fn", 1}, {"c10::Float8_e5m2", 1}};
+  const auto it = sizes.find(type);
+  return it == sizes.end() ? std::nullopt : std::optional{it->second};
+}
+
+Dtype dtype_of(const std::string& type) {
+  return type == "float"       ? Dtype::fp32
+         : type == "double"    ? Dtype::fp64
+         : type == "c10::Half" ? Dtype::fp16
+                               : Dtype::bf16;
+}
+
+/// The operator's input `i` as a tensor: its dims, element count and element size; nullopt when it is no tensor of
+/// a known type (a Scalar, a list of ints, an absent optional). A 0-d tensor has dims [] and one element.
+struct TensorInput {
+  std::vector<double> dims;
+  double elements = 1;
+  double element_bytes = 0;
+  std::string type;
+  double bytes() const { return elements * element_bytes; }
+};
+std::optional<TensorInput> tensor_input(const json& args, std::size_t i) {
+  const auto dims = args.find("Input Dims");
+  const auto types = args.find("Input type");
+  if (dims == args.end() || types == args.end() || !dims->is_array() || !types->is_array() || i >= dims->size() ||
+      i >= types->size() || !(*dims)[i].is_array() || !(*types)[i].is_string())
+    return std::nullopt;
+  TensorInput t;
+  t.type = (*types)[i].get<std::string>();
+  const auto size = element_size(t.type);
+  if (!size) return std::nullopt;
+  t.element_bytes = *size;
+  for (const auto& d : (*dims)[i]) {
+    // Beyond 2^40 elements an axis is no tensor a GPU holds: such a shape is not derived from.
+    if (!d.is_number() || d.get<double>() < 0 || d.get<double>() > 0x1p40) return std::nullopt;
+    t.dims.push_back(d.get<double>());
+    t.elements *= d.get<double>();
+  }
+  if (t.elements > 0x1p50) return std::nullopt;
+  return t;
 }
 
 /// The work of a matrix multiply from its operator's shapes (record_shapes): aten::mm [m,k]x[k,n], aten::addmm
@@ -150,27 +305,101 @@ void derive_matmul(const json& op, TraceNode& node) {
   const std::string name = op.value("name", std::string());
   if (name != "aten::mm" && name != "aten::addmm" && name != "aten::bmm" && name != "aten::baddbmm") return;
   const auto& args = op.value("args", json::object());
-  const auto dims = args.find("Input Dims");
-  if (dims == args.end() || !dims->is_array()) return;
   const std::size_t first = name == "aten::addmm" || name == "aten::baddbmm" ? 1 : 0;
-  if (dims->size() < first + 2) return;
-  const auto& a = (*dims)[first];
-  const auto& b = (*dims)[first + 1];
   const bool batched = name == "aten::bmm" || name == "aten::baddbmm";
   const std::size_t rank = batched ? 3 : 2;
-  if (!a.is_array() || !b.is_array() || a.size() != rank || b.size() != rank) return;
-  const double batch = batched ? a[0].get<double>() : 1;
-  const double m = a[rank - 2].get<double>(), k = a[rank - 1].get<double>(), n = b[rank - 1].get<double>();
-  std::string type;
-  if (const auto types = args.find("Input type"); types != args.end() && types->size() > first)
-    type = (*types)[first].get<std::string>();
-  const double size = type == "float" ? 4 : type == "double" ? 8 : 2;
-  node.dtype = type == "float"       ? Dtype::fp32
-               : type == "double"    ? Dtype::fp64
-               : type == "c10::Half" ? Dtype::fp16
-                                     : Dtype::bf16;
+  const auto a = tensor_input(args, first), b = tensor_input(args, first + 1);
+  if (!a || !b || a->dims.size() != rank || b->dims.size() != rank) return;
+  const double batch = batched ? a->dims[0] : 1;
+  const double m = a->dims[rank - 2], k = a->dims[rank - 1], n = b->dims[rank - 1];
+  node.dtype = dtype_of(a->type);
   node.flops = Flops{2 * batch * m * k * n};
-  node.hbm_bytes = Bytes{static_cast<std::uint64_t>(size * batch * (m * k + k * n + m * n))};
+  node.hbm_bytes = whole_bytes(a->element_bytes * batch * (m * k + k * n + m * n));
+}
+
+/// Fused attention from its operator's shapes (record_shapes): the operators that launch the attention kernel,
+/// where their query and key are in the inputs, which axis is the sequence, and which concrete input is is_causal
+/// (aten's schemas: cuDNN's and the SDPA wrappers' tensors are [batch, heads, seq, dim], FlashAttention's
+/// [batch, seq, heads, dim]).
+struct AttentionSchema {
+  std::string_view name;
+  bool backward;
+  std::size_t query, key, seq_axis, is_causal;
+};
+constexpr std::array<AttentionSchema, 8> ATTENTION{{
+    {"aten::_cudnn_attention_forward", false, 0, 1, 2, 10},
+    {"aten::_cudnn_attention_backward", true, 1, 2, 2, 14},
+    {"aten::_scaled_dot_product_cudnn_attention", false, 0, 1, 2, 6},
+    {"aten::_scaled_dot_product_cudnn_attention_backward", true, 1, 2, 2, 14},
+    {"aten::_flash_attention_forward", false, 0, 1, 1, 8},
+    {"aten::_flash_attention_backward", true, 1, 2, 1, 11},
+    {"aten::_scaled_dot_product_flash_attention", false, 0, 1, 2, 4},
+    {"aten::_scaled_dot_product_flash_attention_backward", true, 1, 2, 2, 11},
+}};
+
+/// The forward's two matrix multiplies (QK^T, PV) are 2 x 2 x elements(q) x seq_k FLOPs; the backward's five
+/// (the recomputed QK^T, dV, dP, dQ, dK) 2.5 times that, as FlashAttention counts them; a causal mask skips half.
+/// Traffic: the forward reads q, k, v and writes the output; the backward reads q, k, v, the output and its
+/// gradient and writes dq, dk, dv: each tensor once (the kernels keep the score matrix on chip).
+void derive_attention(const json& op, TraceNode& node) {
+  const std::string name = op.value("name", std::string());
+  const auto schema = std::ranges::find(ATTENTION, name, &AttentionSchema::name);
+  if (schema == ATTENTION.end()) return;
+  const auto& args = op.value("args", json::object());
+  const auto q = tensor_input(args, schema->query), k = tensor_input(args, schema->key);
+  if (!q || !k || q->dims.size() != 4 || k->dims.size() != 4) return;
+  bool causal = false;
+  if (const auto concrete = args.find("Concrete Inputs");
+      concrete != args.end() && concrete->is_array() && schema->is_causal < concrete->size())
+    causal = (*concrete)[schema->is_causal] == "True";
+  const double forward = 4 * q->elements * k->dims[schema->seq_axis];
+  node.flops = Flops{forward * (schema->backward ? 2.5 : 1) * (causal ? 0.5 : 1)};
+  node.hbm_bytes = whole_bytes((schema->backward ? 4 : 2) * (q->bytes() + k->bytes()));
+  node.dtype = dtype_of(q->type);
+}
+
+/// Elementwise operators, bound by HBM, whose bytes follow from their shapes. `reads_first`: whether the first input
+/// is read (copy_, fill_ and zero_ only write it); `in_place`: whether the result is written into the first input.
+struct ElementwiseSchema {
+  std::string_view name;
+  bool reads_first;
+  bool in_place;
+};
+constexpr std::array<ElementwiseSchema, 22> ELEMENTWISE{{
+    {"aten::copy_", false, true},   {"aten::fill_", false, true},
+    {"aten::zero_", false, true},   {"aten::add_", true, true},
+    {"aten::sub_", true, true},     {"aten::mul_", true, true},
+    {"aten::div_", true, true},     {"aten::add", true, false},
+    {"aten::sub", true, false},     {"aten::mul", true, false},
+    {"aten::div", true, false},     {"aten::neg", true, false},
+    {"aten::gelu", true, false},    {"aten::gelu_backward", true, false},
+    {"aten::silu", true, false},    {"aten::silu_backward", true, false},
+    {"aten::relu", true, false},    {"aten::threshold_backward", true, false},
+    {"aten::exp", true, false},     {"aten::tanh", true, false},
+    {"aten::sigmoid", true, false}, {"aten::native_layer_norm", true, false},
+}};
+
+/// Reads every tensor input once (an in-place one is read unless it is only written) and writes the result once:
+/// the first input for an in-place operator, else a tensor of the largest input's elements in the first input's
+/// type (elementwise results broadcast to the largest operand; layer norm's mean and rstd are left out).
+void derive_elementwise(const json& op, TraceNode& node) {
+  const std::string name = op.value("name", std::string());
+  const auto schema = std::ranges::find(ELEMENTWISE, name, &ElementwiseSchema::name);
+  if (schema == ELEMENTWISE.end()) return;
+  const auto& args = op.value("args", json::object());
+  const auto first = tensor_input(args, 0);
+  if (!first) return;
+  const auto inputs = args["Input Dims"].size();  // an array: tensor_input found the first
+  double read = schema->reads_first ? first->bytes() : 0, largest = first->elements;
+  for (std::size_t i = 1; i < inputs; ++i)
+    if (const auto t = tensor_input(args, i)) {
+      read += t->bytes();
+      largest = std::max(largest, t->elements);
+    }
+  const double written = schema->in_place ? first->bytes() : largest * first->element_bytes;
+  node.flops = Flops{0};
+  node.hbm_bytes = whole_bytes(read + written);
+  node.dtype = dtype_of(first->type);
 }
 
 }  // namespace
@@ -185,24 +414,39 @@ RankTrace read_kineto(const json& j, const std::string& file, int position) {
   trace.file = file;
   trace.rank = position;
   if (const auto info = j.find("distributedInfo"); info != j.end() && info->is_object()) {
-    if (info->contains("rank")) trace.rank = (*info)["rank"].get<int>();
-    if (info->contains("world_size")) trace.world_size = (*info)["world_size"].get<int>();
+    auto field = [&](const char* key, int least) -> std::optional<int> {
+      const auto it = info->find(key);
+      if (it == info->end()) return std::nullopt;
+      if (!it->is_number_integer() || it->get<std::int64_t>() < least || it->get<std::int64_t>() > MAX_RANK + 1)
+        fail(file, fmt::format("distributedInfo: expected `{}` a whole number from {} to {}, found {}", key, least,
+                               MAX_RANK + 1, it->dump()));
+      return it->get<int>();
+    };
+    if (const auto rank = field("rank", 0)) trace.rank = *rank;
+    trace.world_size = field("world_size", 1);
   }
-  if (const auto props = j.find("deviceProperties"); props != j.end() && props->is_array() && !props->empty())
-    trace.gpu = (*props)[0].value("name", std::string());
+  if (const auto props = j.find("deviceProperties");
+      props != j.end() && props->is_array() && !props->empty() && (*props)[0].is_object())
+    if (const auto name = (*props)[0].find("name"); name != (*props)[0].end() && name->is_string())
+      trace.gpu = name->get<std::string>();
 
   std::vector<GpuOp> gpu;
   std::map<std::int64_t, std::size_t> gpu_by_correlation;
   std::vector<const json*> calls, steps, comms;
   std::map<std::int64_t, const json*> operator_of;  // External id -> the operator with its shapes
-  for (const auto& e : j["traceEvents"]) {
-    if (!e.is_object() || e.value("ph", std::string()) != "X") continue;
+  std::map<std::int64_t, int> kernels_of_operator;  // External id -> the kernels it launched
+  const json& events = j["traceEvents"];
+  for (std::size_t index = 0; index < events.size(); ++index) {
+    const json& e = events[index];
+    if (!complete_event(e, index, file)) continue;
     const std::string cat = e.value("cat", std::string());
     if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") {
       const auto& args = e.value("args", json::object());
       if (!args.contains("correlation") || !args.contains("stream"))
         fail(file, fmt::format("GPU event '{}' has no `correlation` or `stream`", e.value("name", std::string())));
       gpu_by_correlation[args["correlation"].get<std::int64_t>()] = gpu.size();
+      if (const auto id = args.find("External id"); cat == "kernel" && id != args.end() && id->is_number_integer())
+        ++kernels_of_operator[id->get<std::int64_t>()];
       gpu.push_back({&e, number(e, "ts", file), number(e, "dur", file), args["stream"].get<long>(), cat});
     } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
       calls.push_back(&e);
@@ -251,7 +495,7 @@ RankTrace read_kineto(const json& j, const std::string& file, int position) {
     if (ts < from || ts > to) continue;
     const double end = ts + number(*c, "dur", file);
     const std::string name = c->value("name", std::string());
-    const long tid = c->value("tid", 0L);
+    const long tid = thread_of(*c);
     const auto& args = c->value("args", json::object());
     const auto corr = args.find("correlation");
     const auto op = corr != args.end() ? gpu_by_correlation.find(corr->get<std::int64_t>()) : gpu_by_correlation.end();
@@ -265,8 +509,9 @@ RankTrace read_kineto(const json& j, const std::string& file, int position) {
   for (const json* c : comms) {
     const double ts = number(*c, "ts", file);
     if (ts < from || ts > to) continue;
-    HostEvent e{HostEvent::What::collective, ts, ts + number(*c, "dur", file), c->value("tid", 0L)};
-    e.args = &(*c)["args"];
+    HostEvent e{HostEvent::What::collective, ts, ts + number(*c, "dur", file), thread_of(*c)};
+    static const json no_arguments = json::object();
+    e.args = c->contains("args") ? &(*c)["args"] : &no_arguments;
     host.push_back(e);
   }
   std::ranges::stable_sort(host, {}, &HostEvent::ts);
@@ -319,10 +564,18 @@ RankTrace read_kineto(const json& j, const std::string& file, int position) {
     const auto& args = op.event->value("args", json::object());
     if (op.category == "kernel") {
       node.kind = TraceNode::Kind::kernel;
-      // The operator that launched it, where the trace recorded shapes: its FLOPs for `cost: derived`.
-      if (const auto id = args.find("External id"); id != args.end())
-        if (const auto it = operator_of.find(id->get<std::int64_t>()); it != operator_of.end())
-          derive_matmul(*it->second, node);
+      // The operator that launched it, where the trace recorded shapes: its work for `cost: derived`. An
+      // attention operator's work goes to its attention kernel (cuDNN's backward launches two helpers beside it);
+      // an elementwise one's only when it launched this kernel alone, so that no bytes are counted twice.
+      if (const auto id = args.find("External id"); id != args.end() && id->is_number_integer())
+        if (const auto it = operator_of.find(id->get<std::int64_t>()); it != operator_of.end()) {
+          const KernelClass kind = classify(node.name);
+          if (kind == KernelClass::gemm) derive_matmul(*it->second, node);
+          if (kind == KernelClass::attention) derive_attention(*it->second, node);
+          if ((kind == KernelClass::memory || kind == KernelClass::unknown) &&
+              kernels_of_operator[id->get<std::int64_t>()] == 1)
+            derive_elementwise(*it->second, node);
+        }
     } else {
       node.bytes = Bytes{args.value("bytes", std::uint64_t{0})};
       const bool host_side = node.name.find("HtoD") != std::string::npos || node.name.find("DtoH") != std::string::npos;
@@ -395,12 +648,13 @@ RankTrace read_kineto(const json& j, const std::string& file, int position) {
       }
       auto deps = gpu_lanes_last(comm_lane);
       if (last_host) deps.push_back(*last_host);
-      last_collective = add({.kind = TraceNode::Kind::collective,
-                             .lane = *comm_lane,
-                             .name = std::string(models::to_string(*c->kind)),
-                             .collective = std::move(c),
-                             .deps = std::move(deps),
-                             .step = step});
+      last_collective = add(
+          {.kind = TraceNode::Kind::collective,
+           .lane = *comm_lane,
+           .name = c->p2p ? (c->p2p->sender == trace.rank ? "send" : "recv") : std::string(models::to_string(*c->kind)),
+           .collective = std::move(c),
+           .deps = std::move(deps),
+           .step = step});
       continue;
     }
     // A launch: the op on its stream's lane, after the host reached this call and after what its stream ran before.

@@ -4,12 +4,14 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "sim/error.hpp"
+#include "sim/files.hpp"
 #include "sim/text.hpp"
 #include "topologies/gpus.hpp"
 #include "workloads/replay/chakra.hpp"
@@ -24,8 +26,10 @@ namespace {
   throw_input_error({file, 0, 0}, "", message);
 }
 
-RankTrace read_one(const std::string& file, int position) {
-  const std::string bytes = read_trace_file(file);
+}  // namespace
+
+RankTrace read_trace_bytes(std::string raw, const std::string& file, int position) {
+  const std::string bytes = inflate_trace(std::move(raw), file);
   const auto first = bytes.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && bytes[first] == '{') {
     nlohmann::json json;
@@ -35,6 +39,9 @@ RankTrace read_one(const std::string& file, int position) {
     } catch (const nlohmann::json::parse_error& e) {
       fail(file, fmt::format("not a complete JSON trace (byte {} of {}): {}", e.byte, bytes.size(),
                              std::string(e.what()).substr(std::string(e.what()).find(':') + 2)));
+    } catch (const nlohmann::json::out_of_range& e) {  // a number beyond a double (1e999): found by fuzz/ (replay)
+      fail(file, fmt::format("not a JSON trace snsim can read: {}",
+                             std::string(e.what()).substr(std::string(e.what()).find(']') + 2)));
     }
     if (is_kineto(json)) return read_kineto(json, file, position);
     if (json.contains("nodes") && json.contains("schema"))
@@ -44,8 +51,52 @@ RankTrace read_one(const std::string& file, int position) {
   return read_chakra(bytes, file, position);
 }
 
+namespace {
+
 std::string describe(const TraceCollective& c) {
+  if (c.p2p)
+    return fmt::format("send / recv of {} from rank {} to rank {}", c.in_bytes, c.p2p->sender, c.p2p->receiver);
   return fmt::format("{} of {} in, {} out", c.kind ? models::to_string(*c.kind) : "barrier", c.in_bytes, c.out_bytes);
+}
+
+/// Every send has its recv and every recv its send: the n-th send from one rank to another (with one tag) is the
+/// n-th recv of the other from it, of the same size. NCCL's send / recv block until the other end posts, so an
+/// unmatched one would hang the job; here it is an error naming both ranks before the run.
+void check_point_to_point(const std::vector<RankTrace>& traces) {
+  struct Ends {
+    std::vector<const TraceCollective*> sends, recvs;
+  };
+  std::map<std::tuple<int, int, int>, Ends> pairs;  // (sender, receiver, tag) -> both ends, in issue order
+  for (const auto& t : traces)
+    for (const auto& n : t.nodes)
+      if (n.collective && n.collective->p2p) {
+        const PointToPoint& p = *n.collective->p2p;
+        auto& ends = pairs[{p.sender, p.receiver, p.tag}];
+        (p.sender == t.rank ? ends.sends : ends.recvs).push_back(&*n.collective);
+      }
+  auto file = [&](int rank) { return traces[static_cast<std::size_t>(rank)].file; };
+  auto tagged = [](int tag) { return tag == 0 ? std::string() : fmt::format(" with tag {}", tag); };
+  auto posts = [](std::size_t n, const char* what) { return fmt::format("posts {} {}{}", n, what, n == 1 ? "" : "s"); };
+  for (const auto& [key, ends] : pairs) {
+    const auto& [sender, receiver, tag] = key;
+    for (std::size_t i = 0; i < std::max(ends.sends.size(), ends.recvs.size()); ++i) {
+      if (i >= ends.recvs.size())
+        fail(file(sender), fmt::format("send #{} from rank {} to rank {}{} ({}) has no matching recv: rank {} ({}) "
+                                       "{} from rank {}; the job would hang in it",
+                                       i + 1, sender, receiver, tagged(tag), ends.sends[i]->in_bytes, receiver,
+                                       file(receiver), posts(ends.recvs.size(), "recv"), sender));
+      if (i >= ends.sends.size())
+        fail(file(receiver), fmt::format("recv #{} of rank {} from rank {}{} ({}) has no matching send: rank {} ({}) "
+                                         "{} to rank {}; the job would hang in it",
+                                         i + 1, receiver, sender, tagged(tag), ends.recvs[i]->in_bytes, sender,
+                                         file(sender), posts(ends.sends.size(), "send"), receiver));
+      if (ends.sends[i]->in_bytes != ends.recvs[i]->in_bytes)
+        fail(file(receiver), fmt::format("recv #{} of rank {} from rank {}{} is {}, but its send on rank {} ({}) is "
+                                         "{}: the traces are not of one job",
+                                         i + 1, receiver, sender, tagged(tag), ends.recvs[i]->in_bytes, sender,
+                                         file(sender), ends.sends[i]->in_bytes));
+    }
+  }
 }
 
 /// Every group's collectives, in issue order, alike on all its members: same kind and sizes.
@@ -59,7 +110,7 @@ void check_collectives(const std::vector<RankTrace>& traces) {
             fail(t.file,
                  fmt::format("a {} on ranks [{}] names rank {}, but traces were given for ranks 0-{} only",
                              describe(*n.collective), fmt::join(n.collective->group, ", "), r, traces.size() - 1));
-        by_group[n.collective->group][t.rank].push_back(&*n.collective);
+        if (!n.collective->p2p) by_group[n.collective->group][t.rank].push_back(&*n.collective);
       }
   for (const auto& [group, ranks] : by_group) {
     const auto& [first_rank, first] = *ranks.begin();
@@ -124,7 +175,13 @@ Bytes collective_bytes(const TraceCollective& c, std::size_t n) {
 std::vector<RankTrace> read_traces(const std::vector<std::string>& files) {
   if (files.empty()) throw_input_error({"snsim replay", 0, 0}, "", "no trace given");
   std::vector<RankTrace> traces;
-  for (std::size_t i = 0; i < files.size(); ++i) traces.push_back(read_one(files[i], static_cast<int>(i)));
+  for (std::size_t i = 0; i < files.size(); ++i)
+    traces.push_back(read_trace_bytes(read_file(files[i]), files[i], static_cast<int>(i)));
+  check_traces(traces);
+  return traces;
+}
+
+void check_traces(std::vector<RankTrace>& traces) {
   std::map<int, const RankTrace*> by_rank;
   for (const auto& t : traces) {
     if (t.rank < 0) fail(t.file, fmt::format("rank {} is negative", t.rank));
@@ -153,7 +210,7 @@ std::vector<RankTrace> read_traces(const std::vector<std::string>& files) {
           n.collective->out_bytes = Bytes{n.collective->in_bytes.count() / everyone.size()};
       }
   check_collectives(traces);
-  return traces;
+  check_point_to_point(traces);
 }
 
 std::vector<Program> build_programs(const std::vector<RankTrace>& traces, const Fabric& fabric,
@@ -182,6 +239,18 @@ std::vector<Program> build_programs(const std::vector<RankTrace>& traces, const 
     }
     auto [it, fresh] = groups.try_emplace(members, nullptr);
     if (fresh) it->second = std::make_shared<const std::vector<int>>(members);
+    return it->second;
+  };
+  // A send / recv stays inside its replica, and each direction (and tag) of a pair is a group of its own: the
+  // runtime matches a group's collectives in order (runtime/collective_executor.hpp), and NCCL matches a send with
+  // the recv of the same peers, so rank 0's send to 1 and its recv from 1 never pair up with each other.
+  std::map<std::tuple<int, int, int>, Group> p2p_groups;  // (sender, receiver, tag) in replayed ranks
+  auto p2p_group = [&](const PointToPoint& p, int replica) {
+    const int sender = p.sender + replica * captured, receiver = p.receiver + replica * captured;
+    auto [it, fresh] = p2p_groups.try_emplace({sender, receiver, p.tag}, nullptr);
+    if (fresh)
+      it->second = std::make_shared<const std::vector<int>>(
+          std::vector<int>{std::min(sender, receiver), std::max(sender, receiver)});
     return it->second;
   };
 
@@ -227,6 +296,16 @@ std::vector<Program> build_programs(const std::vector<RankTrace>& traces, const 
             if (n.bytes.count() > 0) push(CopyOp{.peer = HOST, .bytes = n.bytes, .pull = !n.to_host});
             break;
           case TraceNode::Kind::collective: {
+            if (const auto& p = n.collective->p2p) {
+              if (n.collective->in_bytes.count() == 0) break;  // nothing to move: skipped like an empty collective
+              CollectiveOp c;
+              c.kind = models::CollectiveKind::broadcast;
+              c.bytes = n.collective->in_bytes;
+              c.group = p2p_group(*p, replica);
+              c.root = p->sender + replica * captured;
+              push(std::move(c));
+              break;
+            }
             const Group group = group_of(n.collective->group, replica);
             if (group->size() < 2) break;
             if (!n.collective->kind) {

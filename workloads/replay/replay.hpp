@@ -25,9 +25,18 @@ struct ReplayOptions {
   std::optional<std::string> source_gpu{};  // the GPU preset the traces ran on, when their header does not say
 };
 
-/// Reads each file by its content (Kineto JSON, Chakra protobuf; gzipped or not) and checks the set: one trace per
-/// rank 0..R-1, and every group's collectives alike on all its members. InputErrors name the file.
+/// Reads each file by its content (Kineto JSON, Chakra protobuf; gzipped or not) and checks the set (check_traces).
+/// InputErrors name the file.
 std::vector<RankTrace> read_traces(const std::vector<std::string>& files);
+
+/// One rank's trace from the bytes of its file (gzipped or not, Kineto or Chakra by content), named `file` in
+/// errors; `position` is its place among the traces given.
+RankTrace read_trace_bytes(std::string bytes, const std::string& file, int position);
+
+/// Checks the traces of one job and sorts them by rank: one trace per rank 0..R-1, every group's collectives alike on
+/// all its members, every send matched by its recv. A collective whose trace names no group (Chakra's) gets every
+/// rank.
+void check_traces(std::vector<RankTrace>& traces);
 
 /// The programs of the replay on `fabric` (one per GPU; GPUs past the replayed ranks stay idle), ops marked with
 /// `phase`. Each node's step is its ops' tag. Fails (InputError naming `origin`) when the fabric has too few GPUs or

@@ -338,21 +338,31 @@ TEST_CASE("replay: the Chakra trace of the DDP step has the node types a hand co
   CHECK(hosts == "3629");
 }
 
-TEST_CASE("replay: cost derived takes each GEMM's FLOPs from its operator's shapes") {
+TEST_CASE("replay: cost derived takes GEMM and attention FLOPs and elementwise bytes from a captured step's shapes") {
   using namespace snsim::workloads::replay;
   const auto traces = read_traces({TRACES + "gpt-h2048-l2-b2-s2048.shapes.kineto.json.gz"});
-  // Counted from the trace by hand (a script over its events): in the 3 profiled steps, 81 kernels launched by
-  // aten::mm / aten::addmm with shapes, 2mkn each, 15,017,353,150,464 FLOPs in all.
-  int gemms = 0;
-  double flops = 0;
+  // Counted from the trace by hand (a script over its events), in the profiled steps: 81 kernels launched by
+  // aten::mm / aten::addmm with shapes, 2mkn each, 15,017,353,150,464 FLOPs in all; 12 cuDNN attention kernels
+  // (6 forward, 6 backward; q and k [2, 16, 2048, 128], causal): 6 x (4 x 8,388,608 x 2048 / 2) x (1 + 2.5) =
+  // 721,554,505,728 FLOPs; 216 kernels that are the only one of an elementwise operator (150 copy_, 15 add, 15
+  // native_layer_norm, 12 fill_, 12 add_, 6 gelu, 6 gelu_backward), 26,111,115,276 bytes read and written.
+  std::map<KernelClass, int> derived;
+  std::map<KernelClass, double> flops, bytes;
   for (const auto& n : traces.front().nodes)
     if (n.flops && n.step >= 0) {
-      ++gemms;
-      flops += n.flops->count();
-      CHECK(classify(n.name) == KernelClass::gemm);
+      const KernelClass kind = classify(n.name);
+      ++derived[kind];
+      flops[kind] += n.flops->count();
+      bytes[kind] += static_cast<double>(n.hbm_bytes.count());
     }
-  CHECK(gemms == 81);
-  CHECK(flops == 15'017'353'150'464.0);
+  CHECK(derived[KernelClass::gemm] == 81);
+  CHECK(flops[KernelClass::gemm] == 15'017'353'150'464.0);
+  CHECK(derived[KernelClass::attention] == 12);
+  CHECK(flops[KernelClass::attention] == 721'554'505'728.0);
+  CHECK(derived[KernelClass::memory] == 216);
+  CHECK(flops[KernelClass::memory] == 0);
+  CHECK(bytes[KernelClass::memory] == doctest::Approx(26'111'115'276.0).epsilon(1e-9));
+  CHECK(derived.size() == 3);  // no kernel of unknown class is derived
   const auto scenario = workloads::testing::load(
       "topology: {type: hgx, gpus: 2}\nworkloads: [{type: program, ops: "
       "[barrier: {}]}]\n");
@@ -361,7 +371,7 @@ TEST_CASE("replay: cost derived takes each GEMM's FLOPs from its operator's shap
   for (const auto& lane : std::get<StreamsOp>(programs[0].ops.front().what).streams)
     for (const auto& op : lane)
       if (const auto* c = std::get_if<ComputeOp>(&op.what); c && !c->duration && op.tag >= 0) ++roofline;
-  CHECK(roofline == 81);
+  CHECK(roofline == 81 + 12 + 216);
 }
 
 TEST_CASE("replay: snsim replay runs a trace on its captured platform and on a platform scenario") {
@@ -413,4 +423,409 @@ TEST_CASE("host op: CPU time beside a kernel holds no GPU, and before it delays 
   CHECK(span_of("[{streams: [[{host: {time: 1ms}}], [{compute: {time: 1ms}}]]}]") ==
         doctest::Approx(1e-3).epsilon(1e-9));
   CHECK(span_of("[{host: {time: 1ms}}, {compute: {time: 1ms}}]") == doctest::Approx(2e-3).epsilon(1e-9));
+}
+
+// ---- send / recv ----------------------------------------------------------------------------------------------------
+
+namespace {
+
+struct P2pCall {
+  std::string name;  // send, recv
+  int peer;
+  std::uint64_t floats;
+};
+
+/// A Kineto trace of rank `rank` of 2 whose one profiler step makes `calls`, 100 us apart from ts 10: each a
+/// record_param_comms with the NCCL kernel it launches on stream 20, as PyTorch's ProcessGroupNCCL records them.
+json p2p_trace(int rank, const std::vector<P2pCall>& calls) {
+  json events = json::array();
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const double ts = 10 + 100.0 * static_cast<double>(i);
+    const int correlation = static_cast<int>(i) + 1;
+    json args{{"Collective name", calls[i].name},
+              {"dtype", "Float"},
+              {"In msg nelems", calls[i].floats},
+              {"Out msg nelems", calls[i].floats},
+              {"Process Group Ranks", "[0, 1]"}};
+    args[calls[i].name == "send" ? "Dst Rank" : "Src Rank"] = calls[i].peer;
+    events.push_back({{"ph", "X"},
+                      {"cat", "cpu_op"},
+                      {"name", "record_param_comms"},
+                      {"tid", 1},
+                      {"ts", ts},
+                      {"dur", 5},
+                      {"args", args}});
+    events.push_back({{"ph", "X"},
+                      {"cat", "cuda_runtime"},
+                      {"name", "cudaLaunchKernel"},
+                      {"tid", 1},
+                      {"ts", ts + 1},
+                      {"dur", 2},
+                      {"args", {{"correlation", correlation}}}});
+    events.push_back({{"ph", "X"},
+                      {"cat", "kernel"},
+                      {"name", "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"},
+                      {"tid", 20},
+                      {"ts", ts + 5},
+                      {"dur", 50},
+                      {"args", {{"correlation", correlation}, {"stream", 20}}}});
+  }
+  events.push_back({{"ph", "X"},
+                    {"cat", "user_annotation"},
+                    {"name", "ProfilerStep#1"},
+                    {"tid", 1},
+                    {"ts", 0},
+                    {"dur", 100.0 * static_cast<double>(calls.size()) + 100}});
+  return {{"traceEvents", events},
+          {"deviceProperties", json::array({{{"name", "NVIDIA H200"}}})},
+          {"distributedInfo", {{"rank", rank}, {"world_size", 2}}}};
+}
+
+// The collective model's broadcast with its latencies taken out but the wire's (runtime/collective_executor_test.cpp):
+// a one-hop chain of chunks takes the hop latency + size / the SM copy rate.
+const std::string P2P_MODELS =
+    "models: {collective: {Simple: {base_latency: 0us, step_latency: 0us}, broadcast_chunk: 16MiB, "
+    "stream_launch: 0us}, copy: {sm: {efficiency: 0.5}}}";
+constexpr double NVLINK_HOP = 0.354e-6;       // s: the hgx preset's NVLink hop, as that test has it
+constexpr double SM_COPY_RATE = 450e9 * 0.5;  // B/s: one direction of an H200's 18 NVLink4 lanes, at efficiency 0.5
+
+/// Minimal protobuf wire format for the Chakra tests: varints and length-delimited fields (protobuf's encoding).
+std::string varint(std::uint64_t v) {
+  std::string out;
+  do {
+    auto byte = static_cast<unsigned char>(v & 0x7f);
+    v >>= 7;
+    if (v != 0) byte |= 0x80;
+    out += static_cast<char>(byte);
+  } while (v != 0);
+  return out;
+}
+std::string pb_varint(int field, std::uint64_t v) {
+  return varint(static_cast<std::uint64_t>(field) << 3) + varint(v);
+}
+std::string pb_bytes(int field, const std::string& bytes) {
+  return varint((static_cast<std::uint64_t>(field) << 3) | 2) + varint(bytes.size()) + bytes;
+}
+/// A Chakra Node's attribute (field 10) of an int64 value (AttributeProto field 9) or a bool (27).
+std::string pb_int_attr(const std::string& name, std::uint64_t v) {
+  return pb_bytes(10, pb_bytes(1, name) + pb_varint(9, v));
+}
+std::string pb_bool_attr(const std::string& name, bool v) {
+  return pb_bytes(10, pb_bytes(1, name) + pb_varint(27, v ? 1 : 0));
+}
+/// A Chakra trace: GlobalMetadata, then `nodes` (each a serialised Node), each framed by its varint length.
+std::string chakra_file(const std::vector<std::string>& nodes) {
+  std::string out;
+  const std::string metadata = pb_bytes(1, "0.0.4");
+  out += varint(metadata.size()) + metadata;
+  for (const auto& n : nodes) out += varint(n.size()) + n;
+  return out;
+}
+/// A send (type 5) or recv (6) node of `bytes` between `src` and `dst`, after `deps` (data_deps, field 5).
+std::string chakra_p2p(std::uint64_t id, bool send, int src, int dst, std::uint64_t bytes,
+                       const std::vector<std::uint64_t>& deps = {}) {
+  std::string n = pb_varint(1, id) + pb_bytes(2, send ? "send" : "recv") + pb_varint(3, send ? 5 : 6);
+  for (auto d : deps) n += pb_varint(5, d);
+  return n + pb_bool_attr("is_cpu_op", false) + pb_int_attr("comm_src", static_cast<std::uint64_t>(src)) +
+         pb_int_attr("comm_dst", static_cast<std::uint64_t>(dst)) + pb_int_attr("comm_size", bytes);
+}
+
+}  // namespace
+
+TEST_CASE("replay: a Kineto send / recv pair is one transfer between its ranks: hop latency + size / bandwidth") {
+  using namespace snsim::workloads::replay;
+  snsim::testing::TempDir dir;
+  const std::uint64_t floats = 64ull << 20;  // 256 MiB
+  const auto r0 = write(dir, "r0.json", p2p_trace(0, {{"send", 1, floats}}).dump());
+  const auto r1 = write(dir, "r1.json", p2p_trace(1, {{"recv", 0, floats}}).dump());
+  const auto traces = read_traces({r0, r1});
+  REQUIRE(traces.size() == 2);
+  // The op each end becomes: a broadcast over {0, 1} rooted at the sender, in the NCCL kernel's place on stream 20.
+  const auto scenario =
+      workloads::testing::load("topology: {type: hgx, gpus: 4}\nworkloads: [{type: program, ops: [barrier: {}]}]\n");
+  const auto programs = build_programs(traces, scenario.fabric(), {.ranks = 4}, 0, "t");
+  std::vector<Group> groups;
+  for (int r = 0; r < 4; ++r) {
+    std::vector<const CollectiveOp*> found;
+    for (const auto& lane : std::get<StreamsOp>(programs[static_cast<std::size_t>(r)].ops.front().what).streams)
+      for (const auto& op : lane)
+        if (const auto* c = std::get_if<CollectiveOp>(&op.what)) found.push_back(c);
+    CAPTURE(r);
+    REQUIRE(found.size() == 1);
+    CHECK(found[0]->kind == models::CollectiveKind::broadcast);
+    CHECK(found[0]->bytes == Bytes{floats * 4});
+    // A replica's pair stays inside the replica: ranks 2 and 3 are the second copy of 0 and 1.
+    CHECK(*found[0]->group == (r < 2 ? std::vector<int>{0, 1} : std::vector<int>{2, 3}));
+    CHECK(found[0]->root == (r < 2 ? 0 : 2));
+    groups.push_back(found[0]->group);
+  }
+  CHECK(groups[0] == groups[1]);  // the two ends of one transfer meet in one group
+  CHECK(groups[2] == groups[3]);
+
+  const double step_ms = run_isolated_step({r0, r1}, "{type: hgx, gpu: h200, gpus: 2}", "", P2P_MODELS);
+  CHECK(step_ms * 1e-3 == doctest::Approx(NVLINK_HOP + static_cast<double>(floats * 4) / SM_COPY_RATE).epsilon(1e-6));
+}
+
+TEST_CASE("replay: a send without its recv, or of another size, is an error naming both ranks and the op") {
+  using namespace snsim::workloads::replay;
+  snsim::testing::TempDir dir;
+  const auto twice = write(dir, "twice.json", p2p_trace(0, {{"send", 1, 1 << 20}, {"send", 1, 1 << 20}}).dump());
+  const auto once = write(dir, "once.json", p2p_trace(1, {{"recv", 0, 1 << 20}}).dump());
+  CHECK(error_of([&] {
+          read_traces({twice, once});
+        }) == twice + ": send #2 from rank 0 to rank 1 (4 MiB) has no matching recv: rank 1 (" + once +
+                  ") posts 1 recv from rank 0; the job would hang in it");
+  const auto big = write(dir, "big.json", p2p_trace(1, {{"recv", 0, 1 << 21}}).dump());
+  const auto one = write(dir, "one.json", p2p_trace(0, {{"send", 1, 1 << 20}}).dump());
+  CHECK(error_of([&] {
+          read_traces({one, big});
+        }) == big + ": recv #1 of rank 1 from rank 0 is 8 MiB, but its send on rank 0 (" + one +
+                  ") is 4 MiB: the traces are not of one job");
+  const auto self = write(dir, "self.json", p2p_trace(0, {{"send", 0, 1 << 20}}).dump());
+  CHECK(error_of([&] {
+          read_traces({self, once});
+        }) == self + ": record_param_comms 'send': rank 0's peer 0 is itself");
+}
+
+TEST_CASE("replay: sends that each wait for the other's recv are a deadlock naming the ranks, not a hang") {
+  // Both ranks send first and receive second on one stream: NCCL's blocking send / recv deadlock like this too.
+  snsim::testing::TempDir dir;
+  const auto r0 = write(dir, "r0.json", p2p_trace(0, {{"send", 1, 1 << 20}, {"recv", 1, 1 << 20}}).dump());
+  const auto r1 = write(dir, "r1.json", p2p_trace(1, {{"send", 0, 1 << 20}, {"recv", 0, 1 << 20}}).dump());
+  const std::string outcome = run_isolated([&] {
+    nlohmann::json workload{{"type", "trace"}, {"paths", {r0, r1}}};
+    return workloads::testing::load("topology: {type: hgx, gpus: 2}\nworkloads: [" + workload.dump() + "]\n")
+        .run()
+        .outcome;
+  });
+  CAPTURE(outcome);
+  CHECK(outcome.starts_with("deadlock:"));
+  CHECK(outcome.find("rank 0") != std::string::npos);
+  CHECK(outcome.find("rank 1") != std::string::npos);
+  CHECK(outcome.find("broadcast 4 MiB") != std::string::npos);
+}
+
+TEST_CASE("replay: a Chakra send / recv pair waits for the sender's kernel and moves its bytes once") {
+  using namespace snsim::workloads::replay;
+  snsim::testing::TempDir dir;
+  const std::uint64_t bytes = 256ull << 20;
+  // Rank 0: a 100 us GPU kernel (COMP_NODE, type 4), then the send that depends on it. Rank 1: the recv alone.
+  const std::string kernel =
+      pb_varint(1, 1) + pb_bytes(2, "gemm") + pb_varint(3, 4) + pb_varint(7, 100) + pb_bool_attr("is_cpu_op", false);
+  const auto r0 = write(dir, "r0.et", chakra_file({kernel, chakra_p2p(2, true, 0, 1, bytes, {1})}));
+  const auto r1 = write(dir, "r1.et", chakra_file({chakra_p2p(1, false, 0, 1, bytes)}));
+  const auto traces = read_traces({r0, r1});
+  REQUIRE(traces.size() == 2);
+  REQUIRE(traces[0].nodes.size() == 2);
+  const auto& send = traces[0].nodes[1];
+  REQUIRE(send.collective);
+  REQUIRE(send.collective->p2p);
+  CHECK(send.collective->p2p->sender == 0);
+  CHECK(send.collective->p2p->receiver == 1);
+  CHECK(send.collective->in_bytes == Bytes{bytes});
+  // The recv cannot start before the send does, 100 us in: the step is the kernel and then the transfer.
+  const double step_ms =
+      run_isolated_step({r0, r1}, "{type: hgx, gpu: h200, gpus: 2}", ", source_gpu: h200", P2P_MODELS);
+  CHECK(step_ms * 1e-3 ==
+        doctest::Approx(100e-6 + NVLINK_HOP + static_cast<double>(bytes) / SM_COPY_RATE).epsilon(1e-6));
+
+  // A recv without its send, and a send that this trace's rank does not make.
+  const auto lonely = write(dir, "lonely.et", chakra_file({chakra_p2p(1, false, 0, 1, bytes)}));
+  const auto nothing = write(dir, "nothing.et", chakra_file({kernel}));
+  CHECK(error_of([&] {
+          read_traces({nothing, lonely});
+        }) == lonely + ": recv #1 of rank 1 from rank 0 (256 MiB) has no matching send: rank 0 (" + nothing +
+                  ") posts 0 sends to rank 1; the job would hang in it");
+  const auto foreign = write(dir, "foreign.et", chakra_file({chakra_p2p(1, true, 1, 0, bytes)}));
+  CHECK(error_of([&] {
+          read_traces({foreign, lonely});
+        }) ==
+        foreign + ": send node 1 goes from rank 1 to rank 0, but this trace is rank 0 (its place among the traces)");
+}
+
+// ---- cost derived: attention and memory-bound kernels from their shapes
+// ----------------------------------------------
+
+namespace {
+
+struct ShapedOp {
+  std::string name;
+  json dims, types, concrete;
+  std::vector<std::string> kernels;  // what it launches
+};
+
+/// A Kineto trace of one profiler step recorded with record_shapes: each operator (a cpu_op with its Input Dims,
+/// Input type and Concrete Inputs) launches its kernels, which carry its External id, one after the other.
+json shaped_trace(const std::vector<ShapedOp>& ops) {
+  json events = json::array();
+  int correlation = 0;
+  double ts = 10;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const int id = 100 + static_cast<int>(i);
+    events.push_back({{"ph", "X"},
+                      {"cat", "cpu_op"},
+                      {"name", ops[i].name},
+                      {"tid", 1},
+                      {"ts", ts},
+                      {"dur", 20},
+                      {"args",
+                       {{"External id", id},
+                        {"Input Dims", ops[i].dims},
+                        {"Input type", ops[i].types},
+                        {"Concrete Inputs", ops[i].concrete}}}});
+    for (const auto& kernel : ops[i].kernels) {
+      ++correlation;
+      events.push_back({{"ph", "X"},
+                        {"cat", "cuda_runtime"},
+                        {"name", "cudaLaunchKernel"},
+                        {"tid", 1},
+                        {"ts", ts + 1},
+                        {"dur", 2},
+                        {"args", {{"correlation", correlation}}}});
+      events.push_back({{"ph", "X"},
+                        {"cat", "kernel"},
+                        {"name", kernel},
+                        {"tid", 7},
+                        {"ts", ts + 5},
+                        {"dur", 10},
+                        {"args", {{"correlation", correlation}, {"stream", 7}, {"External id", id}}}});
+      ts += 20;
+    }
+  }
+  events.push_back(
+      {{"ph", "X"}, {"cat", "user_annotation"}, {"name", "ProfilerStep#1"}, {"tid", 1}, {"ts", 0}, {"dur", ts}});
+  return {{"traceEvents", events}, {"deviceProperties", json::array({{{"name", "NVIDIA H200"}}})}};
+}
+
+}  // namespace
+
+TEST_CASE("replay: cost derived takes attention FLOPs and elementwise bytes from their operators' shapes") {
+  using namespace snsim::workloads::replay;
+  snsim::testing::TempDir dir;
+  const json bf16x3 = {"c10::BFloat16", "c10::BFloat16", "c10::BFloat16"};
+  const std::vector<ShapedOp> ops{
+      // FlashAttention, [batch, seq, heads, dim] = [1, 1024, 8, 64], causal (is_causal: its 9th input).
+      {"aten::_flash_attention_forward",
+       {{1, 1024, 8, 64}, {1, 1024, 8, 64}, {1, 1024, 8, 64}, {}, {}, {}, {}, {}, {}},
+       bf16x3,
+       {"", "", "", "", "", "1024", "1024", "0.", "True"},
+       {"void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64>>"}},
+      // cuDNN's backward, [batch, heads, seq, dim] = [2, 4, 512, 128] with keys of 256, not causal; its helper
+      // kernel is costed as recorded.
+      {"aten::_cudnn_attention_backward",
+       {{2, 4, 512, 128}, {2, 4, 512, 128}, {2, 4, 256, 128}, {2, 4, 256, 128}, {2, 4, 512, 128}},
+       {"c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "c10::BFloat16"},
+       {"", "", "", "", "", "", "", "", "", "", "", "512", "256", "0.", "False", ""},
+       {"cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16", "void cudnn::fusion::convert_dq_to_16bits"}},
+      // An add that broadcasts [1024] over [4, 1024], a bf16 -> fp32 copy, a fill.
+      {"aten::add",
+       {{4, 1024}, {1024}, {}},
+       {"c10::BFloat16", "c10::BFloat16", "Scalar"},
+       {"", "", "1"},
+       {"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>"}},
+      {"aten::copy_",
+       {{1024}, {1024}, {}},
+       {"float", "c10::BFloat16", "Scalar"},
+       {"", "", "False"},
+       {"void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda>"}},
+      {"aten::fill_",
+       {{256, 256}, {}},
+       {"float", "Scalar"},
+       {"", "0"},
+       {"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>"}},
+      // An elementwise operator that launched two kernels: which bytes are whose is unknown, so both stay as
+      // recorded.
+      {"aten::mul",
+       {{4, 1024}, {4, 1024}},
+       {"c10::BFloat16", "c10::BFloat16"},
+       {"", ""},
+       {"void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor>",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor>"}},
+  };
+  const auto path = write(dir, "shapes.json", shaped_trace(ops).dump());
+  const auto traces = read_traces({path});
+  std::vector<const TraceNode*> kernels;
+  for (const auto& n : traces.front().nodes)
+    if (n.kind == TraceNode::Kind::kernel) kernels.push_back(&n);
+  REQUIRE(kernels.size() == 8);
+  // By hand. Flash forward: QK^T and PV, 2 x 2 x (1 x 1024 x 8 x 64 = 524,288) x 1024 keys, halved by the mask;
+  // reads q, k, v and writes the output, 4 tensors of 1 MiB.
+  REQUIRE(kernels[0]->flops);
+  CHECK(kernels[0]->flops->count() == 4.0 * 524'288 * 1024 / 2);
+  CHECK(kernels[0]->hbm_bytes == Bytes{4 << 20});
+  CHECK(kernels[0]->dtype == Dtype::bf16);
+  // cuDNN backward: 2.5 x the forward's 4 x (2 x 4 x 512 x 128 = 524,288) x 256 keys; q, the output, its gradient
+  // and dq of 1 MiB each, k, v, dk, dv of 512 KiB each.
+  REQUIRE(kernels[1]->flops);
+  CHECK(kernels[1]->flops->count() == 2.5 * 4 * 524'288 * 256);
+  CHECK(kernels[1]->hbm_bytes == Bytes{4 * (1 << 20) + 4 * (1 << 19)});
+  CHECK_FALSE(kernels[2]->flops);
+  // add: reads 4 x 1024 and 1024 bf16, writes 4 x 1024 bf16. copy_: reads 1024 bf16, writes 1024 fp32. fill_:
+  // writes 256 x 256 fp32. No FLOPs: the roofline's memory side alone.
+  CHECK(kernels[3]->hbm_bytes == Bytes{(4096 + 1024 + 4096) * 2});
+  CHECK(kernels[4]->hbm_bytes == Bytes{1024 * 2 + 1024 * 4});
+  CHECK(kernels[5]->hbm_bytes == Bytes{256 * 256 * 4});
+  CHECK(kernels[5]->dtype == Dtype::fp32);
+  for (std::size_t i = 3; i < 6; ++i) {
+    REQUIRE(kernels[i]->flops);
+    CHECK(kernels[i]->flops->count() == 0);
+  }
+  CHECK_FALSE(kernels[6]->flops);
+  CHECK_FALSE(kernels[7]->flops);
+
+  // Derived, each becomes a roofline op of the compute model (the one GEMMs use), queued behind its stream.
+  const auto scenario =
+      workloads::testing::load("topology: {type: hgx, gpus: 2}\nworkloads: [{type: program, ops: [barrier: {}]}]\n");
+  const auto programs = build_programs(traces, scenario.fabric(), {.cost = KernelCost::derived}, 0, "t");
+  int roofline = 0, fixed = 0;
+  for (const auto& lane : std::get<StreamsOp>(programs[0].ops.front().what).streams)
+    for (const auto& op : lane)
+      if (const auto* c = std::get_if<ComputeOp>(&op.what)) {
+        if (c->duration) {
+          ++fixed;
+        } else {
+          ++roofline;
+          CHECK(c->pipelined);
+        }
+      }
+  CHECK(roofline == 5);
+  CHECK(fixed == 3);
+}
+
+TEST_CASE("replay: a Kineto field of the wrong type or range is an error naming the event, not a crash") {
+  using namespace snsim::workloads::replay;
+  snsim::testing::TempDir dir;
+  auto trace = kineto_trace(2, 10, 5, "gemm");
+  trace["traceEvents"][1]["args"]["correlation"] = "1";
+  const auto text = write(dir, "text.json", trace.dump());
+  CHECK(error_of([&] { read_traces({text}); }) ==
+        text + ": traceEvents[1]: expected a whole number `args.correlation`, found \"1\"");
+  trace = kineto_trace(2, 10, 5, "gemm", std::pair{0, 1});
+  trace["distributedInfo"]["world_size"] = 1e300;
+  const auto huge = write(dir, "huge.json", trace.dump());
+  CHECK(error_of([&] { read_traces({huge}); }) ==
+        huge + ": distributedInfo: expected `world_size` a whole number from 1 to 1048576, found 1e+300");
+  // A number beyond a double: nlohmann reports it as out_of_range, not parse_error (found by fuzz/, replay).
+  const auto overflow = write(dir, "overflow.json", R"({"traceEvents": [], "x": 1e999})");
+  CHECK(error_of([&] { read_traces({overflow}); }) ==
+        overflow + ": not a JSON trace snsim can read: number overflow parsing '1e999'");
+  // A record_param_comms without arguments is no collective it can name; one of a group beyond int is refused.
+  trace = kineto_trace(2, 10, 5, "gemm");
+  add_all_reduce(trace, 1, 1 << 20, "[0, 99999999999]");
+  const auto wide = write(dir, "wide.json", trace.dump());
+  CHECK(error_of([&] { read_traces({wide}); }) ==
+        wide + ": record_param_comms: a rank of `Process Group Ranks` is beyond 1048575: '[0, 99999999999]'");
+  trace["traceEvents"].back().erase("args");
+  const auto bare = write(dir, "bare.json", trace.dump());
+  CHECK(error_of([&] { read_traces({bare}); }) == "");
+  // A send in a group of three without `Dst Rank` has no known peer.
+  auto three = p2p_trace(0, {{"send", 1, 1 << 20}});
+  for (auto& e : three["traceEvents"])
+    if (e["name"] == "record_param_comms") {
+      e["args"].erase("Dst Rank");
+      e["args"]["Process Group Ranks"] = "[0, 1, 2]";
+    }
+  const auto unknown = write(dir, "unknown.json", three.dump());
+  CHECK(error_of([&] { read_traces({unknown}); }) ==
+        unknown + ": record_param_comms 'send' on ranks [0, 1, 2]: expected its peer in `Dst Rank`");
 }

@@ -14,8 +14,18 @@
 
 namespace snsim::workloads::replay {
 
+/// A send / recv: NCCL's point-to-point transfer, matched in issue order with the other end's of the same sender,
+/// receiver and tag (replay.cpp).
+struct PointToPoint {
+  int sender = 0;
+  int receiver = 0;
+  int tag = 0;  // Chakra's comm_tag; 0 in Kineto traces, which have none
+};
+
 /// A collective as the framework issued it (record_param_comms, a Chakra communication node): what one rank gives
-/// and gets, so that its size follows the group when the replay widens it.
+/// and gets, so that its size follows the group when the replay widens it. A send / recv is one too: a broadcast of
+/// its bytes over {sender, receiver} rooted at the sender, as the training workload replays NCCL's send / recv
+/// (workloads/training/training.cpp).
 struct TraceCollective {
   std::optional<models::CollectiveKind> kind;  // none: a barrier
   Bytes in_bytes;                              // this rank's input
@@ -23,6 +33,7 @@ struct TraceCollective {
   std::vector<int> group;                      // global ranks, sorted
   int root = 0;                                // broadcast
   std::string dtype;                           // as the trace names it ("Float", "BFloat16")
+  std::optional<PointToPoint> p2p{};           // a send / recv: its group is {sender, receiver}, its root the sender
 };
 
 /// One thing a rank did, on one lane: the host thread or a GPU stream. Nodes of a lane run in order; `deps` are

@@ -9,12 +9,11 @@
 
 namespace snsim::workloads::replay {
 
-std::string read_trace_file(const std::filesystem::path& path) {
-  std::string raw = read_file(path);
+std::string inflate_trace(std::string raw, const std::string& file) {
   if (raw.size() < 2 || static_cast<unsigned char>(raw[0]) != 0x1f || static_cast<unsigned char>(raw[1]) != 0x8b)
     return raw;
   auto fail = [&](const std::string& why) {
-    throw_input_error({path.string(), 0, 0}, "", fmt::format("truncated or corrupt gzip data ({})", why));
+    throw_input_error({file, 0, 0}, "", fmt::format("truncated or corrupt gzip data ({})", why));
   };
   z_stream z{};
   if (inflateInit2(&z, 15 + 16) != Z_OK) fail("zlib cannot start");
@@ -30,7 +29,7 @@ std::string read_trace_file(const std::filesystem::path& path) {
     out.append(buffer, sizeof buffer - z.avail_out);
     if (out.size() > MAX_INPUT_FILE.count()) {
       inflateEnd(&z);
-      throw_input_error({path.string(), 0, 0}, "",
+      throw_input_error({file, 0, 0}, "",
                         fmt::format("inflates to more than {}, the most snsim reads from one file", MAX_INPUT_FILE));
     }
     if (status == Z_BUF_ERROR && z.avail_in == 0) break;  // the input ended before the stream did

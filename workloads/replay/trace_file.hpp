@@ -1,14 +1,13 @@
-// Reading a trace file: the whole file, inflated when it is gzip (by content, not by name), with one error line
+// A trace file's bytes, inflated when they are gzip (by content, not by name), with one error line
 // for a file that is cut short or corrupt.
 #pragma once
 
-#include <filesystem>
 #include <string>
 
 namespace snsim::workloads::replay {
 
-/// The bytes of `path`, gunzipped when they start with gzip's magic. An InputError "PATH: truncated or corrupt gzip
-/// data (...)" when inflating fails or ends before the stream does.
-std::string read_trace_file(const std::filesystem::path& path);
+/// `raw` (a trace file's bytes) gunzipped when it starts with gzip's magic, else as it is. An InputError "FILE:
+/// truncated or corrupt gzip data (...)" when inflating fails or ends before the stream does.
+std::string inflate_trace(std::string raw, const std::string& file);
 
 }  // namespace snsim::workloads::replay
