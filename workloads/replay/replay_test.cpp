@@ -24,12 +24,13 @@ namespace {
 
 const std::string TRACES = std::string(SNSIM_SOURCE_DIR) + "/validation/traces/h200-replay/";
 
-/// The replay's step time (its "replay" table) of `paths` on `topology`, run in a child process.
+/// The replay's step time (its "replay" table) of `paths` on `topology`, run in a child process; `extra` is added to
+/// the workload's map, `models` is the scenario's `models:` (and failures) as YAML text.
 double replayed_step_ms(const std::vector<std::string>& paths, const std::string& topology,
-                        const std::string& extra = "") {
+                        const std::string& extra = "", const std::string& models = "models: {params: h200}") {
   const std::string text = run_isolated([&] {
     nlohmann::json workload{{"type", "trace"}, {"paths", paths}};
-    const std::string yaml = fmt::format("topology: {}\nmodels: {{params: h200}}\nworkloads: [{}{}]\n", topology,
+    const std::string yaml = fmt::format("topology: {}\n{}\nworkloads: [{}{}]\n", topology, models,
                                          workload.dump().substr(0, workload.dump().size() - 1), extra + "}");
     const Report r = workloads::testing::load(yaml).run();
     REQUIRE(r.outcome == "completed");
@@ -40,18 +41,10 @@ double replayed_step_ms(const std::vector<std::string>& paths, const std::string
   return std::stod(text);
 }
 
-/// As replayed_step_ms, with the scenario's `models:` (and failures) given as YAML text.
-double run_isolated_step(const std::vector<std::string>& paths, const std::string& topology, const std::string& extra,
-                         const std::string& models) {
-  const std::string text = run_isolated([&] {
-    nlohmann::json workload{{"type", "trace"}, {"paths", paths}};
-    const std::string yaml = fmt::format("topology: {}\n{}\nworkloads: [{}{}]\n", topology, models,
-                                         workload.dump().substr(0, workload.dump().size() - 1), extra + "}");
-    const Report r = workloads::testing::load(yaml).run();
-    REQUIRE(r.outcome == "completed");
-    return find_table(r.tables, "replay")->rows.front()[1].dump();
-  });
-  return std::stod(text);
+/// The report of replaying `paths` on a two-GPU HGX with the default models (call it inside run_isolated).
+Report replay_on_two_gpus(const std::vector<std::string>& paths) {
+  nlohmann::json workload{{"type", "trace"}, {"paths", paths}};
+  return workloads::testing::load("topology: {type: hgx, gpus: 2}\nworkloads: [" + workload.dump() + "]\n").run();
 }
 
 /// The median unprofiled step time of `variant` by CUDA events between back-to-back steps (steps.jsonl).
@@ -199,9 +192,7 @@ TEST_CASE("replay: a kernel of no known class is scaled as memory-bound") {
   snsim::testing::TempDir dir;
   const auto path = write(dir, "unknown.json", kineto_trace(4, 10, 5, "my_custom_fused_thing").dump());
   const std::string notes = run_isolated([&] {
-    nlohmann::json workload{{"type", "trace"}, {"paths", {path}}};
-    const Report r =
-        workloads::testing::load("topology: {type: hgx, gpus: 2}\nworkloads: [" + workload.dump() + "]\n").run();
+    const Report r = replay_on_two_gpus({path});
     const Table* t = find_table(r.tables, "replay notes");
     REQUIRE(t);
     return t->rows.back()[0].get<std::string>();
@@ -296,12 +287,7 @@ TEST_CASE("replay: a rank that never joins a collective is a deadlock naming the
   add_all_reduce(b, 1, 1 << 20, "[0, 1]");
   add_all_reduce(a, 6, 1 << 20, "[0, 1]");  // rank 1 never issues this one
   const auto a_path = write(dir, "a.json", a.dump()), b_path = write(dir, "b.json", b.dump());
-  const std::string outcome = run_isolated([&] {
-    nlohmann::json workload{{"type", "trace"}, {"paths", {a_path, b_path}}};
-    return workloads::testing::load("topology: {type: hgx, gpus: 2}\nworkloads: [" + workload.dump() + "]\n")
-        .run()
-        .outcome;
-  });
+  const std::string outcome = run_isolated([&] { return replay_on_two_gpus({a_path, b_path}).outcome; });
   CAPTURE(outcome);
   CHECK(outcome.starts_with("deadlock:"));
   CHECK(outcome.find("rank 0") != std::string::npos);
@@ -329,9 +315,7 @@ TEST_CASE("replay: the Chakra trace of the DDP step has the node types a hand co
   CHECK(names["aten::view"] == 249);
   CHECK(names["torch::autograd::AccumulateGrad"] == 87);
   const std::string hosts = run_isolated([&] {
-    nlohmann::json workload{{"type", "trace"}, {"paths", {file}}};
-    const Report r =
-        workloads::testing::load("topology: {type: hgx, gpus: 2}\nworkloads: [" + workload.dump() + "]\n").run();
+    const Report r = replay_on_two_gpus({file});
     REQUIRE(r.outcome == "completed");
     return std::to_string(std::ranges::count(r.ops, std::string("host"), &OpRecord::kind));
   });
@@ -397,10 +381,10 @@ TEST_CASE("replay: a scenario's what-ifs apply to a replayed job: a slow GPU, a 
   const double base = replayed_step_ms(ddp, hgx, ", ranks: 2");
   // Every kernel of GPU 1 takes 10 % longer; the all-reduces make GPU 0 wait for it.
   const double slow =
-      run_isolated_step(ddp, hgx, ", ranks: 2", "models: {params: h200, slow: [{gpu: 1, compute: 1.1}]}");
+      replayed_step_ms(ddp, hgx, ", ranks: 2", "models: {params: h200, slow: [{gpu: 1, compute: 1.1}]}");
   // GPU 1 keeps 2 of its 18 NVLink lanes from the start: the 1.2 GB of all-reduces per step crawl.
-  const double cut = run_isolated_step(ddp, hgx, ", ranks: 2",
-                                       "models: {params: h200}\nfailures: [{at: 0ms, link: {gpu: 1, lanes: 16}}]");
+  const double cut = replayed_step_ms(ddp, hgx, ", ranks: 2",
+                                      "models: {params: h200}\nfailures: [{at: 0ms, link: {gpu: 1, lanes: 16}}]");
   CAPTURE(base);
   CAPTURE(slow);
   CAPTURE(cut);
@@ -562,7 +546,7 @@ TEST_CASE("replay: a Kineto send / recv pair is one transfer between its ranks: 
   CHECK(groups[0] == groups[1]);  // the two ends of one transfer meet in one group
   CHECK(groups[2] == groups[3]);
 
-  const double step_ms = run_isolated_step({r0, r1}, "{type: hgx, gpu: h200, gpus: 2}", "", P2P_MODELS);
+  const double step_ms = replayed_step_ms({r0, r1}, "{type: hgx, gpu: h200, gpus: 2}", "", P2P_MODELS);
   CHECK(step_ms * 1e-3 == doctest::Approx(NVLINK_HOP + static_cast<double>(floats * 4) / SM_COPY_RATE).epsilon(1e-6));
 }
 
@@ -592,12 +576,7 @@ TEST_CASE("replay: sends that each wait for the other's recv are a deadlock nami
   snsim::testing::TempDir dir;
   const auto r0 = write(dir, "r0.json", p2p_trace(0, {{"send", 1, 1 << 20}, {"recv", 1, 1 << 20}}).dump());
   const auto r1 = write(dir, "r1.json", p2p_trace(1, {{"send", 0, 1 << 20}, {"recv", 0, 1 << 20}}).dump());
-  const std::string outcome = run_isolated([&] {
-    nlohmann::json workload{{"type", "trace"}, {"paths", {r0, r1}}};
-    return workloads::testing::load("topology: {type: hgx, gpus: 2}\nworkloads: [" + workload.dump() + "]\n")
-        .run()
-        .outcome;
-  });
+  const std::string outcome = run_isolated([&] { return replay_on_two_gpus({r0, r1}).outcome; });
   CAPTURE(outcome);
   CHECK(outcome.starts_with("deadlock:"));
   CHECK(outcome.find("rank 0") != std::string::npos);
@@ -625,7 +604,7 @@ TEST_CASE("replay: a Chakra send / recv pair waits for the sender's kernel and m
   CHECK(send.collective->in_bytes == Bytes{bytes});
   // The recv cannot start before the send does, 100 us in: the step is the kernel and then the transfer.
   const double step_ms =
-      run_isolated_step({r0, r1}, "{type: hgx, gpu: h200, gpus: 2}", ", source_gpu: h200", P2P_MODELS);
+      replayed_step_ms({r0, r1}, "{type: hgx, gpu: h200, gpus: 2}", ", source_gpu: h200", P2P_MODELS);
   CHECK(step_ms * 1e-3 ==
         doctest::Approx(100e-6 + NVLINK_HOP + static_cast<double>(bytes) / SM_COPY_RATE).epsilon(1e-6));
 
