@@ -77,6 +77,28 @@ namespace {
 
 using nlohmann::json;
 
+/// A host thread's cudaLaunchKernel at ts + 1 (2 us) and the kernel it launches on `stream` at ts + 5, joined by
+/// `correlation`; `extra` adds to the kernel's args.
+void add_launched_kernel(json& events, int correlation, double ts, const std::string& kernel, int stream,
+                         double kernel_us, const json& extra = json::object()) {
+  events.push_back({{"ph", "X"},
+                    {"cat", "cuda_runtime"},
+                    {"name", "cudaLaunchKernel"},
+                    {"tid", 1},
+                    {"ts", ts + 1},
+                    {"dur", 2},
+                    {"args", {{"correlation", correlation}}}});
+  json args{{"correlation", correlation}, {"stream", stream}};
+  args.update(extra);
+  events.push_back({{"ph", "X"},
+                    {"cat", "kernel"},
+                    {"name", kernel},
+                    {"tid", stream},
+                    {"ts", ts + 5},
+                    {"dur", kernel_us},
+                    {"args", args}});
+}
+
 /// A Kineto trace of one profiler step: `kernels` kernels named `name` of `kernel_us` each on stream 7, launched
 /// every `launch_every_us` from ts 0 (each running as soon as both its launch and the previous kernel allow).
 json kineto_trace(int kernels, double kernel_us, double launch_every_us, const std::string& name,
@@ -439,20 +461,7 @@ json p2p_trace(int rank, const std::vector<P2pCall>& calls) {
                       {"ts", ts},
                       {"dur", 5},
                       {"args", args}});
-    events.push_back({{"ph", "X"},
-                      {"cat", "cuda_runtime"},
-                      {"name", "cudaLaunchKernel"},
-                      {"tid", 1},
-                      {"ts", ts + 1},
-                      {"dur", 2},
-                      {"args", {{"correlation", correlation}}}});
-    events.push_back({{"ph", "X"},
-                      {"cat", "kernel"},
-                      {"name", "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"},
-                      {"tid", 20},
-                      {"ts", ts + 5},
-                      {"dur", 50},
-                      {"args", {{"correlation", correlation}, {"stream", 20}}}});
+    add_launched_kernel(events, correlation, ts, "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", 20, 50);
   }
   events.push_back({{"ph", "X"},
                     {"cat", "user_annotation"},
@@ -654,20 +663,7 @@ json shaped_trace(const std::vector<ShapedOp>& ops) {
                         {"Concrete Inputs", ops[i].concrete}}}});
     for (const auto& kernel : ops[i].kernels) {
       ++correlation;
-      events.push_back({{"ph", "X"},
-                        {"cat", "cuda_runtime"},
-                        {"name", "cudaLaunchKernel"},
-                        {"tid", 1},
-                        {"ts", ts + 1},
-                        {"dur", 2},
-                        {"args", {{"correlation", correlation}}}});
-      events.push_back({{"ph", "X"},
-                        {"cat", "kernel"},
-                        {"name", kernel},
-                        {"tid", 7},
-                        {"ts", ts + 5},
-                        {"dur", 10},
-                        {"args", {{"correlation", correlation}, {"stream", 7}, {"External id", id}}}});
+      add_launched_kernel(events, correlation, ts, kernel, 7, 10, {{"External id", id}});
       ts += 20;
     }
   }
