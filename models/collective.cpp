@@ -18,7 +18,6 @@ constexpr std::array<std::string_view, 5> KIND_NAMES{"all_reduce", "all_gather",
 constexpr std::array<std::string_view, 3> PROTOCOL_NAMES{"LL", "LL128", "Simple"};
 constexpr std::array<std::string_view, 8> ALGORITHM_NAMES{"ring", "tree",   "one_shot",  "two_shot",
                                                           "nvls", "direct", "nvls_tree", "collnet"};
-constexpr std::array<std::string_view, 2> LAUNCH_NAMES{"stream", "graph"};
 
 template <std::size_t N>
 std::string_view name_of(const std::array<std::string_view, N>& names, auto value) {
@@ -311,9 +310,6 @@ std::string_view to_string(Protocol protocol) {
 std::string_view to_string(Algorithm algorithm) {
   return name_of(ALGORITHM_NAMES, algorithm);
 }
-std::string_view to_string(Launch launch) {
-  return name_of(LAUNCH_NAMES, launch);
-}
 std::optional<CollectiveKind> collective_kind(std::string_view name) {
   return parse_name<CollectiveKind>(KIND_NAMES, name);
 }
@@ -322,9 +318,6 @@ std::optional<Protocol> protocol(std::string_view name) {
 }
 std::optional<Algorithm> algorithm(std::string_view name) {
   return parse_name<Algorithm>(ALGORITHM_NAMES, name);
-}
-std::optional<Launch> launch(std::string_view name) {
-  return parse_name<Launch>(LAUNCH_NAMES, name);
 }
 
 double bus_bandwidth_factor(CollectiveKind kind, int ranks) {

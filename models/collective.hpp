@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "models/model.hpp"
+#include "models/stream.hpp"
 #include "sim/fabric.hpp"
 #include "sim/units.hpp"
 
@@ -57,17 +58,13 @@ enum class Protocol { ll, ll128, simple };
 /// nvls_tree and collnet run across nodes: NVLS inside each node with a double binary tree between the nodes'
 /// heads, and in-network reduction by SHARP switches (NCCL's CollNetDirect).
 enum class Algorithm { ring, tree, one_shot, two_shot, nvls, direct, nvls_tree, collnet };
-/// How the collective's kernel is launched: from a stream, or replayed from a CUDA graph.
-enum class Launch { stream, graph };
 
 std::string_view to_string(CollectiveKind kind);
 std::string_view to_string(Protocol protocol);
 std::string_view to_string(Algorithm algorithm);
-std::string_view to_string(Launch launch);
 std::optional<CollectiveKind> collective_kind(std::string_view name);
 std::optional<Protocol> protocol(std::string_view name);
 std::optional<Algorithm> algorithm(std::string_view name);
-std::optional<Launch> launch(std::string_view name);
 /// nccl-tests' bus bandwidth factor: all_reduce 2(n-1)/n, all_gather / reduce_scatter / all_to_all (n-1)/n,
 /// broadcast 1.
 double bus_bandwidth_factor(CollectiveKind kind, int ranks);

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "models/model.hpp"
+#include "models/stream.hpp"
 #include "sim/fabric.hpp"
 #include "sim/units.hpp"
 
@@ -45,17 +46,21 @@ class CopyModel final : public Model {
   Bytes packet_header;              // header bytes per packet on NVLink
   double local_hbm_efficiency = 0;  // share of HBM bandwidth a device-local copy reaches (reads + writes)
   double local_l2_speedup = 0;      // local copy rate from L2 against from HBM, when source and destination fit in L2
+  // A copy queued as a node of a CUDA graph skips the stream's per-op submission: its queue gap is this much shorter
+  // (a lone graph copy's setup is not: what a graph launch costs apart is its timing method's).
+  Seconds graph_saving;
 
   const EngineParams& params(CopyEngine engine) const { return engine == CopyEngine::ce ? ce : sm; }
   double efficiency(CopyEngine engine) const { return params(engine).efficiency; }
   /// Fixed cost before the bytes of a peer copy move, excluding the route's wire latency.
-  Seconds fixed_cost(CopyEngine engine, bool pull = false, bool pipelined = false) const;
+  Seconds fixed_cost(CopyEngine engine, bool pull = false, bool pipelined = false,
+                     Launch launch = Launch::stream) const;
   /// Bytes on the wire for `payload` bytes moved by `engine`: payload plus one header per packet.
   Bytes wire_bytes(Bytes payload, CopyEngine engine) const;
   /// The most a lone copy moves per second on a route of `line_rate`, in wire bytes per second.
   BytesPerSecond wire_rate_cap(BytesPerSecond line_rate, CopyEngine engine) const;
   /// Fixed cost of a device-local copy: alone, or queued behind another on the same stream.
-  Seconds local_fixed_cost(CopyEngine engine, bool pipelined) const;
+  Seconds local_fixed_cost(CopyEngine engine, bool pipelined, Launch launch = Launch::stream) const;
   /// Time a device-local copy of `bytes` spends reading and writing `gpu`'s memory (L2 or HBM), fixed cost aside.
   Seconds local_memory_time(const GpuSpec& gpu, Bytes bytes) const;
 };

@@ -2,6 +2,16 @@
 
 namespace snsim::models {
 
+std::string_view to_string(Launch launch) {
+  return launch == Launch::graph ? "graph" : "stream";
+}
+
+std::optional<Launch> launch(std::string_view name) {
+  if (name == "stream") return Launch::stream;
+  if (name == "graph") return Launch::graph;
+  return std::nullopt;
+}
+
 const ParamTable<StreamModel>& stream_params() {
   static const ParamTable<StreamModel> table = [] {
     ParamTable<StreamModel> params;

@@ -6,10 +6,19 @@
 // (validation/traces/h200/h200x2-copy.jsonl, ce_peer_bidir single).
 #pragma once
 
+#include <optional>
+#include <string_view>
+
 #include "models/model.hpp"
 #include "sim/units.hpp"
 
 namespace snsim::models {
+
+/// How an op reaches its GPU: submitted to a stream, or replayed as a node of a CUDA graph (which skips the
+/// stream's per-op submission: collective.graph_launch, copy.graph_saving).
+enum class Launch { stream, graph };
+std::string_view to_string(Launch launch);
+std::optional<Launch> launch(std::string_view name);  // "stream" or "graph"
 
 /// Every parameter is set by stream_params(), where its default, range and source are declared.
 //

@@ -38,6 +38,9 @@ void parse_copy(const ConfigNode& op, const OpParse& at) {
     op.fail_key("engine", fmt::format("expected ce or sm, found '{}'", engine_name));
   const auto engine = engine_name == "ce" ? models::CopyEngine::ce : models::CopyEngine::sm;
   const bool pipelined = op.optional<bool>("pipelined", false);
+  const auto launch_name = op.optional<std::string>("launch", "stream");
+  const auto launch = models::launch(launch_name);
+  if (!launch) op.fail_key("launch", fmt::format("expected stream or graph, found '{}'", launch_name));
   // `to`: this rank writes into the peer (a push); `from`: it reads from the peer (a pull).
   if (op.has("to") == op.has("from")) op.fail("expected one of `to` (a push) or `from` (a pull)");
   const bool pull = op.has("from");
@@ -46,9 +49,8 @@ void parse_copy(const ConfigNode& op, const OpParse& at) {
   const bool nvme = peer.is_scalar() && peer.scalar() == "nvme";
   if (nvme && fabric.nvme_drives().empty())
     op.fail_key(pull ? "from" : "to", "the topology has no NVMe drives; set topology.nvme_drives");
-  at.for_each_rank([&](int r) {
-    return CopyOp{nvme ? NVME : parse_peer(peer, r, gpus), bytes, engine, pipelined, pull};
-  });
+  at.for_each_rank(
+      [&](int r) { return CopyOp{nvme ? NVME : parse_peer(peer, r, gpus), bytes, engine, pipelined, pull, *launch}; });
 }
 
 OpDescription describe(const ComputeOp& op) {
@@ -61,7 +63,8 @@ OpDescription describe(const CopyOp& op) {
                       op.peer == HOST   ? std::string("host")
                       : op.peer == NVME ? std::string("nvme")
                                         : fmt::format("gpu{}", op.peer),
-                      models::to_string(op.engine), op.pipelined ? " queued" : ""),
+                      models::to_string(op.engine),
+                      op.pipelined ? (op.launch == models::Launch::graph ? " queued in a graph" : " queued") : ""),
           op.bytes, op.peer};
 }
 

@@ -30,6 +30,7 @@ struct CopyOp {
   models::CopyEngine engine = models::CopyEngine::ce;
   bool pipelined = false;  // queued behind the previous copy on the same stream: pays the engine's queue gap
   bool pull = false;       // the issuing rank reads from `peer` (data flows peer -> issuer); else it writes to it
+  models::Launch launch = models::Launch::stream;  // a CUDA graph's node: queued, it pays copy.graph_saving less
 };
 
 OpDescription describe(const ComputeOp& op);

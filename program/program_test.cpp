@@ -33,6 +33,8 @@ TEST_CASE("workloads: program mistakes are pinned errors") {
         "'sideways'");
   CHECK(error("[{copy: {to: next, bytes: 1EiB}}]") ==
         "t.yaml:2:60: workloads[0].ops[0].copy.bytes: 1 EiB does not fit in one GPU's memory (140.401 GiB)");
+  CHECK(error("[{copy: {to: next, bytes: 1MiB, launch: kernel}}]") ==
+        "t.yaml:2:74: workloads[0].ops[0].copy.launch: expected stream or graph, found 'kernel'");
   CHECK(error("[{collective: {op: broadcast, bytes: 1MiB, root: 7}}]") ==
         "t.yaml:2:83: workloads[0].ops[0].collective.root: rank 7 is not one of the ranks 0, 1, 2, 3");
   CHECK(error("[{compute: {}}]") ==

@@ -36,7 +36,7 @@ void DeviceExecutor::run(int rank, const CopyOp& op) {
   if (op.peer == rank) {  // device-local: reads and writes the GPU's memory, through its HBM link
     const DeviceId gpu = device(rank);
     const auto& spec = *simulation_.fabric().device(gpu).gpu;
-    sleep_for(copy.local_fixed_cost(op.engine, op.pipelined));
+    sleep_for(copy.local_fixed_cost(op.engine, op.pipelined, op.launch));
     const double factor = variability_.hbm_rate(gpu) * variability_.bandwidth_factor(gpu);
     simulation_.kernel(gpu, Seconds{0}, Seconds{copy.local_memory_time(spec, op.bytes).count() / factor},
                        Bytes{2 * op.bytes.count()});
@@ -49,7 +49,7 @@ void DeviceExecutor::run(int rank, const CopyOp& op) {
       const Bytes share{op.bytes.count() / n + (i < op.bytes.count() % n ? 1 : 0)};
       const DeviceId from = op.pull ? drive : device(rank), to = op.pull ? device(rank) : drive;
       simulation_.transfer(from, to, copy.wire_bytes(share, op.engine), share,
-                           copy.fixed_cost(op.engine, op.pull, op.pipelined),
+                           copy.fixed_cost(op.engine, op.pull, op.pipelined, op.launch),
                            copy.wire_rate_cap(simulation_.route(from, to).bottleneck, op.engine), true);
     };
     std::vector<sg4::ActorPtr> others;
@@ -62,7 +62,7 @@ void DeviceExecutor::run(int rank, const CopyOp& op) {
     const DeviceId from = device(op.pull ? op.peer : rank), to = device(op.pull ? rank : op.peer);
     const auto& route = simulation_.route(from, to);
     simulation_.transfer(from, to, copy.wire_bytes(op.bytes, op.engine), op.bytes,
-                         copy.fixed_cost(op.engine, op.pull, op.pipelined),
+                         copy.fixed_cost(op.engine, op.pull, op.pipelined, op.launch),
                          copy.wire_rate_cap(route.bottleneck, op.engine), true);  // a share of the line
   }
   if (sm) context_.release_sms(rank);

@@ -145,6 +145,25 @@ TEST_CASE("copy twins: tiny copies issued back to back from the host take one ho
   CHECK(simulated("events_b2b", big) == doctest::Approx(simulated("wait_value", big)).epsilon(1e-6));
 }
 
+TEST_CASE("copy twins: copies queued in a CUDA graph follow each other copy.graph_saving sooner than from a stream") {
+  const auto models = default_models();
+  const auto& copy = *models.copy;
+  REQUIRE(copy.graph_saving.count() > 0);
+  for (const auto engine : {models::CopyEngine::ce, models::CopyEngine::sm}) {
+    CAPTURE(models::to_string(engine));
+    CHECK(copy.local_fixed_cost(engine, true, models::Launch::graph) ==
+          copy.local_fixed_cost(engine, true) - copy.graph_saving);
+    CHECK(copy.fixed_cost(engine, true, true, models::Launch::graph) ==
+          copy.fixed_cost(engine, true, true) - copy.graph_saving);
+    // a lone copy has no queue gap to save
+    CHECK(copy.local_fixed_cost(engine, false, models::Launch::graph) == copy.local_fixed_cost(engine, false));
+  }
+  // The twin of crosscheck's graph method: each of the 50 queued 4 B copies takes the shorter gap.
+  const auto record = local_copy("ce_local", "pipelined", 4, 1e-6, 50);
+  CHECK(simulated("wait_value", record) - simulated("graph", record) ==
+        doctest::Approx(copy.graph_saving.count()).epsilon(1e-6));
+}
+
 TEST_CASE("copy fit: the probe's single copies are the copy's own cost plus its gate's hand-off") {
   // Noiseless local copies by the model's formula: own fixed cost + 2 bytes / (HBM x efficiency), from L2 faster.
   const double hbm = 4.8e12, efficiency = 0.86, speedup = 1.6, l2 = 60.0 * 1024 * 1024;
@@ -167,6 +186,18 @@ TEST_CASE("copy fit: the probe's single copies are the copy's own cost plus its 
                                  {"stream.event_release", release},
                                  {"copy.local_hbm_efficiency", efficiency},
                                  {"copy.local_l2_speedup", speedup}});
+
+  // Queued copies from a stream (the probe) and replayed from a graph (crosscheck's `graph`) give the saving.
+  const double gap_ce = 1.8e-6, gap_sm = 1.9e-6, saving = 0.7e-6;
+  std::vector<Trace> queued{traces[0], traces[1], trace_of("graph")};
+  for (std::uint64_t bytes = 4; bytes <= (1ull << 30); bytes *= 4)
+    for (const auto& [test, gap] : {std::pair{"ce_local", gap_ce}, {"sm_local", gap_sm}}) {
+      queued[0].records.push_back(local_copy(test, "pipelined", bytes, gap + memory(bytes), 50));
+      queued[2].records.push_back(local_copy(test, "pipelined", bytes, gap - saving + memory(bytes), 50));
+    }
+  testing::check_fitted(
+      testing::fitted_values(calibrate(queued, {})),
+      {{"copy.ce.local_queue_gap", gap_ce}, {"copy.sm.local_queue_gap", gap_sm}, {"copy.graph_saving", saving}});
 
   // The probe's traces alone cannot tell the two apart: the copies' fixed cost keeps the hand-off.
   const auto alone = testing::fitted_values(calibrate({traces[0]}, {}));

@@ -216,7 +216,7 @@ WorkloadRegistry::Entry program_entry() {
           "explicit per-rank ops: compute, copy, collective, barrier, PGAS (put, get, ...), loads, repeat, streams",
           {{"ranks", "all|even|odd|N|\"A-B\"|[list]", "all", "the ranks that run the ops"},
            {"ops", "list of ops", "",
-            "compute {flops, bytes, dtype | time}, copy {to | from, bytes, engine, pipelined}, collective {op, "
+            "compute {flops, bytes, dtype | time}, copy {to | from, bytes, engine, pipelined, launch}, collective {op, "
             "bytes, root, algorithm, protocol, channels, launch}, barrier {}, put {to, bytes, scope, issuers, count, "
             "signal}, get {from, bytes, scope}, signal_wait {signal, value, cmp}, quiet {}, fence {}, shmem_barrier "
             "{}, load {from, bytes, pattern, count}, repeat N with ops, streams [[ops], [ops]], {ranks, ops}"}},

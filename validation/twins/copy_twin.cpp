@@ -19,10 +19,11 @@ using workloads::RepeatOp;
 using workloads::StreamsOp;
 using Engine = models::CopyEngine;
 
-/// One copy alone (single), or `depth` copies queued behind each other (pipelined).
-std::vector<Op> copies(int peer, Bytes bytes, Engine engine, int depth, bool pipelined, bool pull = false) {
-  if (!pipelined) return {op(CopyOp{peer, bytes, engine, false, pull})};
-  return {op(RepeatOp{depth, {op(CopyOp{peer, bytes, engine, true, pull})}})};
+/// One copy alone (single), or `depth` copies queued behind each other (pipelined), from a stream or a graph.
+std::vector<Op> copies(int peer, Bytes bytes, Engine engine, int depth, bool pipelined, bool pull = false,
+                       models::Launch launch = models::Launch::stream) {
+  if (!pipelined) return {op(CopyOp{peer, bytes, engine, false, pull, launch})};
+  return {op(RepeatOp{depth, {op(CopyOp{peer, bytes, engine, true, pull, launch})}})};
 }
 
 /// A mechanic of the timing method: a host runtime call (which varies as the host does) or a device-side delay.
@@ -106,17 +107,19 @@ std::variant<Twin, std::string> copy(const TraceRecord& r, int gpus, const model
   Twin twin;
   twin.sample.resize(static_cast<std::size_t>(gpus));
   const bool pipelined = r.variant == "pipelined";
+  // crosscheck's `graph` method captures the copies into one CUDA graph and replays it
+  const auto launch = method == "graph" ? models::Launch::graph : models::Launch::stream;
   const int depth = static_cast<int>(extra_number(r, "depth", 1));
   if (pipelined || r.test == "ce_sm_shared") twin.repetitions = depth;
   const int src = rank_at(r, 0);
   const int dst = r.ranks.size() > 1 ? rank_at(r, 1) : src;
   auto& at_src = twin.sample[static_cast<std::size_t>(src)];
   if (r.test == "ce_peer" || r.test == "ce_local") {
-    at_src = copies(dst, r.bytes, Engine::ce, depth, pipelined);
+    at_src = copies(dst, r.bytes, Engine::ce, depth, pipelined, false, launch);
   } else if (r.test == "sm_push" || r.test == "sm_local") {
-    at_src = copies(dst, r.bytes, Engine::sm, depth, pipelined);
+    at_src = copies(dst, r.bytes, Engine::sm, depth, pipelined, false, launch);
   } else if (r.test == "sm_pull") {  // the kernel runs on the destination and loads from the source
-    twin.sample[static_cast<std::size_t>(dst)] = copies(src, r.bytes, Engine::sm, depth, pipelined, true);
+    twin.sample[static_cast<std::size_t>(dst)] = copies(src, r.bytes, Engine::sm, depth, pipelined, true, launch);
   } else if (r.test == "ce_peer_bidir") {
     // The probe starts the second GPU's stream with an event from the first and ends with the first waiting for
     // the second: two cross-GPU event waits around copies both ways (tools/probe/src/common/timing.cu).
