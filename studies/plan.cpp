@@ -29,6 +29,10 @@ using namespace workloads::training;
 
 namespace {
 
+// Model chunks per stage the search tries: none, and the small interleavings Megatron-LM's published runs use
+// (Narayanan et al. 2021, §5.3, up to 4; each halving of the bubble adds as many pipeline transfers).
+constexpr int INTERLEAVINGS[] = {1, 2, 4};
+
 std::vector<int> divisors(int n) {
   std::vector<int> out;
   for (int d = 1; d <= n; ++d)
@@ -47,7 +51,8 @@ const char* recompute_name(Recompute r) {
 }  // namespace
 
 std::string PlanCandidate::label() const {
-  return fmt::format("tp{}-pp{}-dp{}-ep{}-mb{}-{}-zero{}", parallel.tp, parallel.pp, parallel.dp, parallel.ep,
+  const std::string vp = parallel.vp > 1 ? fmt::format("-vp{}", parallel.vp) : "";
+  return fmt::format("tp{}-pp{}{}-dp{}-ep{}-mb{}-{}-zero{}", parallel.tp, parallel.pp, vp, parallel.dp, parallel.ep,
                      micro_batch, recompute_name(parallel.recompute), parallel.zero ? 1 : 0);
 }
 
@@ -67,21 +72,27 @@ std::vector<PlanCandidate> enumerate_plans(const ModelSpec& model, const PlanSpa
         if (model.moe && model.moe->experts % ep != 0) continue;
         for (int b : divisors(per_replica)) {
           if ((static_cast<long long>(b) * model.sequence) % tp != 0) continue;
-          for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
-            for (bool zero : {false, true}) {
-              if (zero && dp == 1) continue;
-              PlanCandidate c;
-              c.parallel.tp = tp;
-              c.parallel.pp = pp;
-              c.parallel.dp = dp;
-              c.parallel.ep = ep;
-              c.parallel.micro_batches = per_replica / b;
-              c.parallel.sequence_parallel = tp > 1;
-              c.parallel.recompute = r;
-              c.parallel.zero = zero;
-              c.micro_batch = b;
-              out.push_back(c);
-            }
+          const int micro_batches = per_replica / b;
+          for (int vp : INTERLEAVINGS) {
+            // Megatron-Core's interleaving: pp x vp divides the layers, the micro-batches are a multiple of pp.
+            if (vp > 1 && (pp == 1 || model.layers % (pp * vp) != 0 || micro_batches % pp != 0)) continue;
+            for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
+              for (bool zero : {false, true}) {
+                if (zero && dp == 1) continue;
+                PlanCandidate c;
+                c.parallel.tp = tp;
+                c.parallel.pp = pp;
+                c.parallel.vp = vp;
+                c.parallel.dp = dp;
+                c.parallel.ep = ep;
+                c.parallel.micro_batches = micro_batches;
+                c.parallel.sequence_parallel = tp > 1;
+                c.parallel.recompute = r;
+                c.parallel.zero = zero;
+                c.micro_batch = b;
+                out.push_back(c);
+              }
+          }
         }
       }
     }
@@ -116,7 +127,7 @@ Seconds estimate_step(const ModelSpec& model, const PlanCandidate& candidate, Fl
                                                                  : 0;
   const double flops = step_flops + per_micro * p.micro_batches * p.dp;
   double compute = flops / (gpus * peak.count());
-  compute *= 1 + static_cast<double>(p.pp - 1) / p.micro_batches;  // the 1F1B bubble
+  compute *= 1 + static_cast<double>(p.pp - 1) / (p.vp * p.micro_batches);  // the (interleaved) 1F1B bubble
   const double e = element_bytes(m.dtype);
   // TP: four all-reduces (or reduce-scatter + all-gather pairs) of the layer's b s h activations per layer, forward
   // and backward, on the rank's layers and micro-batches; a ring moves 2 (t - 1) / t of the bytes.
@@ -242,9 +253,10 @@ std::string sweep_plan_yaml(const std::vector<PlanCandidate>& chosen) {
   for (const auto& c : chosen) {
     const ParallelPlan& p = c.parallel;
     yaml += fmt::format(
-        "      - label: {}\n        set:\n          workloads[0].parallel: {{tp: {}, pp: {}, dp: {}, ep: {}, "
+        "      - label: {}\n        set:\n          workloads[0].parallel: {{tp: {}, pp: {}, vp: {}, dp: {}, ep: {}, "
         "sequence_parallel: {}, recompute: {}, zero: {}}}\n          workloads[0].model.micro_batch: {}\n",
-        c.label(), p.tp, p.pp, p.dp, p.ep, p.sequence_parallel, recompute_name(p.recompute), p.zero, c.micro_batch);
+        c.label(), p.tp, p.pp, p.vp, p.dp, p.ep, p.sequence_parallel, recompute_name(p.recompute), p.zero,
+        c.micro_batch);
   }
   return yaml;
 }
@@ -281,6 +293,7 @@ json result_json(const PlanResult& r) {
   json j{{"label", r.candidate.label()},
          {"tp", p.tp},
          {"pp", p.pp},
+         {"vp", p.vp},
          {"dp", p.dp},
          {"ep", p.ep},
          {"micro_batch", r.candidate.micro_batch},

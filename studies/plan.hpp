@@ -7,6 +7,8 @@
 //   tp   divides the GPUs of one NVLink domain (tensor parallelism stays inside a node), model.heads, kv_heads (not
 //        with MLA), ffn_hidden, the shared experts' FFN and micro_batch x sequence
 //   pp   divides model.layers
+//   vp   1 (1F1B), or 2 or 4 model chunks per stage (interleaved 1F1B) when pp > 1, pp x vp divides model.layers
+//        and the micro-batches are a multiple of pp
 //   dp   = GPUs / (tp x pp), and divides the global batch
 //   ep   1 for a dense model; for MoE every ep dividing model.moe.experts and dp
 //   micro_batch  every divisor of the per-replica batch (global batch / dp); micro_batches = the quotient
@@ -34,7 +36,7 @@ struct PlanCandidate {
   workloads::training::ParallelPlan parallel;
   int micro_batch = 1;
 
-  /// "tp2-pp1-dp4-ep1-mb1-selective-zero1": the sweep's label of the point.
+  /// "tp2-pp1-dp4-ep1-mb1-selective-zero1" ("tp1-pp4-vp2-..." when interleaved): the sweep's label of the point.
   std::string label() const;
 };
 
@@ -54,7 +56,7 @@ workloads::training::Footprint peak_footprint(const workloads::training::ModelSp
                                               const workloads::training::MemorySpec& memory);
 
 /// A first-order step time, to prune before simulating (not a prediction): the model FLOPs (plus the
-/// recomputation's extra forward) at the GPU's peak, stretched by the 1F1B bubble (pp - 1) / m, plus the TP
+/// recomputation's extra forward) at the GPU's peak, stretched by the 1F1B bubble (pp - 1) / (vp m), plus the TP
 /// activations' and the DP gradients' ring traffic at `intra` bandwidth inside an NVLink domain of
 /// `gpus_per_domain`, at `inter` for a group that leaves it.
 Seconds estimate_step(const workloads::training::ModelSpec& model, const PlanCandidate& candidate, FlopsPerSecond peak,

@@ -36,23 +36,27 @@ TEST_CASE("plan: the enumeration of a small dense job is the count by hand") {
   //   tp1 pp4 dp1: 3 micro batches x 3 x 1 =  9
   //   tp2 pp1 dp2: 2               x 3 x 2 = 12
   //   tp2 pp2 dp1: 3               x 3 x 1 =  9
+  // and interleaved (vp 2: pp x 2 divides the 4 layers, micro-batches a multiple of pp; vp 4 never divides):
+  //   tp1 pp2 dp2 vp2: micro batch 1 (2 micro-batches)       x 3 x 2 = 6
+  //   tp2 pp2 dp1 vp2: micro batch 1 or 2 (4 or 2)           x 3 x 1 = 6
   const auto plans = enumerate_plans(small_model(), {4, 4, 4});
-  CHECK(plans.size() == 48);
+  CHECK(plans.size() == 48 + 12);
   std::set<std::string> labels;
   for (const auto& c : plans) labels.insert(c.label());
   CHECK(labels.size() == plans.size());  // no plan twice
-  // A domain of 2 GPUs caps tp at 2: the same 48; of 1, tp 1 alone: 6 + 12 + 9.
-  CHECK(enumerate_plans(small_model(), {4, 2, 4}).size() == 48);
-  CHECK(enumerate_plans(small_model(), {4, 1, 4}).size() == 27);
+  // A domain of 2 GPUs caps tp at 2: the same 60; of 1, tp 1 alone: 6 + 12 + 9 + 6.
+  CHECK(enumerate_plans(small_model(), {4, 2, 4}).size() == 60);
+  CHECK(enumerate_plans(small_model(), {4, 1, 4}).size() == 33);
 }
 
 TEST_CASE("plan: a MoE job adds expert parallelism dividing the experts and dp") {
   ModelSpec m = small_model();
   m.moe = MoeSpec{};
   m.moe->experts = 2;
-  // ep | dp and ep | 2 experts: dp 4 and dp 2 take ep 1 or 2, dp 1 only ep 1: 2 x 6 + 2 x 12 + 9 + 2 x 12 + 9.
+  // ep | dp and ep | 2 experts: dp 4 and dp 2 take ep 1 or 2, dp 1 only ep 1: 2 x 6 + 2 x 12 + 9 + 2 x 12 + 9,
+  // and interleaved 2 x 6 (tp1 pp2 dp2) + 6 (tp2 pp2 dp1).
   const auto plans = enumerate_plans(m, {4, 4, 4});
-  CHECK(plans.size() == 78);
+  CHECK(plans.size() == 78 + 18);
   for (const auto& c : plans) {
     CHECK(c.parallel.dp % c.parallel.ep == 0);
     CHECK(m.moe->experts % c.parallel.ep == 0);
@@ -77,6 +81,8 @@ TEST_CASE("plan: every enumerated plan keeps Megatron-Core's divisibility rules 
     CHECK(m.heads % p.tp == 0);
     CHECK(m.kv_heads % p.tp == 0);
     CHECK(m.layers % p.pp == 0);
+    CHECK(m.layers % (p.pp * p.vp) == 0);
+    if (p.vp > 1) CHECK(p.micro_batches % p.pp == 0);
     CHECK(c.micro_batch * m.sequence % p.tp == 0);
     CHECK(c.micro_batch * p.micro_batches * p.dp == space.global_batch);
     CHECK(p.sequence_parallel == (p.tp > 1));
@@ -144,6 +150,10 @@ TEST_CASE("plan: the footprint filter and the estimate move the way the plan doe
   flat.parallel.dp = 4;
   flat.parallel.micro_batches = 1;
   CHECK(estimate(piped) == doctest::Approx(1.5 * estimate(flat)));
+  // Interleaved over 2 chunks per stage, the bubble halves: (p - 1) / (v m) = 1/4.
+  PlanCandidate interleaved = piped;
+  interleaved.parallel.vp = 2;
+  CHECK(estimate(interleaved) == doctest::Approx(1.25 * estimate(flat)));
   // Gradients that cross a slower link take longer: a DP group of 4 in a domain of 2 against one of 8.
   const BytesPerSecond nvlink{450e9}, ib{50e9};
   CHECK(estimate_step(m, base, peak, nvlink, ib, 2).count() > estimate_step(m, base, peak, nvlink, ib, 8).count());

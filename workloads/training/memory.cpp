@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "workloads/training/schedule.hpp"
+
 namespace snsim::workloads::training {
 namespace {
 
@@ -50,9 +52,10 @@ double optimizer_bytes_per_param(Dtype dtype) {
   return weight < 4 ? 12 : 2 * weight;
 }
 
+/// Micro-batches (interleaved: micro-batch chunks of 1 / vp of the stage's layers) the stage holds at its peak.
 int in_flight(const ParallelPlan& plan, int stage) {
   if (plan.pipeline == Pipeline::gpipe) return plan.micro_batches;
-  return std::min(plan.pp - stage, plan.micro_batches);
+  return interleaved_in_flight(plan, stage);
 }
 
 }  // namespace
@@ -69,10 +72,11 @@ Footprint stage_footprint(const ModelSpec& model, const ParallelPlan& plan, cons
   Footprint f;
   f.stage = stage;
   f.in_flight = in_flight(plan, stage);
-  const int layers = model.layers / plan.pp, first = stage * layers;
+  const int layers = model.layers / plan.pp;
   const bool first_stage = stage == 0, last_stage = stage == plan.pp - 1;
   double dense = 0, experts = 0, per_micro_batch = 0, largest_layer = 0;
-  for (int l = first; l < first + layers; ++l) {
+  for (int local = 0; local < layers; ++local) {
+    const int l = global_layer(model, plan, stage, local);
     dense += dense_layer_params(model, plan, l);
     experts += expert_layer_params(model, plan, l);
     per_micro_batch += static_cast<double>(layer_activations(model, plan, l).count());
@@ -89,9 +93,10 @@ Footprint stage_footprint(const ModelSpec& model, const ParallelPlan& plan, cons
 
   const double e = element_bytes(model.dtype), tokens = static_cast<double>(model.micro_batch) * model.sequence;
   const double outside = plan.sequence_parallel ? plan.tp : 1;
-  double activations = per_micro_batch * f.in_flight;
+  // Interleaved, a chunk-micro-batch holds one chunk's layers: 1 / vp of the stage's (chunks alike on average).
+  double activations = per_micro_batch * f.in_flight / plan.vp;
   if (plan.recompute == Recompute::full) activations += largest_layer;  // the layer being rebuilt
-  if (first_stage && model.dropout) activations += tokens * model.hidden / outside * f.in_flight;
+  if (first_stage && model.dropout) activations += tokens * model.hidden / outside * f.in_flight / plan.vp;
   if (last_stage)  // the final norm's input, the logits and the cross-entropy's fp32 copy, for the one micro-batch
     activations += e * tokens * model.hidden / outside + (e + 4) * tokens * model.vocabulary / plan.tp;
   f.activations = bytes_of(activations);

@@ -399,6 +399,22 @@ ModelSpec parse_model(const ConfigNode& node, const Fabric& fabric) {
   return m;
 }
 
+namespace {
+/// parallel.vp: the interleaved 1F1B's model chunks per stage (Megatron's virtual_pipeline_model_parallel_size).
+void parse_virtual_pipeline(const ConfigNode& parallel, const ModelSpec& spec, ParallelPlan& p) {
+  p.vp = parallel.optional<int>("vp", 1);
+  check_between(parallel, "vp", p.vp, 1, std::max(1, spec.layers));
+  if (p.vp == 1) return;
+  if (p.pp < 2)
+    parallel.fail_key("vp", fmt::format("interleaves pipeline stages: needs parallel.pp > 1, got {}", p.pp));
+  if (p.pipeline != Pipeline::one_f_one_b)
+    parallel.fail_key("vp", "the interleaved schedule is a 1F1B one: needs parallel.pipeline 1f1b");
+  if (spec.layers % (p.pp * p.vp) != 0)
+    parallel.fail_key("vp", fmt::format("pp x vp = {} x {} = {} must divide model.layers ({})", p.pp, p.vp, p.pp * p.vp,
+                                        spec.layers));
+}
+}  // namespace
+
 ParallelPlan parse_plan(const ConfigNode& parallel, const ConfigNode& model, const ModelSpec& spec,
                         const Fabric& fabric) {
   ParallelPlan p;
@@ -440,6 +456,7 @@ ParallelPlan parse_plan(const ConfigNode& parallel, const ConfigNode& model, con
   if (pipeline != "1f1b" && pipeline != "gpipe")
     parallel.fail_key("pipeline", fmt::format("expected 1f1b or gpipe, found '{}'", pipeline));
   p.pipeline = pipeline == "1f1b" ? Pipeline::one_f_one_b : Pipeline::gpipe;
+  parse_virtual_pipeline(parallel, spec, p);
   p.sequence_parallel = parallel.optional<bool>("sequence_parallel", false);
   p.recompute = choice(parallel, "recompute", Recompute::none,
                        {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}});
@@ -465,6 +482,12 @@ ParallelPlan parse_plan(const ConfigNode& parallel, const ConfigNode& model, con
     model.fail_key(
         global ? "global_batch" : "micro_batches",
         fmt::format("gives {} micro-batches per step; expected 1 to {}", p.micro_batches, MAX_MICRO_BATCHES));
+  // Megatron-Core's interleaved schedule runs the micro-batches in groups of pp through every chunk.
+  if (p.vp > 1 && p.micro_batches % p.pp != 0)
+    model.fail_key(global ? "global_batch" : "micro_batches",
+                   fmt::format("gives {} micro-batches per step; the interleaved pipeline (parallel.vp {}) needs a "
+                               "multiple of parallel.pp ({})",
+                               p.micro_batches, p.vp, p.pp));
   return p;
 }
 

@@ -130,6 +130,7 @@ enum class Recompute { none, selective, full };
 
 struct ParallelPlan {
   int tp = 1, pp = 1, dp = 1, ep = 1;
+  int vp = 1;             // model chunks per pipeline stage (interleaved 1F1B: workloads/training/schedule.hpp)
   int micro_batches = 1;  // per step, per pipeline (per data-parallel replica)
   Pipeline pipeline = Pipeline::one_f_one_b;
   bool sequence_parallel = false;

@@ -1,6 +1,7 @@
 #include "workloads/training/training.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -12,6 +13,7 @@
 #include "runtime/waits.hpp"
 #include "sim/random.hpp"
 #include "workloads/training/balancer.hpp"
+#include "workloads/training/schedule.hpp"
 
 namespace snsim::workloads::training {
 namespace {
@@ -24,6 +26,9 @@ constexpr int TP_REDUCE = 1, TP_GATHER = 2, PP_FORWARD = 3, PP_BACKWARD = 4, MOE
 constexpr int MOE_DISPATCH = 100;
 constexpr int DP_REDUCE = 10000, DP_GATHER = 20000, EXPERT_REDUCE = 30000, EXPERT_GATHER = 40000;
 constexpr int MAX_BUCKETS = 9999;
+// Stream events of the interleaved pipeline (after the gradient buckets' 0..MAX_BUCKETS): a forward (+0) or backward
+// (+1) done, a transfer for one received.
+constexpr int P2P_DONE = 100000, P2P_RECEIVED = 100002;
 // PGAS reductions over at most this many ranks put every chunk straight to its owner; larger groups go around a
 // ring. All-pairs puts are n(n-1) concurrent flows ending at different times, which SimGrid's exact max-min
 // re-solves at every end (quadratic: docs/simgrid.md#speed); at 72 ranks a step took minutes. NCCL runs
@@ -83,7 +88,7 @@ std::vector<Bucket> buckets(const TrainingConfig& c, int stage) {
   };
   if (stage == c.plan.pp - 1) add(layers + 1, logits_params(c.model, c.plan), 0);
   for (int l = layers; l >= 1; --l) {
-    const int layer = stage * layers + l - 1;
+    const int layer = global_layer(c.model, c.plan, stage, l - 1);
     add(l, dense_layer_params(c.model, c.plan, layer), expert_layer_params(c.model, c.plan, layer));
   }
   if (stage == 0) add(0, embedding_params(c.model, c.plan), 0);
@@ -115,7 +120,7 @@ std::vector<std::string> bucket_notes(const TrainingConfig& c, bool set) {
     for (const auto& b : cut) stage_total += (b.dense_params + b.expert_params) * grad;
     largest_stage = std::max(largest_stage, stage_total);
     for (int l = 0; l < layers; ++l) {
-      const int layer = stage * layers + l;
+      const int layer = global_layer(c.model, c.plan, stage, l);
       smallest_layer =
           std::min(smallest_layer,
                    (dense_layer_params(c.model, c.plan, layer) + expert_layer_params(c.model, c.plan, layer)) * grad);
@@ -271,10 +276,10 @@ class RankEmitter {
     auto [it, inserted] = routes_.try_emplace({me_.pp, block, layer});
     if (inserted) {
       const auto& moe = *c_.model.moe;
-      const int global_layer = me_.pp * layers_ + layer;
-      RandomStream pick(seed_, fmt::format("training.moe.popularity.layer{}", global_layer));
+      const int model_layer = global_layer(c_.model, c_.plan, me_.pp, layer);
+      RandomStream pick(seed_, fmt::format("training.moe.popularity.layer{}", model_layer));
       const auto p = popularity(moe.experts, moe.skew, pick);
-      RandomStream rng(seed_, fmt::format("training.moe.routing.layer{}.group{}", global_layer, block));
+      RandomStream rng(seed_, fmt::format("training.moe.routing.layer{}.group{}", model_layer, block));
       for (int s = 0; s < c_.steps; ++s)
         for (int m = 0; m < c_.plan.micro_batches; ++m) {
           const Routing choices = route_choices(p, rng);
@@ -368,7 +373,7 @@ class RankEmitter {
 
   void layer_pass(int layer, int mb, bool backward, const OpInfo& info) {
     const bool sp = c_.plan.sequence_parallel && c_.plan.tp > 1;
-    const bool moe = is_moe_layer(c_.model, me_.pp * layers_ + layer);
+    const bool moe = is_moe_layer(c_.model, global_layer(c_.model, c_.plan, me_.pp, layer));
     const Bytes act = activation();
     const auto& k = moe ? moe_kernels_ : kernels_;
     // A MoE layer's shared experts are a tensor-parallel MLP beside the routed ones (none: no MLP kernels).
@@ -420,9 +425,17 @@ class RankEmitter {
 
   Kernel embedding() const { return {Flops{0}, activation()}; }
 
-  void forward(int mb) {
-    const bool first = me_.pp == 0, last = me_.pp == c_.plan.pp - 1;
-    for (int unit = first ? 0 : 1; unit <= layers_ + (last ? 1 : 0); ++unit) {
+  /// The units of the stage's chunk `chunk` (all its layers without interleaving): its layers, the embedding before
+  /// the model's first chunk, the logits after its last.
+  std::pair<int, int> chunk_units(int chunk) const {
+    const int per_chunk = layers_ / c_.plan.vp;
+    const bool first = me_.pp == 0 && chunk == 0, last = me_.pp == c_.plan.pp - 1 && chunk == c_.plan.vp - 1;
+    return {first ? 0 : chunk * per_chunk + 1, last ? layers_ + 1 : (chunk + 1) * per_chunk};
+  }
+
+  void forward(int mb, int chunk = 0) {
+    const auto [low, high] = chunk_units(chunk);
+    for (int unit = low; unit <= high; ++unit) {
       const OpInfo info = here(OpInfo::forward, mb, unit);
       // ZeRO under PGAS: a bucket's parameters, gathered by the previous step's puts, are waited for here, at
       // their first use, and nowhere else.
@@ -436,9 +449,9 @@ class RankEmitter {
     }
   }
 
-  void backward(int mb) {
-    const bool first = me_.pp == 0, last = me_.pp == c_.plan.pp - 1;
-    for (int unit = layers_ + (last ? 1 : 0); unit >= (first ? 0 : 1); --unit) {
+  void backward(int mb, int chunk = 0) {
+    const auto [low, high] = chunk_units(chunk);
+    for (int unit = high; unit >= low; --unit) {
       const OpInfo info = here(OpInfo::backward, mb, unit);
       if (unit == 0)
         compute(embedding(), 2, info);
@@ -505,6 +518,7 @@ class RankEmitter {
 
   void pipeline() {
     const int m = c_.plan.micro_batches;
+    if (c_.plan.vp > 1) return interleaved();
     if (c_.plan.pipeline == Pipeline::gpipe) {
       for (int i = 0; i < m; ++i) {
         p2p(Comm::recv_forward, i);
@@ -540,6 +554,92 @@ class RankEmitter {
       backward(i);
       p2p(Comm::send_backward, i);
     }
+  }
+
+  /// Interleaved 1F1B (workloads/training/schedule.hpp): the stage's chunks in Megatron-Core's order. Activations go
+  /// around the stages vp times, stage pp - 1's chunk c on to stage 0's chunk c + 1, and the gradients back.
+  void interleaved() {
+    const auto order = interleaved_order(c_.plan, me_.pp);
+    if (pgas_) {  // a put does not wait for its target: each transfer where the schedule has it
+      for (const auto& task : order) {
+        if (receives(task)) chunk_transfer(task, false);
+        task.forward ? forward(task.micro_batch, task.chunk) : backward(task.micro_batch, task.chunk);
+        if (sends(task)) chunk_transfer(task, true);
+      }
+      return;
+    }
+    // NCCL: Megatron-Core's overlapped point-to-point (overlap_p2p_comm, on with interleaving): each send is posted
+    // once its forward or backward is done, on a stream of its own, and the receive of the next forward (backward)
+    // as soon as the previous forward (backward) is done, so that transfers run behind the other direction's compute.
+    // The compute stream waits only for the receive it needs. One stream per direction and kind keeps each pair's
+    // transfers in one order at both ends.
+    std::vector<Op>* compute_stream = out_;
+    std::array<std::vector<Op>, 4> side;  // send forward, send backward, receive forward, receive backward
+    std::array<std::uint64_t, 2> done_at_start = {done_[0], done_[1]};
+    const int warmup = interleaved_warmup(c_.plan, me_.pp);
+    for (const auto& task : order) {
+      const int dir = task.forward ? 0 : 1;
+      const OpInfo info =
+          here(task.forward ? OpInfo::forward : OpInfo::backward, task.micro_batch, chunk_units(task.chunk).first);
+      if (receives(task)) {
+        out_ = &side[2 + dir];
+        // Posted once the previous task of its direction is done; the first backward's with the last warm-up
+        // forward (Megatron's last warm-up iteration receives the first gradient).
+        if (done_[dir] > done_at_start[dir])
+          add(EventWaitOp{P2P_DONE + dir, done_[dir]}, info);
+        else if (!task.forward)
+          add(EventWaitOp{P2P_DONE, done_at_start[0] + static_cast<std::uint64_t>(warmup)}, info);
+        chunk_transfer(task, false);
+        add(EventRecordOp{P2P_RECEIVED + dir}, info);
+        out_ = compute_stream;
+        add(EventWaitOp{P2P_RECEIVED + dir, ++received_[dir]}, info);
+      }
+      task.forward ? forward(task.micro_batch, task.chunk) : backward(task.micro_batch, task.chunk);
+      add(EventRecordOp{P2P_DONE + dir}, info);
+      ++done_[dir];
+      if (sends(task)) {
+        out_ = &side[dir];
+        add(EventWaitOp{P2P_DONE + dir, done_[dir]}, info);
+        chunk_transfer(task, true);
+        out_ = compute_stream;
+      }
+    }
+    for (auto& stream : side)
+      if (!stream.empty()) side_streams_.push_back(std::move(stream));
+  }
+
+  /// Whether a task takes its input from (gives its output to) another stage: all but the model's first chunk's
+  /// forward and last chunk's backward receive, all but its last chunk's forward and first chunk's backward send.
+  bool receives(const PipelineTask& task) const {
+    return task.forward ? !(me_.pp == 0 && task.chunk == 0)
+                        : !(me_.pp == c_.plan.pp - 1 && task.chunk == c_.plan.vp - 1);
+  }
+  bool sends(const PipelineTask& task) const {
+    return task.forward ? !(me_.pp == c_.plan.pp - 1 && task.chunk == c_.plan.vp - 1)
+                        : !(me_.pp == 0 && task.chunk == 0);
+  }
+
+  /// A task's activation (forward) or gradient (backward) from or to the neighbouring stage, around the ring of stages.
+  void chunk_transfer(const PipelineTask& task, bool send) {
+    const int pp = c_.plan.pp;
+    const bool towards_next = task.forward == send;
+    const int peer = rank_of(c_.plan, {me_.tp, me_.dp, (me_.pp + (towards_next ? 1 : pp - 1)) % pp});
+    const auto [low, high] = chunk_units(task.chunk);
+    const OpInfo info = here(task.forward ? OpInfo::forward : OpInfo::backward, task.micro_batch, send ? high : low);
+    const Bytes bytes{activation().count() / static_cast<std::uint64_t>(c_.plan.tp)};
+    const int signal = task.forward ? PP_FORWARD : PP_BACKWARD;
+    if (pgas_) {
+      if (send)
+        put(peer, bytes, signal, info);
+      else
+        wait(signal, blocks(bytes), info);
+      return;
+    }
+    // Activations and gradients between the same two ranks go by different communicators (with two stages both
+    // directions of a pair carry both), as Megatron's separate send and receive of each.
+    const int sender = send ? rank_ : peer, receiver = send ? peer : rank_;
+    const std::vector<int> pair = task.forward ? std::vector{sender, receiver} : std::vector{receiver, sender};
+    collective(CollectiveKind::broadcast, bytes, groups_.get(pair), info, sender);
   }
 
   // ---- gradients and the optimizer --------------------------------------------------------------------------------
@@ -643,13 +743,15 @@ class RankEmitter {
     pipeline();
     std::vector<Op> grads = reduces() ? gradient_stream() : std::vector<Op>{};
     out_ = &program;
-    if (grads.empty()) {
+    if (grads.empty() && side_streams_.empty()) {
       for (auto& op : main) program.push_back(std::move(op));
     } else {
-      StreamsOp both;
-      both.streams.push_back(std::move(main));
-      both.streams.push_back(std::move(grads));
-      program.push_back(Op{std::move(both), phase_, -1});
+      StreamsOp all;
+      all.streams.push_back(std::move(main));
+      if (!grads.empty()) all.streams.push_back(std::move(grads));
+      for (auto& stream : side_streams_) all.streams.push_back(std::move(stream));
+      side_streams_.clear();
+      program.push_back(Op{std::move(all), phase_, -1});
     }
     optimizer();
     if (!pgas_) return;
@@ -677,6 +779,10 @@ class RankEmitter {
   bool pgas_;
   Group dp_, tp_, ep_, edp_, world_;
   int step_ = 0;
+  // Interleaved pipeline under BSP: the step's transfer streams, and per direction (forward, backward) the tasks
+  // done and the transfers received so far in the run (the counts their events have reached).
+  std::vector<std::vector<Op>> side_streams_;
+  std::array<std::uint64_t, 2> done_{}, received_{};
   std::vector<Op>* out_ = nullptr;  // the stream being emitted: this step's main or gradient stream, or the program
 };
 
@@ -927,6 +1033,7 @@ WorkloadRegistry::Entry training_entry() {
            {"parallel.dp", "replicas", "GPUs / (tp x pp)", "data parallel; tp x pp x dp = GPUs"},
            {"parallel.ep", "GPUs", "1", "expert parallel, within a stage's tp x dp ranks"},
            {"parallel.pipeline", "1f1b|gpipe", "1f1b", "pipeline schedule"},
+           {"parallel.vp", "chunks", "1", "interleaved 1F1B: model chunks per pipeline stage (pp x vp divides layers)"},
            {"parallel.sequence_parallel", "bool", "false", "TP reduce-scatter / all-gather instead of all-reduce"},
            {"parallel.recompute", "none|selective|full", "none", "activation recomputation in the backward"},
            {"parallel.zero", "bool", "false", "distributed optimizer: reduce-scatter gradients, all-gather parameters"},

@@ -11,8 +11,8 @@
 //
 // One step on one rank (stage = its pipeline stage, workloads/training/model.hpp maps ranks):
 //
-//   stream 0  the pipeline schedule (1F1B as Megatron-LM's forward_backward_pipelining_without_interleaving, or
-//             GPipe): per micro-batch and layer the forward kernels (QKV, attention, projection, norms, MLP or
+//   stream 0  the pipeline schedule (1F1B as Megatron-LM's forward_backward_pipelining_without_interleaving, its
+//             interleaved form over parallel.vp chunks per stage (workloads/training/schedule.hpp), or GPipe): per micro-batch and layer the forward kernels (QKV, attention, projection, norms, MLP or
 //             router + experts), the TP collectives between them, MoE dispatch and combine; activations and their
 //             gradients between stages; the backward in reverse. The last micro-batch's backward records an event
 //             when a gradient bucket is complete.
