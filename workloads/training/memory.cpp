@@ -69,6 +69,18 @@ Bytes layer_activations(const ModelSpec& model, const ParallelPlan& plan, int la
 }
 
 Footprint stage_footprint(const ModelSpec& model, const ParallelPlan& plan, const MemorySpec& memory, int stage) {
+  if (plan.cp > 1) {
+    // A CP rank is a rank of s / cp-token sequences whose weights, like a DP rank's, are reduced and sharded over
+    // DP x CP (the experts' over the stage's tp x cp x dp / ep), plus the ring's communicator.
+    ModelSpec local = model;
+    local.sequence = model.sequence / plan.cp;
+    ParallelPlan folded = plan;
+    folded.dp = plan.dp * plan.cp;
+    folded.cp = 1;
+    Footprint f = stage_footprint(local, folded, memory, stage);
+    f.communication += memory.communicator_buffers;
+    return f;
+  }
   Footprint f;
   f.stage = stage;
   f.in_flight = in_flight(plan, stage);

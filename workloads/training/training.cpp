@@ -13,6 +13,7 @@
 #include "runtime/waits.hpp"
 #include "sim/random.hpp"
 #include "workloads/training/balancer.hpp"
+#include "workloads/training/context.hpp"
 #include "workloads/training/schedule.hpp"
 
 namespace snsim::workloads::training {
@@ -22,7 +23,7 @@ using models::CollectiveKind;
 
 constexpr int MAX_STEPS = 100;  // keeps every op's tag (step, micro-batch, unit, pass) within an int
 // Signal ids on the symmetric heap, one range per purpose; a local expert or a gradient bucket adds its index.
-constexpr int TP_REDUCE = 1, TP_GATHER = 2, PP_FORWARD = 3, PP_BACKWARD = 4, MOE_COMBINE = 5;
+constexpr int TP_REDUCE = 1, TP_GATHER = 2, PP_FORWARD = 3, PP_BACKWARD = 4, MOE_COMBINE = 5, CP_RING = 6;
 constexpr int MOE_DISPATCH = 100;
 constexpr int DP_REDUCE = 10000, DP_GATHER = 20000, EXPERT_REDUCE = 30000, EXPERT_GATHER = 40000;
 constexpr int MAX_BUCKETS = 9999;
@@ -48,17 +49,21 @@ Bytes bytes_of(double x) {
   return Bytes{static_cast<std::uint64_t>(std::llround(std::max(0.0, x)))};
 }
 
-/// One Group per set of ranks, shared by every member's ops (collectives and barriers match by Group identity).
+/// What a Group carries: transfers that may run at once between the same ranks go by different communicators.
+enum class Purpose { collective, context_ring };
+
+/// One Group per set of ranks and purpose, shared by every member's ops (collectives and barriers match by Group
+/// identity).
 class Groups {
  public:
-  Group get(const std::vector<int>& ranks) {
-    auto [it, inserted] = cache_.try_emplace(ranks, nullptr);
+  Group get(const std::vector<int>& ranks, Purpose purpose = Purpose::collective) {
+    auto [it, inserted] = cache_.try_emplace({purpose, ranks}, nullptr);
     if (inserted) it->second = std::make_shared<const std::vector<int>>(ranks);
     return it->second;
   }
 
  private:
-  std::map<std::vector<int>, Group> cache_;
+  std::map<std::pair<Purpose, std::vector<int>>, Group> cache_;
 };
 
 /// Gradients that a stage reduces together, ready once the backward has gone below `low_unit`.
@@ -104,7 +109,7 @@ std::vector<Bucket> buckets(const TrainingConfig& c, int stage) {
 std::vector<std::string> bucket_notes(const TrainingConfig& c, bool set) {
   if (!set) return {};
   const bool experts_reduced = c.model.moe && expert_dp_group(c.plan, 0).size() > 1;
-  if (c.plan.dp == 1 && !experts_reduced)
+  if (c.plan.dp * c.plan.cp == 1 && !experts_reduced)
     return {
         fmt::format("parallel.bucket {} changes nothing: no gradient is reduced across GPUs (dp 1)", c.plan.bucket)};
   const int layers = c.model.layers / c.plan.pp;
@@ -164,7 +169,14 @@ class RankEmitter {
         kernels_{layer_forward(c_.model, c_.plan, false)},
         moe_kernels_{c_.model.moe ? layer_forward(c_.model, c_.plan, true) : LayerForward{}},
         pgas_{c_.schedule == Schedule::pgas} {
-    dp_ = groups_.get(dp_group(c_.plan, rank));
+    dp_ = groups_.get(dp_cp_group(c_.plan, rank));  // CP ranks hold the same weights
+    if (c_.plan.cp > 1) {
+      Coord next = me_, prev = me_;
+      next.cp = (me_.cp + 1) % c_.plan.cp;
+      prev.cp = (me_.cp + c_.plan.cp - 1) % c_.plan.cp;
+      cp_next_ = rank_of(c_.plan, next);
+      cp_prev_ = rank_of(c_.plan, prev);
+    }
     tp_ = groups_.get(tp_group(c_.plan, rank));
     if (c_.model.moe) {
       ep_ = groups_.get(ep_group(c_.plan, rank));
@@ -265,14 +277,14 @@ class RankEmitter {
   }
 
   Bytes activation() const {
-    return bytes_of(static_cast<double>(c_.model.micro_batch) * c_.model.sequence * c_.model.hidden *
+    return bytes_of(static_cast<double>(c_.model.micro_batch) * c_.model.sequence / c_.plan.cp * c_.model.hidden *
                     element_bytes(c_.model.dtype));
   }
 
   // ---- MoE -------------------------------------------------------------------------------------------------------
 
   const MoeRoute& route(int layer, int mb) {
-    const int block = (me_.tp + c_.plan.tp * me_.dp) / c_.plan.ep;
+    const int block = (rank_ % (c_.plan.tp * c_.plan.cp * c_.plan.dp)) / c_.plan.ep;  // the EP group in the stage
     auto [it, inserted] = routes_.try_emplace({me_.pp, block, layer});
     if (inserted) {
       const auto& moe = *c_.model.moe;
@@ -387,7 +399,7 @@ class RankEmitter {
     if (!backward) {
       before();
       compute(k.qkv, 1, info);
-      compute(k.attention, 1, info);
+      attention(k.attention, false, info);
       compute(k.projection, 1, info);
       after();
       compute(k.elementwise, 1, info);
@@ -417,10 +429,46 @@ class RankEmitter {
     before();
     compute(k.projection, 2, info);
     // Selective recomputation: the attention core's forward again, its s^2 scores not kept (§5).
-    if (c_.plan.recompute == Recompute::selective) compute(k.attention, 1, info);
-    compute(k.attention, 2, info);
+    if (c_.plan.recompute == Recompute::selective) attention(k.attention, false, info);
+    attention(k.attention, true, info);
     compute(k.qkv, 2, info);
     after();
+  }
+
+  /// The attention core, forward (or its backward, twice the FLOPs). With context parallelism a ring over the CP
+  /// group (workloads/training/context.hpp): cp rounds of 1 / cp of it, the first cp - 1 each beside the exchange of
+  /// the next chunk's K and V (backward: with their gradients), which the next round waits for.
+  void attention(const Kernel& k, bool backward, const OpInfo& info) {
+    const double scale = backward ? 2 : 1;
+    const int cp = c_.plan.cp;
+    if (cp == 1) return compute(k, scale, info);
+    const Bytes kv{ring_kv_bytes(c_.model, c_.plan).count() * (backward ? 2u : 1u)};
+    for (int round = 0; round < cp; ++round) {
+      if (round + 1 == cp) {
+        compute(k, scale / cp, info);
+        break;
+      }
+      if (pgas_) {
+        put(cp_next_, kv, CP_RING, info);
+        compute(k, scale / cp, info);
+        wait(CP_RING, blocks(kv), info);
+        continue;
+      }
+      std::vector<Op>* outer = out_;
+      StreamsOp ring;
+      ring.streams.resize(3);
+      out_ = &ring.streams[0];
+      collective(CollectiveKind::broadcast, kv, groups_.get({rank_, cp_next_}, Purpose::context_ring), info, rank_);
+      out_ = &ring.streams[1];
+      collective(CollectiveKind::broadcast, kv, groups_.get({cp_prev_, rank_}, Purpose::context_ring), info, cp_prev_);
+      out_ = &ring.streams[2];
+      compute(k, scale / cp, info);
+      // queued behind the layer's kernels before it, like them
+      if (!ring.streams[2].empty())
+        if (auto* c = std::get_if<ComputeOp>(&ring.streams[2].back().what)) c->pipelined = !outer->empty();
+      out_ = outer;
+      out_->push_back(Op{std::move(ring), phase_, -1});
+    }
   }
 
   Kernel embedding() const { return {Flops{0}, activation()}; }
@@ -476,7 +524,9 @@ class RankEmitter {
     const bool forward = what == Comm::recv_forward || what == Comm::send_forward;
     const bool towards_next = what == Comm::send_forward || what == Comm::recv_backward;
     if ((towards_next && last) || (!towards_next && first)) return;
-    const int peer = rank_of(c_.plan, {me_.tp, me_.dp, me_.pp + (towards_next ? 1 : -1)});
+    Coord at = me_;
+    at.pp += towards_next ? 1 : -1;
+    const int peer = rank_of(c_.plan, at);
     const bool send = what == Comm::send_forward || what == Comm::send_backward;
     const OpInfo info = here(forward ? OpInfo::forward : OpInfo::backward, mb, towards_next ? layers_ : 1);
     const Bytes bytes{activation().count() / static_cast<std::uint64_t>(c_.plan.tp)};
@@ -623,7 +673,9 @@ class RankEmitter {
   void chunk_transfer(const PipelineTask& task, bool send) {
     const int pp = c_.plan.pp;
     const bool towards_next = task.forward == send;
-    const int peer = rank_of(c_.plan, {me_.tp, me_.dp, (me_.pp + (towards_next ? 1 : pp - 1)) % pp});
+    Coord at = me_;
+    at.pp = (me_.pp + (towards_next ? 1 : pp - 1)) % pp;
+    const int peer = rank_of(c_.plan, at);
     const auto [low, high] = chunk_units(task.chunk);
     const OpInfo info = here(task.forward ? OpInfo::forward : OpInfo::backward, task.micro_batch, send ? high : low);
     const Bytes bytes{activation().count() / static_cast<std::uint64_t>(c_.plan.tp)};
@@ -778,6 +830,7 @@ class RankEmitter {
   LayerForward kernels_, moe_kernels_;  // of a dense and of a MoE layer
   bool pgas_;
   Group dp_, tp_, ep_, edp_, world_;
+  int cp_next_ = 0, cp_prev_ = 0;  // ring attention's neighbours
   int step_ = 0;
   // Interleaved pipeline under BSP: the step's transfer streams, and per direction (forward, backward) the tasks
   // done and the transfers received so far in the run (the counts their events have reached).
@@ -1030,10 +1083,11 @@ WorkloadRegistry::Entry training_entry() {
            {"model.moe.skew", "Zipf exponent", "0", "expert popularity skew (0 uniform), drawn per layer"},
            {"parallel.tp", "GPUs", "1", "tensor parallel (innermost ranks)"},
            {"parallel.pp", "stages", "1", "pipeline parallel (outermost)"},
-           {"parallel.dp", "replicas", "GPUs / (tp x pp)", "data parallel; tp x pp x dp = GPUs"},
-           {"parallel.ep", "GPUs", "1", "expert parallel, within a stage's tp x dp ranks"},
+           {"parallel.dp", "replicas", "GPUs / (tp x cp x pp)", "data parallel; tp x cp x pp x dp = GPUs"},
+           {"parallel.ep", "GPUs", "1", "expert parallel, within a stage's tp x cp x dp ranks"},
            {"parallel.pipeline", "1f1b|gpipe", "1f1b", "pipeline schedule"},
            {"parallel.vp", "chunks", "1", "interleaved 1F1B: model chunks per pipeline stage (pp x vp divides layers)"},
+           {"parallel.cp", "GPUs", "1", "context parallel: ring attention over s / cp tokens per GPU (2 cp divides s)"},
            {"parallel.sequence_parallel", "bool", "false", "TP reduce-scatter / all-gather instead of all-reduce"},
            {"parallel.recompute", "none|selective|full", "none", "activation recomputation in the backward"},
            {"parallel.zero", "bool", "false", "distributed optimizer: reduce-scatter gradients, all-gather parameters"},
