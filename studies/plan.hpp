@@ -6,14 +6,15 @@
 // A plan is valid when (Megatron-Core's rules, as parse_plan checks them, docs/training.md):
 //   tp   divides the GPUs of one NVLink domain (tensor parallelism stays inside a node), model.heads, kv_heads (not
 //        with MLA), ffn_hidden, the shared experts' FFN and micro_batch x sequence
+//   cp   1, or 2 or 4 when 2 cp divides the sequence and each CP rank keeps at least 4096 of its tokens
 //   pp   divides model.layers
 //   vp   1 (1F1B), or 2 or 4 model chunks per stage (interleaved 1F1B) when pp > 1, pp x vp divides model.layers
 //        and the micro-batches are a multiple of pp
-//   dp   = GPUs / (tp x pp), and divides the global batch
-//   ep   1 for a dense model; for MoE every ep dividing model.moe.experts and dp
+//   dp   = GPUs / (tp x cp x pp), and divides the global batch
+//   ep   1 for a dense model; for MoE every ep dividing model.moe.experts and dp x cp
 //   micro_batch  every divisor of the per-replica batch (global batch / dp); micro_batches = the quotient
 //   recompute    none, selective or full
-//   zero         off, or on (the distributed optimizer) when dp > 1: with dp = 1 it shards nothing
+//   zero         off, or on (the distributed optimizer) when dp x cp > 1: else it shards nothing
 // Sequence parallelism is on whenever tp > 1 (what Megatron-Core recommends with TP; it only saves memory).
 #pragma once
 

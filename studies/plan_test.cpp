@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <set>
 
 using namespace snsim;
@@ -61,6 +62,26 @@ TEST_CASE("plan: a MoE job adds expert parallelism dividing the experts and dp")
     CHECK(c.parallel.dp % c.parallel.ep == 0);
     CHECK(m.moe->experts % c.parallel.ep == 0);
   }
+}
+
+TEST_CASE("plan: long sequences add context parallelism, each CP rank keeping 4096 tokens or more") {
+  ModelSpec m = small_model();
+  m.sequence = 8192;
+  // cp 2 keeps 4096 tokens a rank, cp 4 2048 (out). With cp 2 on 4 GPUs (zero on or off whenever dp x cp > 1):
+  //   tp1 pp1 dp2: micro batch 1 or 2                        x 3 x 2 = 12
+  //   tp1 pp2 dp1: micro batch 1, 2 or 4                     x 3 x 2 = 18
+  //   tp1 pp2 dp1 vp2: micro batch 1 or 2 (4 or 2 of them)   x 3 x 2 = 12
+  //   tp2 pp1 dp1: micro batch 1, 2 or 4                     x 3 x 2 = 18
+  const auto plans = enumerate_plans(m, {4, 4, 4});
+  int context = 0;
+  for (const auto& c : plans) {
+    CHECK(c.parallel.gpus() == 4);
+    CHECK(c.parallel.cp <= 2);
+    if (c.parallel.cp > 1) ++context;
+  }
+  CHECK(context == 60);
+  CHECK(std::ranges::any_of(plans,
+                            [](const PlanCandidate& c) { return c.label() == "tp2-cp2-pp1-dp1-ep1-mb1-none-zero1"; }));
 }
 
 TEST_CASE("plan: every enumerated plan keeps Megatron-Core's divisibility rules and the global batch") {
