@@ -99,9 +99,20 @@ Footprint stage_footprint(const ModelSpec& model, const ParallelPlan& plan, cons
   f.params = dense + experts;
   f.weights = bytes_of(f.params * gradient_bytes(model.dtype));
   f.gradients = bytes_of(f.params * gradient_bytes(model.dtype));
-  const double dp = plan.zero ? plan.dp : 1,
+  const double dp = plan.zero || plan.fsdp ? plan.dp : 1,
                expert_dp = plan.zero ? static_cast<double>(plan.tp) * plan.dp / plan.ep : 1;
   f.optimizer = bytes_of((dense / dp + experts / expert_dp) * optimizer_bytes_per_param(model.dtype));
+  if (plan.fsdp) {
+    // A shard of every dense parameter and gradient, and whole: the unit computing and the one prefetched (their
+    // gathered parameters) and the gradient of the unit being reduced.
+    double largest_unit = first_stage ? embedding_params(model, plan) : 0;
+    if (last_stage) largest_unit = std::max(largest_unit, logits_params(model, plan));
+    for (int local = 0; local < layers; ++local)
+      largest_unit = std::max(largest_unit, dense_layer_params(model, plan, global_layer(model, plan, stage, local)));
+    const double sharded = dense / plan.dp + experts;
+    f.weights = bytes_of((sharded + 2 * largest_unit) * gradient_bytes(model.dtype));
+    f.gradients = bytes_of((sharded + largest_unit) * gradient_bytes(model.dtype));
+  }
 
   const double e = element_bytes(model.dtype), tokens = static_cast<double>(model.micro_batch) * model.sequence;
   const double outside = plan.sequence_parallel ? plan.tp : 1;

@@ -38,6 +38,9 @@
 //   overhead     `memory.framework_overhead`: the CUDA context, cuBLAS workspaces, the allocator's fragmentation;
 //                snsim measures none of it
 //
+// FSDP (ZeRO-3): the dense weights and gradients are a 1 / dp shard plus the units held whole (two units' weights,
+// the one computing and the one prefetched, and one unit's gradient); the optimizer state is sharded.
+//
 // Context parallelism: a CP rank counts as a rank of s / cp-token sequences whose optimizer state shards over DP x
 // CP, with one more communicator (the ring's).
 //

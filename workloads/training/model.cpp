@@ -492,6 +492,9 @@ ParallelPlan parse_plan(const ConfigNode& parallel, const ConfigNode& model, con
   p.recompute = choice(parallel, "recompute", Recompute::none,
                        {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}});
   p.zero = parallel.optional<bool>("zero", false);
+  p.fsdp = parallel.optional<bool>("fsdp", false);
+  if (p.fsdp && p.dp * p.cp == 1)
+    parallel.fail_key("fsdp", "shards over dp x cp: needs dp x cp > 1, got dp 1 and cp 1");
   p.bucket = parallel.optional<Bytes>("bucket", Bytes{25ull << 20});
   check_between(parallel, "bucket", p.bucket, Bytes{1ull << 10}, Bytes{1ull << 40});
 

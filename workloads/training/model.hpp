@@ -143,6 +143,7 @@ struct ParallelPlan {
   bool sequence_parallel = false;
   Recompute recompute = Recompute::none;
   bool zero = false;          // distributed optimizer (ZeRO-1): gradients reduce-scattered, parameters all-gathered
+  bool fsdp = false;          // FSDP (ZeRO-3): dense parameters, gradients and optimizer state sharded over DP x CP
   Bytes bucket{25ull << 20};  // gradient bucket (PyTorch DDP's bucket_cap_mb = 25)
 
   int gpus() const { return tp * cp * pp * dp; }

@@ -7,6 +7,7 @@
 #include <map>
 #include <numeric>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -30,6 +31,8 @@ constexpr int MAX_BUCKETS = 9999;
 // Stream events of the interleaved pipeline (after the gradient buckets' 0..MAX_BUCKETS): a forward (+0) or backward
 // (+1) done, a transfer for one received.
 constexpr int P2P_DONE = 100000, P2P_RECEIVED = 100002;
+// FSDP's: a unit's parameters gathered, its compute started (the next gather may go), its gradients complete.
+constexpr int FSDP_GATHERED = 100004, FSDP_STARTED = 100005, FSDP_REDUCIBLE = 100006;
 // PGAS reductions over at most this many ranks put every chunk straight to its owner; larger groups go around a
 // ring. All-pairs puts are n(n-1) concurrent flows ending at different times, which SimGrid's exact max-min
 // re-solves at every end (quadratic: docs/simgrid.md#speed); at 72 ranks a step took minutes. NCCL runs
@@ -50,7 +53,7 @@ Bytes bytes_of(double x) {
 }
 
 /// What a Group carries: transfers that may run at once between the same ranks go by different communicators.
-enum class Purpose { collective, context_ring };
+enum class Purpose { collective, context_ring, fsdp_gather, fsdp_reduce };
 
 /// One Group per set of ranks and purpose, shared by every member's ops (collectives and barriers match by Group
 /// identity).
@@ -488,6 +491,7 @@ class RankEmitter {
       // ZeRO under PGAS: a bucket's parameters, gathered by the previous step's puts, are waited for here, at
       // their first use, and nowhere else.
       if (pgas_ && c_.plan.zero && step_ > 0 && mb == 0) gather_waits(unit, info);
+      if (c_.plan.fsdp) fsdp_gather(unit, info);
       if (unit == 0)
         compute(embedding(), 1, info);
       else if (unit == layers_ + 1)
@@ -501,17 +505,57 @@ class RankEmitter {
     const auto [low, high] = chunk_units(chunk);
     for (int unit = high; unit >= low; --unit) {
       const OpInfo info = here(OpInfo::backward, mb, unit);
+      if (c_.plan.fsdp) fsdp_gather(unit, info);
       if (unit == 0)
         compute(embedding(), 2, info);
       else if (unit == layers_ + 1)
         compute(logits_forward(c_.model, c_.plan), 2, info);
       else
         layer(unit - 1, mb, true);
+      if (c_.plan.fsdp) fsdp_reduce(unit, info);
       // The last micro-batch's backward completes the gradients: tell stream 1 which bucket is ready.
       if (mb == c_.plan.micro_batches - 1 && reduces())
         for (std::size_t b = 0; b < buckets_.size(); ++b)
           if (buckets_[b].low_unit == unit) add(EventRecordOp{static_cast<int>(b)}, info);
     }
+  }
+
+  // ---- FSDP (ZeRO-3) -------------------------------------------------------------------------------------------
+
+  /// The dense parameters of a unit on this rank, before FSDP shards them: the embedding, a layer's, the logits'.
+  double unit_params(int unit) const {
+    if (unit == 0) return embedding_params(c_.model, c_.plan);
+    if (unit == layers_ + 1) return logits_params(c_.model, c_.plan);
+    return dense_layer_params(c_.model, c_.plan, global_layer(c_.model, c_.plan, me_.pp, unit - 1));
+  }
+
+  /// The unit's parameters all-gathered over DP x CP before its forward and again before its backward (resharded
+  /// after each, as FSDP's reshard_after_forward), on a stream of their own: the gather of the next unit starts as
+  /// soon as this one's compute does (FSDP's prefetch of one unit), and the compute waits for its own.
+  void fsdp_gather(int unit, const OpInfo& info) {
+    const Bytes bytes = gradient(unit_params(unit));
+    if (bytes.count() == 0 || dp_->size() < 2) return;
+    std::vector<Op>* compute_stream = out_;
+    out_ = &fsdp_gathers_;
+    if (fsdp_gathered_ > fsdp_gathered_at_step_) add(EventWaitOp{FSDP_STARTED, fsdp_gathered_}, info);
+    collective(CollectiveKind::all_gather, bytes, groups_.get(*dp_, Purpose::fsdp_gather), info);
+    add(EventRecordOp{FSDP_GATHERED}, info);
+    out_ = compute_stream;
+    add(EventWaitOp{FSDP_GATHERED, ++fsdp_gathered_}, info);
+    add(EventRecordOp{FSDP_STARTED}, info);
+  }
+
+  /// The unit's gradients reduce-scattered over DP x CP once its backward is done, every micro-batch (each rank
+  /// accumulates only its shard), on a stream of their own.
+  void fsdp_reduce(int unit, const OpInfo& info) {
+    const Bytes bytes = gradient(unit_params(unit));
+    if (bytes.count() == 0 || dp_->size() < 2) return;
+    add(EventRecordOp{FSDP_REDUCIBLE}, info);
+    std::vector<Op>* compute_stream = out_;
+    out_ = &fsdp_reductions_;
+    add(EventWaitOp{FSDP_REDUCIBLE, ++fsdp_reduced_}, info);
+    collective(CollectiveKind::reduce_scatter, bytes, groups_.get(*dp_, Purpose::fsdp_reduce), info);
+    out_ = compute_stream;
   }
 
   // ---- pipeline ----------------------------------------------------------------------------------------------------
@@ -705,7 +749,8 @@ class RankEmitter {
   std::vector<Part> parts(std::size_t b) const {
     std::vector<Part> out;
     const auto k = static_cast<int>(b);
-    out.push_back({dp_, buckets_[b].dense_params, DP_REDUCE + k, DP_GATHER + k});
+    // FSDP reduces the dense gradients layer by layer itself (fsdp_reduce).
+    if (!c_.plan.fsdp) out.push_back({dp_, buckets_[b].dense_params, DP_REDUCE + k, DP_GATHER + k});
     if (c_.model.moe) out.push_back({edp_, buckets_[b].expert_params, EXPERT_REDUCE + k, EXPERT_GATHER + k});
     return out;
   }
@@ -773,6 +818,9 @@ class RankEmitter {
   void optimizer() {
     const OpInfo info = here(OpInfo::step_level);
     double local = 0;  // parameters updated after the backward
+    if (c_.plan.fsdp)  // the rank's shard of the dense parameters
+      for (std::size_t b = 0; b < buckets_.size(); ++b)
+        local += buckets_[b].dense_params / static_cast<double>(dp_->size());
     for (std::size_t b = 0; b < buckets_.size(); ++b)
       for (const auto& p : parts(b)) {
         if (!reduced(p) || !c_.plan.zero)
@@ -792,7 +840,10 @@ class RankEmitter {
   void emit_step(std::vector<Op>& program) {
     std::vector<Op> main;
     out_ = &main;
+    fsdp_gathered_at_step_ = fsdp_gathered_;
     pipeline();
+    for (auto* fsdp : {&fsdp_gathers_, &fsdp_reductions_})
+      if (!fsdp->empty()) side_streams_.push_back(std::exchange(*fsdp, {}));
     std::vector<Op> grads = reduces() ? gradient_stream() : std::vector<Op>{};
     out_ = &program;
     if (grads.empty() && side_streams_.empty()) {
@@ -836,6 +887,9 @@ class RankEmitter {
   // done and the transfers received so far in the run (the counts their events have reached).
   std::vector<std::vector<Op>> side_streams_;
   std::array<std::uint64_t, 2> done_{}, received_{};
+  // FSDP: this step's gather and reduce-scatter streams, and the units gathered and reduced so far in the run.
+  std::vector<Op> fsdp_gathers_, fsdp_reductions_;
+  std::uint64_t fsdp_gathered_ = 0, fsdp_gathered_at_step_ = 0, fsdp_reduced_ = 0;
   std::vector<Op>* out_ = nullptr;  // the stream being emitted: this step's main or gradient stream, or the program
 };
 
@@ -1015,6 +1069,8 @@ std::unique_ptr<Training> make_training(const ConfigNode& node, const Fabric& fa
   c.model = parse_model(model, fabric);
   const ConfigNode parallel = node.section("parallel");
   c.plan = parse_plan(parallel, model, c.model, fabric);
+  if (c.plan.fsdp && c.schedule == Schedule::pgas)
+    parallel.fail_key("fsdp", "FSDP's per-layer gathers are NCCL collectives: needs schedule bsp");
   const ConfigNode pgas = node.section("pgas");
   c.pgas_blocks = pgas.optional<int>("blocks", 32);
   check_between(pgas, "blocks", c.pgas_blocks, 1, 1024);
@@ -1091,6 +1147,8 @@ WorkloadRegistry::Entry training_entry() {
            {"parallel.sequence_parallel", "bool", "false", "TP reduce-scatter / all-gather instead of all-reduce"},
            {"parallel.recompute", "none|selective|full", "none", "activation recomputation in the backward"},
            {"parallel.zero", "bool", "false", "distributed optimizer: reduce-scatter gradients, all-gather parameters"},
+           {"parallel.fsdp", "bool", "false",
+            "FSDP (ZeRO-3): parameters sharded over DP x CP, gathered per layer with prefetch (BSP only)"},
            {"parallel.bucket", "bytes", "25MiB", "gradient bucket (PyTorch DDP bucket_cap_mb)"},
            {"memory.framework_overhead", "bytes", "0", "per GPU: CUDA context, workspaces, fragmentation"},
            {"memory.communicator_buffers", "bytes", "128MiB", "NCCL buffers per communicator"},
