@@ -59,7 +59,10 @@ std::string PlanCandidate::label() const {
   const std::string cp = parallel.cp > 1 ? fmt::format("-cp{}", parallel.cp) : "";
   const std::string vp = parallel.vp > 1 ? fmt::format("-vp{}", parallel.vp) : "";
   return fmt::format("tp{}{}-pp{}{}-dp{}-ep{}-mb{}-{}-zero{}", parallel.tp, cp, parallel.pp, vp, parallel.dp,
-                     parallel.ep, micro_batch, recompute_name(parallel.recompute), parallel.zero ? 1 : 0);
+                     parallel.ep, micro_batch, recompute_name(parallel.recompute),
+                     parallel.fsdp   ? 3
+                     : parallel.zero ? 1
+                                     : 0);
 }
 
 std::vector<PlanCandidate> enumerate_plans(const ModelSpec& model, const PlanSpace& space) {
@@ -88,8 +91,8 @@ std::vector<PlanCandidate> enumerate_plans(const ModelSpec& model, const PlanSpa
               // Megatron-Core's interleaving: pp x vp divides the layers, the micro-batches are a multiple of pp.
               if (vp > 1 && (pp == 1 || model.layers % (pp * vp) != 0 || micro_batches % pp != 0)) continue;
               for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
-                for (bool zero : {false, true}) {
-                  if (zero && dp * cp == 1) continue;  // nothing to shard over
+                for (int zero : {0, 1, 3}) {               // none, the distributed optimizer (ZeRO-1), FSDP (ZeRO-3)
+                  if (zero > 0 && dp * cp == 1) continue;  // nothing to shard over
                   PlanCandidate c;
                   c.parallel.tp = tp;
                   c.parallel.cp = cp;
@@ -100,7 +103,8 @@ std::vector<PlanCandidate> enumerate_plans(const ModelSpec& model, const PlanSpa
                   c.parallel.micro_batches = micro_batches;
                   c.parallel.sequence_parallel = tp > 1;
                   c.parallel.recompute = r;
-                  c.parallel.zero = zero;
+                  c.parallel.zero = zero == 1;
+                  c.parallel.fsdp = zero == 3;
                   c.micro_batch = b;
                   out.push_back(c);
                 }
@@ -158,7 +162,9 @@ Seconds estimate_step(const ModelSpec& model, const PlanCandidate& candidate, Fl
     for (int l = 0; l < m.layers / p.pp; ++l) params += dense_layer_params(m, p, l) + expert_layer_params(m, p, l);
     const double bytes = params * gradient_bytes(m.dtype);
     const double n = p.dp * p.cp;
-    dp_time = 2.0 * (n - 1) / n * bytes / (p.tp * n > gpus_per_domain ? inter : intra).count();
+    // FSDP moves the parameters twice and the gradients once per micro-batch, (n - 1) / n of each in a ring.
+    const double passes = p.fsdp ? 3.0 * p.micro_batches : 2.0;
+    dp_time = passes * (n - 1) / n * bytes / (p.tp * n > gpus_per_domain ? inter : intra).count();
   }
   return Seconds{compute + tp_time + dp_time};
 }
@@ -269,8 +275,9 @@ std::string sweep_plan_yaml(const std::vector<PlanCandidate>& chosen) {
     const ParallelPlan& p = c.parallel;
     yaml += fmt::format(
         "      - label: {}\n        set:\n          workloads[0].parallel: {{tp: {}, cp: {}, pp: {}, vp: {}, dp: {}, "
-        "ep: {}, sequence_parallel: {}, recompute: {}, zero: {}}}\n          workloads[0].model.micro_batch: {}\n",
-        c.label(), p.tp, p.cp, p.pp, p.vp, p.dp, p.ep, p.sequence_parallel, recompute_name(p.recompute), p.zero,
+        "ep: {}, sequence_parallel: {}, recompute: {}, zero: {}, fsdp: {}}}\n          workloads[0].model.micro_batch: "
+        "{}\n",
+        c.label(), p.tp, p.cp, p.pp, p.vp, p.dp, p.ep, p.sequence_parallel, recompute_name(p.recompute), p.zero, p.fsdp,
         c.micro_batch);
   }
   return yaml;
@@ -294,7 +301,10 @@ std::string results_markdown(const PlanOutcome& o, const std::string& title, std
         "| {} | {} | {} | {} | {} | {} | {} x {} | {} | {} | {} | {} | {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | "
         "{:.1f} | {:.1f} | {:.1f} |\n",
         r.step_time_s ? fmt::format("{}", i + 1) : "-", r.candidate.label(), p.tp, p.pp, p.dp, p.ep,
-        r.candidate.micro_batch, p.micro_batches, recompute_name(p.recompute), p.zero ? "yes" : "no",
+        r.candidate.micro_batch, p.micro_batches, recompute_name(p.recompute),
+        p.fsdp   ? "fsdp"
+        : p.zero ? "yes"
+                 : "no",
         cell(r.step_time_s, 3), cell(r.tokens_per_s_per_gpu, 0), cell(r.mfu_pct, 1), cell(r.comm_ms_per_gpu, 1),
         gib(f.total()), gib(f.weights), gib(f.gradients), gib(f.optimizer), gib(f.activations), gib(f.communication),
         gib(f.overhead));
@@ -317,6 +327,7 @@ json result_json(const PlanResult& r) {
          {"sequence_parallel", p.sequence_parallel},
          {"recompute", recompute_name(p.recompute)},
          {"zero", p.zero},
+         {"fsdp", p.fsdp},
          {"estimate_s", r.estimate_s},
          {"outcome", r.outcome},
          {"memory_gib",

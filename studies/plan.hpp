@@ -14,7 +14,7 @@
 //   ep   1 for a dense model; for MoE every ep dividing model.moe.experts and dp x cp
 //   micro_batch  every divisor of the per-replica batch (global batch / dp); micro_batches = the quotient
 //   recompute    none, selective or full
-//   zero         off, or on (the distributed optimizer) when dp x cp > 1: else it shards nothing
+//   zero         off, or when dp x cp > 1 the distributed optimizer (ZeRO-1, label zero1) or FSDP (ZeRO-3, zero3)
 // Sequence parallelism is on whenever tp > 1 (what Megatron-Core recommends with TP; it only saves memory).
 #pragma once
 
