@@ -21,7 +21,8 @@ LayerForward context_parallel_forward(const ModelSpec& model, const ParallelPlan
 Bytes ring_kv_bytes(const ModelSpec& model, const ParallelPlan& plan) {
   const auto w = attention_widths(model);
   const double tokens = static_cast<double>(model.micro_batch) * model.sequence / plan.cp;
-  return Bytes{static_cast<std::uint64_t>(std::llround(tokens * (w.k + w.v) / plan.tp * element_bytes(model.dtype)))};
+  return Bytes{
+      static_cast<std::uint64_t>(std::llround(tokens * (w.k + w.v) / plan.tp * activation_bytes(model.dtype)))};
 }
 
 }  // namespace snsim::workloads::training

@@ -102,6 +102,10 @@ double gradient_bytes(Dtype dtype) {
   return dtype == Dtype::fp8 ? 2 : element_bytes(dtype);
 }
 
+double activation_bytes(Dtype dtype) {
+  return dtype == Dtype::fp8 ? 2 : element_bytes(dtype);
+}
+
 std::uint64_t routed_tokens(const ModelSpec& model, const ParallelPlan& plan) {
   return static_cast<std::uint64_t>(model.micro_batch) * static_cast<std::uint64_t>(model.sequence) /
          static_cast<std::uint64_t>(plan.cp * plan.tp);
@@ -221,6 +225,7 @@ LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, boo
     l.mlp_up = gemm(tokens, h, (mats - 1) * f / t, e);
     l.mlp_down = gemm(tokens, f / t, h, e);
   }
+  for (Kernel* linear : {&l.qkv, &l.projection, &l.mlp_up, &l.mlp_down}) linear->fp8 = true;
   return l;
 }
 
@@ -229,7 +234,7 @@ Kernel expert_forward(const ModelSpec& model, std::uint64_t tokens) {
   const double e = element_bytes(model.dtype);
   const Kernel up = gemm(n, h, (mlp_matrices(model.mlp) - 1) * f, e), down = gemm(n, f, h, e);
   return {Flops{up.flops.count() + down.flops.count()},
-          up.bytes + down.bytes + bytes_of(activation_passes(model.mlp) * n * f * e)};
+          up.bytes + down.bytes + bytes_of(activation_passes(model.mlp) * n * f * e), true};
 }
 
 Kernel logits_forward(const ModelSpec& model, const ParallelPlan& plan) {

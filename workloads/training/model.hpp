@@ -170,6 +170,9 @@ int ep_rank(const ParallelPlan& plan, int rank);
 struct Kernel {
   Flops flops;
   Bytes bytes;
+  // A linear layer of the transformer layer (QKV, projection, MLP, experts): in fp8 when the model trains in fp8, as
+  // TransformerEngine's linear layers; attention, the memory-bound kernels, the router and the logits stay in bf16.
+  bool fp8 = false;
 };
 
 /// One layer's forward kernels on one rank for one micro-batch (the MLP ones are 0 for a MoE layer).
@@ -181,6 +184,9 @@ struct LayerForward {
 double element_bytes(Dtype dtype);
 /// Bytes per gradient element: 16-bit formats (and fp8, whose master weights are bf16) reduce in bf16.
 double gradient_bytes(Dtype dtype);
+/// Bytes per element of the activations between kernels, as the TP collectives, the pipeline and the CP ring move
+/// them: bf16 for fp8 training (TransformerEngine casts to fp8 inside its GEMMs only), else the dtype's.
+double activation_bytes(Dtype dtype);
 
 /// One layer's forward kernels on one rank: a dense layer's MLP, or a MoE layer's router and its shared experts' MLP
 /// (tensor-parallel like a dense one; none without shared experts). The routed experts are expert_forward's.

@@ -47,13 +47,16 @@ constexpr std::uint64_t COUNT_BYTES = 8;
 // A put uses one issuing block per this many bytes, up to pgas.blocks (a block reaches ~10.6 GB/s on our H200s,
 // validation/params/h200.yaml: 32 blocks fill an NVLink4 port's 450 GB/s x 0.785 efficiency).
 constexpr std::uint64_t BYTES_PER_BLOCK = 64ull << 10;
+// fp8's amaxes of one layer's forward: an fp32 each for the input and the weight of its 4 linear layers (QKV,
+// projection, the MLP's two).
+constexpr std::uint64_t AMAX_BYTES_PER_LAYER = 4 * 2 * 4;
 
 Bytes bytes_of(double x) {
   return Bytes{static_cast<std::uint64_t>(std::llround(std::max(0.0, x)))};
 }
 
 /// What a Group carries: transfers that may run at once between the same ranks go by different communicators.
-enum class Purpose { collective, context_ring, fsdp_gather, fsdp_reduce };
+enum class Purpose { collective, context_ring, fsdp_gather, fsdp_reduce, amax };
 
 /// One Group per set of ranks and purpose, shared by every member's ops (collectives and barriers match by Group
 /// identity).
@@ -185,6 +188,14 @@ class RankEmitter {
       ep_ = groups_.get(ep_group(c_.plan, rank));
       edp_ = groups_.get(expert_dp_group(c_.plan, rank));
     }
+    amax_ = groups_.get(
+        [&] {
+          std::vector<int> stage;
+          for (int r = 0; r < c_.plan.gpus(); ++r)
+            if (coord_of(c_.plan, r).pp == me_.pp) stage.push_back(r);
+          return stage;
+        }(),
+        Purpose::amax);
     world_ = groups_.get([&] {
       std::vector<int> all(static_cast<std::size_t>(c_.plan.gpus()));
       std::iota(all.begin(), all.end(), 0);
@@ -213,8 +224,9 @@ class RankEmitter {
   /// that had just synchronised: it pays the launch.
   void compute(Kernel k, double scale, const OpInfo& info) {
     if (k.flops.count() <= 0 && k.bytes.count() == 0) return;
+    const Dtype dtype = c_.model.dtype == Dtype::fp8 && !k.fp8 ? Dtype::bf16 : c_.model.dtype;
     ComputeOp c{Flops{k.flops.count() * scale}, bytes_of(static_cast<double>(k.bytes.count()) * scale), std::nullopt,
-                c_.model.dtype};
+                dtype};
     c.pipelined = !out_->empty();
     add(c, info);
   }
@@ -281,7 +293,7 @@ class RankEmitter {
 
   Bytes activation() const {
     return bytes_of(static_cast<double>(c_.model.micro_batch) * c_.model.sequence / c_.plan.cp * c_.model.hidden *
-                    element_bytes(c_.model.dtype));
+                    activation_bytes(c_.model.dtype));
   }
 
   // ---- MoE -------------------------------------------------------------------------------------------------------
@@ -384,6 +396,11 @@ class RankEmitter {
     // collectives included, from the one input it kept.
     if (backward && c_.plan.recompute == Recompute::full) layer_pass(layer, mb, false, info);
     layer_pass(layer, mb, backward, info);
+    // fp8 with delayed scaling (TransformerEngine's recipe, Megatron-Core's default): the forward's amaxes, an fp32
+    // for the input and the weight of each of the layer's linear layers, are max-reduced over the stage's TP x CP
+    // x DP ranks (Megatron-Core's amax reduction group) when the layer's fp8 region ends.
+    if (!backward && c_.model.dtype == Dtype::fp8 && !pgas_ && amax_->size() > 1)
+      collective(CollectiveKind::all_reduce, Bytes{AMAX_BYTES_PER_LAYER}, amax_, info);
   }
 
   void layer_pass(int layer, int mb, bool backward, const OpInfo& info) {
@@ -880,7 +897,7 @@ class RankEmitter {
   std::vector<Bucket> buckets_;
   LayerForward kernels_, moe_kernels_;  // of a dense and of a MoE layer
   bool pgas_;
-  Group dp_, tp_, ep_, edp_, world_;
+  Group dp_, tp_, ep_, edp_, world_, amax_;
   int cp_next_ = 0, cp_prev_ = 0;  // ring attention's neighbours
   int step_ = 0;
   // Interleaved pipeline under BSP: the step's transfer streams, and per direction (forward, backward) the tasks
