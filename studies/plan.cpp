@@ -29,6 +29,15 @@ using namespace workloads::training;
 
 namespace {
 
+// Model chunks per stage the search tries: none, and the small interleavings Megatron-LM's published runs use
+// (Narayanan et al. 2021, §5.3, up to 4; each halving of the bubble adds as many pipeline transfers).
+constexpr int INTERLEAVINGS[] = {1, 2, 4};
+// Context-parallel sizes the search tries, and the least tokens of a sequence a CP rank keeps: below it a ring
+// round's attention is too short to hide the next chunk's K and V (the 512-token case of
+// workloads/training/context_test.cpp shows 40 % of its exchange).
+constexpr int CONTEXT_SPLITS[] = {1, 2, 4};
+constexpr int CP_MIN_TOKENS = 4096;
+
 std::vector<int> divisors(int n) {
   std::vector<int> out;
   for (int d = 1; d <= n; ++d)
@@ -47,8 +56,13 @@ const char* recompute_name(Recompute r) {
 }  // namespace
 
 std::string PlanCandidate::label() const {
-  return fmt::format("tp{}-pp{}-dp{}-ep{}-mb{}-{}-zero{}", parallel.tp, parallel.pp, parallel.dp, parallel.ep,
-                     micro_batch, recompute_name(parallel.recompute), parallel.zero ? 1 : 0);
+  const std::string cp = parallel.cp > 1 ? fmt::format("-cp{}", parallel.cp) : "";
+  const std::string vp = parallel.vp > 1 ? fmt::format("-vp{}", parallel.vp) : "";
+  return fmt::format("tp{}{}-pp{}{}-dp{}-ep{}-mb{}-{}-zero{}", parallel.tp, cp, parallel.pp, vp, parallel.dp,
+                     parallel.ep, micro_batch, recompute_name(parallel.recompute),
+                     parallel.fsdp   ? 3
+                     : parallel.zero ? 1
+                                     : 0);
 }
 
 std::vector<PlanCandidate> enumerate_plans(const ModelSpec& model, const PlanSpace& space) {
@@ -58,30 +72,44 @@ std::vector<PlanCandidate> enumerate_plans(const ModelSpec& model, const PlanSpa
     if (space.gpus % tp != 0 || model.heads % tp != 0 || model.ffn_hidden % tp != 0) continue;
     if (!model.mla && model.kv_heads % tp != 0) continue;
     if (model.moe && (model.moe->shared_experts * expert_ffn(model)) % tp != 0) continue;
-    for (int pp : divisors(space.gpus / tp)) {
-      if (model.layers % pp != 0) continue;
-      const int dp = space.gpus / (tp * pp);
-      if (space.global_batch % dp != 0) continue;
-      const int per_replica = space.global_batch / dp;
-      for (int ep : model.moe ? divisors(dp) : std::vector<int>{1}) {
-        if (model.moe && model.moe->experts % ep != 0) continue;
-        for (int b : divisors(per_replica)) {
-          if ((static_cast<long long>(b) * model.sequence) % tp != 0) continue;
-          for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
-            for (bool zero : {false, true}) {
-              if (zero && dp == 1) continue;
-              PlanCandidate c;
-              c.parallel.tp = tp;
-              c.parallel.pp = pp;
-              c.parallel.dp = dp;
-              c.parallel.ep = ep;
-              c.parallel.micro_batches = per_replica / b;
-              c.parallel.sequence_parallel = tp > 1;
-              c.parallel.recompute = r;
-              c.parallel.zero = zero;
-              c.micro_batch = b;
-              out.push_back(c);
+    for (int cp : CONTEXT_SPLITS) {
+      // Ring attention wants long shards: each CP rank keeps at least CP_MIN_TOKENS of every sequence.
+      if (cp > 1 &&
+          (space.gpus % (tp * cp) != 0 || model.sequence % (2 * cp) != 0 || model.sequence / cp < CP_MIN_TOKENS))
+        continue;
+      for (int pp : divisors(space.gpus / (tp * cp))) {
+        if (model.layers % pp != 0) continue;
+        const int dp = space.gpus / (tp * cp * pp);
+        if (space.global_batch % dp != 0) continue;
+        const int per_replica = space.global_batch / dp;
+        for (int ep : model.moe ? divisors(dp * cp) : std::vector<int>{1}) {
+          if (model.moe && model.moe->experts % ep != 0) continue;
+          for (int b : divisors(per_replica)) {
+            if ((static_cast<long long>(b) * model.sequence / cp) % tp != 0) continue;
+            const int micro_batches = per_replica / b;
+            for (int vp : INTERLEAVINGS) {
+              // Megatron-Core's interleaving: pp x vp divides the layers, the micro-batches are a multiple of pp.
+              if (vp > 1 && (pp == 1 || model.layers % (pp * vp) != 0 || micro_batches % pp != 0)) continue;
+              for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
+                for (int zero : {0, 1, 3}) {               // none, the distributed optimizer (ZeRO-1), FSDP (ZeRO-3)
+                  if (zero > 0 && dp * cp == 1) continue;  // nothing to shard over
+                  PlanCandidate c;
+                  c.parallel.tp = tp;
+                  c.parallel.cp = cp;
+                  c.parallel.pp = pp;
+                  c.parallel.vp = vp;
+                  c.parallel.dp = dp;
+                  c.parallel.ep = ep;
+                  c.parallel.micro_batches = micro_batches;
+                  c.parallel.sequence_parallel = tp > 1;
+                  c.parallel.recompute = r;
+                  c.parallel.zero = zero == 1;
+                  c.parallel.fsdp = zero == 3;
+                  c.micro_batch = b;
+                  out.push_back(c);
+                }
             }
+          }
         }
       }
     }
@@ -116,23 +144,27 @@ Seconds estimate_step(const ModelSpec& model, const PlanCandidate& candidate, Fl
                                                                  : 0;
   const double flops = step_flops + per_micro * p.micro_batches * p.dp;
   double compute = flops / (gpus * peak.count());
-  compute *= 1 + static_cast<double>(p.pp - 1) / p.micro_batches;  // the 1F1B bubble
+  compute *= 1 + static_cast<double>(p.pp - 1) / (p.vp * p.micro_batches);  // the (interleaved) 1F1B bubble
   const double e = element_bytes(m.dtype);
   // TP: four all-reduces (or reduce-scatter + all-gather pairs) of the layer's b s h activations per layer, forward
   // and backward, on the rank's layers and micro-batches; a ring moves 2 (t - 1) / t of the bytes.
   double tp_time = 0;
   if (p.tp > 1) {
-    const double bytes = 4 * b * s * m.hidden * e * (m.layers / p.pp) * p.micro_batches;
+    const double bytes = 4 * b * s / p.cp * m.hidden * e * (m.layers / p.pp) * p.micro_batches;
     tp_time = 2.0 * (p.tp - 1) / p.tp * bytes / intra.count();
   }
-  // DP: one all-reduce of the rank's gradients (reduce-scatter + all-gather with the distributed optimizer: the
-  // same bytes). A DP group strides by tp over tp x dp consecutive ranks: it leaves the domain when they do.
+  // DP: one all-reduce of the rank's gradients over DP x CP (reduce-scatter + all-gather with the distributed
+  // optimizer: the same bytes). It strides by tp over tp x cp x dp consecutive ranks: it leaves the domain when they
+  // do. The CP ring's exchange is taken as hidden behind the attention.
   double dp_time = 0;
-  if (p.dp > 1) {
+  if (p.dp * p.cp > 1) {
     double params = 0;
     for (int l = 0; l < m.layers / p.pp; ++l) params += dense_layer_params(m, p, l) + expert_layer_params(m, p, l);
     const double bytes = params * gradient_bytes(m.dtype);
-    dp_time = 2.0 * (p.dp - 1) / p.dp * bytes / (p.tp * p.dp > gpus_per_domain ? inter : intra).count();
+    const double n = p.dp * p.cp;
+    // FSDP moves the parameters twice and the gradients once per micro-batch, (n - 1) / n of each in a ring.
+    const double passes = p.fsdp ? 3.0 * p.micro_batches : 2.0;
+    dp_time = passes * (n - 1) / n * bytes / (p.tp * n > gpus_per_domain ? inter : intra).count();
   }
   return Seconds{compute + tp_time + dp_time};
 }
@@ -242,9 +274,11 @@ std::string sweep_plan_yaml(const std::vector<PlanCandidate>& chosen) {
   for (const auto& c : chosen) {
     const ParallelPlan& p = c.parallel;
     yaml += fmt::format(
-        "      - label: {}\n        set:\n          workloads[0].parallel: {{tp: {}, pp: {}, dp: {}, ep: {}, "
-        "sequence_parallel: {}, recompute: {}, zero: {}}}\n          workloads[0].model.micro_batch: {}\n",
-        c.label(), p.tp, p.pp, p.dp, p.ep, p.sequence_parallel, recompute_name(p.recompute), p.zero, c.micro_batch);
+        "      - label: {}\n        set:\n          workloads[0].parallel: {{tp: {}, cp: {}, pp: {}, vp: {}, dp: {}, "
+        "ep: {}, sequence_parallel: {}, recompute: {}, zero: {}, fsdp: {}}}\n          workloads[0].model.micro_batch: "
+        "{}\n",
+        c.label(), p.tp, p.cp, p.pp, p.vp, p.dp, p.ep, p.sequence_parallel, recompute_name(p.recompute), p.zero, p.fsdp,
+        c.micro_batch);
   }
   return yaml;
 }
@@ -267,7 +301,10 @@ std::string results_markdown(const PlanOutcome& o, const std::string& title, std
         "| {} | {} | {} | {} | {} | {} | {} x {} | {} | {} | {} | {} | {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | "
         "{:.1f} | {:.1f} | {:.1f} |\n",
         r.step_time_s ? fmt::format("{}", i + 1) : "-", r.candidate.label(), p.tp, p.pp, p.dp, p.ep,
-        r.candidate.micro_batch, p.micro_batches, recompute_name(p.recompute), p.zero ? "yes" : "no",
+        r.candidate.micro_batch, p.micro_batches, recompute_name(p.recompute),
+        p.fsdp   ? "fsdp"
+        : p.zero ? "yes"
+                 : "no",
         cell(r.step_time_s, 3), cell(r.tokens_per_s_per_gpu, 0), cell(r.mfu_pct, 1), cell(r.comm_ms_per_gpu, 1),
         gib(f.total()), gib(f.weights), gib(f.gradients), gib(f.optimizer), gib(f.activations), gib(f.communication),
         gib(f.overhead));
@@ -280,7 +317,9 @@ json result_json(const PlanResult& r) {
   const Footprint& f = r.footprint;
   json j{{"label", r.candidate.label()},
          {"tp", p.tp},
+         {"cp", p.cp},
          {"pp", p.pp},
+         {"vp", p.vp},
          {"dp", p.dp},
          {"ep", p.ep},
          {"micro_batch", r.candidate.micro_batch},
@@ -288,6 +327,7 @@ json result_json(const PlanResult& r) {
          {"sequence_parallel", p.sequence_parallel},
          {"recompute", recompute_name(p.recompute)},
          {"zero", p.zero},
+         {"fsdp", p.fsdp},
          {"estimate_s", r.estimate_s},
          {"outcome", r.outcome},
          {"memory_gib",
@@ -347,7 +387,7 @@ PlanOutcome run_plan(const PlanOptions& o) {
   out.enumerated = all.size();
   if (all.empty())
     flag_error("--global-batch", fmt::format("{} sequences on {} GPUs leave no valid plan: no data-parallel size "
-                                             "GPUs / (tp x pp) divides it (tp up to {}, pp dividing {} layers)",
+                                             "GPUs / (tp x cp x pp) divides it (tp up to {}, pp dividing {} layers)",
                                              global_batch, gpus, space.gpus_per_domain, model.layers));
 
   // Memory first: what does not fit is not simulated.

@@ -6,12 +6,15 @@
 // A plan is valid when (Megatron-Core's rules, as parse_plan checks them, docs/training.md):
 //   tp   divides the GPUs of one NVLink domain (tensor parallelism stays inside a node), model.heads, kv_heads (not
 //        with MLA), ffn_hidden, the shared experts' FFN and micro_batch x sequence
+//   cp   1, or 2 or 4 when 2 cp divides the sequence and each CP rank keeps at least 4096 of its tokens
 //   pp   divides model.layers
-//   dp   = GPUs / (tp x pp), and divides the global batch
-//   ep   1 for a dense model; for MoE every ep dividing model.moe.experts and dp
+//   vp   1 (1F1B), or 2 or 4 model chunks per stage (interleaved 1F1B) when pp > 1, pp x vp divides model.layers
+//        and the micro-batches are a multiple of pp
+//   dp   = GPUs / (tp x cp x pp), and divides the global batch
+//   ep   1 for a dense model; for MoE every ep dividing model.moe.experts and dp x cp
 //   micro_batch  every divisor of the per-replica batch (global batch / dp); micro_batches = the quotient
 //   recompute    none, selective or full
-//   zero         off, or on (the distributed optimizer) when dp > 1: with dp = 1 it shards nothing
+//   zero         off, or when dp x cp > 1 the distributed optimizer (ZeRO-1, label zero1) or FSDP (ZeRO-3, zero3)
 // Sequence parallelism is on whenever tp > 1 (what Megatron-Core recommends with TP; it only saves memory).
 #pragma once
 
@@ -34,7 +37,7 @@ struct PlanCandidate {
   workloads::training::ParallelPlan parallel;
   int micro_batch = 1;
 
-  /// "tp2-pp1-dp4-ep1-mb1-selective-zero1": the sweep's label of the point.
+  /// "tp2-pp1-dp4-ep1-mb1-selective-zero1" ("tp1-pp4-vp2-..." when interleaved): the sweep's label of the point.
   std::string label() const;
 };
 
@@ -54,7 +57,7 @@ workloads::training::Footprint peak_footprint(const workloads::training::ModelSp
                                               const workloads::training::MemorySpec& memory);
 
 /// A first-order step time, to prune before simulating (not a prediction): the model FLOPs (plus the
-/// recomputation's extra forward) at the GPU's peak, stretched by the 1F1B bubble (pp - 1) / m, plus the TP
+/// recomputation's extra forward) at the GPU's peak, stretched by the 1F1B bubble (pp - 1) / (vp m), plus the TP
 /// activations' and the DP gradients' ring traffic at `intra` bandwidth inside an NVLink domain of
 /// `gpus_per_domain`, at `inter` for a group that leaves it.
 Seconds estimate_step(const workloads::training::ModelSpec& model, const PlanCandidate& candidate, FlopsPerSecond peak,

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <set>
 
 using namespace snsim;
@@ -30,33 +31,59 @@ ModelSpec small_model() {
 
 TEST_CASE("plan: the enumeration of a small dense job is the count by hand") {
   // 4 GPUs in one domain, a global batch of 4. tp in {1, 2} (4 does not divide the 2 KV heads), pp | 4 layers and
-  // | 4 / tp, dp = 4 / (tp pp), micro batch | 4 / dp, 3 recomputations, zero on or off only when dp > 1:
-  //   tp1 pp1 dp4: 1 micro batch  x 3 x 2 =  6
-  //   tp1 pp2 dp2: 2 micro batches x 3 x 2 = 12
+  // | 4 / tp, dp = 4 / (tp pp), micro batch | 4 / dp, 3 recomputations, 3 optimizer shardings (none, the
+  // distributed optimizer, FSDP) only when dp > 1:
+  //   tp1 pp1 dp4: 1 micro batch  x 3 x 3 =  9
+  //   tp1 pp2 dp2: 2 micro batches x 3 x 3 = 18
   //   tp1 pp4 dp1: 3 micro batches x 3 x 1 =  9
-  //   tp2 pp1 dp2: 2               x 3 x 2 = 12
+  //   tp2 pp1 dp2: 2               x 3 x 3 = 18
   //   tp2 pp2 dp1: 3               x 3 x 1 =  9
+  // and interleaved (vp 2: pp x 2 divides the 4 layers, micro-batches a multiple of pp; vp 4 never divides):
+  //   tp1 pp2 dp2 vp2: micro batch 1 (2 micro-batches)       x 3 x 3 = 9
+  //   tp2 pp2 dp1 vp2: micro batch 1 or 2 (4 or 2)           x 3 x 1 = 6
   const auto plans = enumerate_plans(small_model(), {4, 4, 4});
-  CHECK(plans.size() == 48);
+  CHECK(plans.size() == 63 + 15);
   std::set<std::string> labels;
   for (const auto& c : plans) labels.insert(c.label());
   CHECK(labels.size() == plans.size());  // no plan twice
-  // A domain of 2 GPUs caps tp at 2: the same 48; of 1, tp 1 alone: 6 + 12 + 9.
-  CHECK(enumerate_plans(small_model(), {4, 2, 4}).size() == 48);
-  CHECK(enumerate_plans(small_model(), {4, 1, 4}).size() == 27);
+  CHECK(labels.contains("tp1-pp2-vp2-dp2-ep1-mb1-full-zero3"));
+  // A domain of 2 GPUs caps tp at 2: the same 78; of 1, tp 1 alone: 9 + 18 + 9 + 9.
+  CHECK(enumerate_plans(small_model(), {4, 2, 4}).size() == 78);
+  CHECK(enumerate_plans(small_model(), {4, 1, 4}).size() == 45);
 }
 
 TEST_CASE("plan: a MoE job adds expert parallelism dividing the experts and dp") {
   ModelSpec m = small_model();
   m.moe = MoeSpec{};
   m.moe->experts = 2;
-  // ep | dp and ep | 2 experts: dp 4 and dp 2 take ep 1 or 2, dp 1 only ep 1: 2 x 6 + 2 x 12 + 9 + 2 x 12 + 9.
+  // ep | dp and ep | 2 experts: dp 4 and dp 2 take ep 1 or 2, dp 1 only ep 1: 2 x 9 + 2 x 18 + 9 + 2 x 18 + 9,
+  // and interleaved 2 x 9 (tp1 pp2 dp2) + 6 (tp2 pp2 dp1).
   const auto plans = enumerate_plans(m, {4, 4, 4});
-  CHECK(plans.size() == 78);
+  CHECK(plans.size() == 108 + 24);
   for (const auto& c : plans) {
     CHECK(c.parallel.dp % c.parallel.ep == 0);
     CHECK(m.moe->experts % c.parallel.ep == 0);
   }
+}
+
+TEST_CASE("plan: long sequences add context parallelism, each CP rank keeping 4096 tokens or more") {
+  ModelSpec m = small_model();
+  m.sequence = 8192;
+  // cp 2 keeps 4096 tokens a rank, cp 4 2048 (out). With cp 2 on 4 GPUs (3 shardings, since dp x cp > 1):
+  //   tp1 pp1 dp2: micro batch 1 or 2                        x 3 x 3 = 18
+  //   tp1 pp2 dp1: micro batch 1, 2 or 4                     x 3 x 3 = 27
+  //   tp1 pp2 dp1 vp2: micro batch 1 or 2 (4 or 2 of them)   x 3 x 3 = 18
+  //   tp2 pp1 dp1: micro batch 1, 2 or 4                     x 3 x 3 = 27
+  const auto plans = enumerate_plans(m, {4, 4, 4});
+  int context = 0;
+  for (const auto& c : plans) {
+    CHECK(c.parallel.gpus() == 4);
+    CHECK(c.parallel.cp <= 2);
+    if (c.parallel.cp > 1) ++context;
+  }
+  CHECK(context == 90);
+  CHECK(std::ranges::any_of(plans,
+                            [](const PlanCandidate& c) { return c.label() == "tp2-cp2-pp1-dp1-ep1-mb1-none-zero1"; }));
 }
 
 TEST_CASE("plan: every enumerated plan keeps Megatron-Core's divisibility rules and the global batch") {
@@ -77,10 +104,14 @@ TEST_CASE("plan: every enumerated plan keeps Megatron-Core's divisibility rules 
     CHECK(m.heads % p.tp == 0);
     CHECK(m.kv_heads % p.tp == 0);
     CHECK(m.layers % p.pp == 0);
+    CHECK(m.layers % (p.pp * p.vp) == 0);
+    if (p.vp > 1) CHECK(p.micro_batches % p.pp == 0);
     CHECK(c.micro_batch * m.sequence % p.tp == 0);
     CHECK(c.micro_batch * p.micro_batches * p.dp == space.global_batch);
     CHECK(p.sequence_parallel == (p.tp > 1));
     CHECK(!(p.zero && p.dp == 1));
+    CHECK(!(p.fsdp && p.dp * p.cp == 1));
+    CHECK(!(p.zero && p.fsdp));
     CHECK(p.ep == 1);
     tps.insert(p.tp);
   }
@@ -144,6 +175,10 @@ TEST_CASE("plan: the footprint filter and the estimate move the way the plan doe
   flat.parallel.dp = 4;
   flat.parallel.micro_batches = 1;
   CHECK(estimate(piped) == doctest::Approx(1.5 * estimate(flat)));
+  // Interleaved over 2 chunks per stage, the bubble halves: (p - 1) / (v m) = 1/4.
+  PlanCandidate interleaved = piped;
+  interleaved.parallel.vp = 2;
+  CHECK(estimate(interleaved) == doctest::Approx(1.25 * estimate(flat)));
   // Gradients that cross a slower link take longer: a DP group of 4 in a domain of 2 against one of 8.
   const BytesPerSecond nvlink{450e9}, ib{50e9};
   CHECK(estimate_step(m, base, peak, nvlink, ib, 2).count() > estimate_step(m, base, peak, nvlink, ib, 8).count());

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "workloads/training/schedule.hpp"
+
 namespace snsim::workloads::training {
 namespace {
 
@@ -50,9 +52,10 @@ double optimizer_bytes_per_param(Dtype dtype) {
   return weight < 4 ? 12 : 2 * weight;
 }
 
+/// Micro-batches (interleaved: micro-batch chunks of 1 / vp of the stage's layers) the stage holds at its peak.
 int in_flight(const ParallelPlan& plan, int stage) {
   if (plan.pipeline == Pipeline::gpipe) return plan.micro_batches;
-  return std::min(plan.pp - stage, plan.micro_batches);
+  return interleaved_in_flight(plan, stage);
 }
 
 }  // namespace
@@ -66,13 +69,26 @@ Bytes layer_activations(const ModelSpec& model, const ParallelPlan& plan, int la
 }
 
 Footprint stage_footprint(const ModelSpec& model, const ParallelPlan& plan, const MemorySpec& memory, int stage) {
+  if (plan.cp > 1) {
+    // A CP rank is a rank of s / cp-token sequences whose weights, like a DP rank's, are reduced and sharded over
+    // DP x CP (the experts' over the stage's tp x cp x dp / ep), plus the ring's communicator.
+    ModelSpec local = model;
+    local.sequence = model.sequence / plan.cp;
+    ParallelPlan folded = plan;
+    folded.dp = plan.dp * plan.cp;
+    folded.cp = 1;
+    Footprint f = stage_footprint(local, folded, memory, stage);
+    f.communication += memory.communicator_buffers;
+    return f;
+  }
   Footprint f;
   f.stage = stage;
   f.in_flight = in_flight(plan, stage);
-  const int layers = model.layers / plan.pp, first = stage * layers;
+  const int layers = model.layers / plan.pp;
   const bool first_stage = stage == 0, last_stage = stage == plan.pp - 1;
   double dense = 0, experts = 0, per_micro_batch = 0, largest_layer = 0;
-  for (int l = first; l < first + layers; ++l) {
+  for (int local = 0; local < layers; ++local) {
+    const int l = global_layer(model, plan, stage, local);
     dense += dense_layer_params(model, plan, l);
     experts += expert_layer_params(model, plan, l);
     per_micro_batch += static_cast<double>(layer_activations(model, plan, l).count());
@@ -83,15 +99,27 @@ Footprint stage_footprint(const ModelSpec& model, const ParallelPlan& plan, cons
   f.params = dense + experts;
   f.weights = bytes_of(f.params * gradient_bytes(model.dtype));
   f.gradients = bytes_of(f.params * gradient_bytes(model.dtype));
-  const double dp = plan.zero ? plan.dp : 1,
+  const double dp = plan.zero || plan.fsdp ? plan.dp : 1,
                expert_dp = plan.zero ? static_cast<double>(plan.tp) * plan.dp / plan.ep : 1;
   f.optimizer = bytes_of((dense / dp + experts / expert_dp) * optimizer_bytes_per_param(model.dtype));
+  if (plan.fsdp) {
+    // A shard of every dense parameter and gradient, and whole: the unit computing and the one prefetched (their
+    // gathered parameters) and the gradient of the unit being reduced.
+    double largest_unit = first_stage ? embedding_params(model, plan) : 0;
+    if (last_stage) largest_unit = std::max(largest_unit, logits_params(model, plan));
+    for (int local = 0; local < layers; ++local)
+      largest_unit = std::max(largest_unit, dense_layer_params(model, plan, global_layer(model, plan, stage, local)));
+    const double sharded = dense / plan.dp + experts;
+    f.weights = bytes_of((sharded + 2 * largest_unit) * gradient_bytes(model.dtype));
+    f.gradients = bytes_of((sharded + largest_unit) * gradient_bytes(model.dtype));
+  }
 
   const double e = element_bytes(model.dtype), tokens = static_cast<double>(model.micro_batch) * model.sequence;
   const double outside = plan.sequence_parallel ? plan.tp : 1;
-  double activations = per_micro_batch * f.in_flight;
+  // Interleaved, a chunk-micro-batch holds one chunk's layers: 1 / vp of the stage's (chunks alike on average).
+  double activations = per_micro_batch * f.in_flight / plan.vp;
   if (plan.recompute == Recompute::full) activations += largest_layer;  // the layer being rebuilt
-  if (first_stage && model.dropout) activations += tokens * model.hidden / outside * f.in_flight;
+  if (first_stage && model.dropout) activations += tokens * model.hidden / outside * f.in_flight / plan.vp;
   if (last_stage)  // the final norm's input, the logits and the cross-entropy's fp32 copy, for the one micro-batch
     activations += e * tokens * model.hidden / outside + (e + 4) * tokens * model.vocabulary / plan.tp;
   f.activations = bytes_of(activations);

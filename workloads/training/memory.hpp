@@ -28,13 +28,21 @@
 //                only each layer's input (e T h, / tp with SP) and rebuilds one layer at a time, so one layer's
 //                activations are added once.
 //                In flight: 1F1B (PipeDream-Flush) stage i holds min(pp - i, m) micro-batches (stage 0: pp, the
-//                most, §4.2.3); GPipe all m. The last stage adds one micro-batch's logits (e T V / tp) and their
-//                fp32 copy in the cross-entropy, the first the embedding's dropout mask.
+//                most, §4.2.3); GPipe all m; interleaved 1F1B its warm-up forwards plus one, in chunks of 1 / vp
+//                of its layers (workloads/training/schedule.hpp; the chunks' activations taken as equal). The last
+//                stage adds one micro-batch's logits (e T V / tp) and their fp32 copy in the cross-entropy, the first
+//                the embedding's dropout mask.
 //   communication  NCCL's buffers per communicator the rank is in (TP, DP, the pipeline neighbours, EP, expert DP,
 //                the global norm's), `memory.communicator_buffers` each, and the MoE all-to-all's send and receive
 //                buffers (E x slots x h x e each)
 //   overhead     `memory.framework_overhead`: the CUDA context, cuBLAS workspaces, the allocator's fragmentation;
 //                snsim measures none of it
+//
+// FSDP (ZeRO-3): the dense weights and gradients are a 1 / dp shard plus the units held whole (two units' weights,
+// the one computing and the one prefetched, and one unit's gradient); the optimizer state is sharded.
+//
+// Context parallelism: a CP rank counts as a rank of s / cp-token sequences whose optimizer state shards over DP x
+// CP, with one more communicator (the ring's).
 //
 // Left out: the pipeline's send and receive staging (the received activation is counted as the next layer's
 // input), temporary buffers inside a kernel (GEMM workspaces, FlashAttention's tiles), the tied embedding's extra
@@ -58,7 +66,7 @@ struct MemorySpec {
 
 struct Footprint {
   int stage = 0;
-  int in_flight = 0;  // micro-batches whose activations the stage holds at its peak
+  int in_flight = 0;  // micro-batches (interleaved: micro-batch chunks) whose activations the stage holds at its peak
   double params = 0;  // on one rank
   Bytes weights, gradients, optimizer, activations, communication, overhead;
   Bytes total() const { return weights + gradients + optimizer + activations + communication + overhead; }

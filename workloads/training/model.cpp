@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "workloads/training/context.hpp"
 #include "workloads/training/presets.hpp"
 
 namespace snsim::workloads::training {
@@ -25,8 +26,7 @@ std::vector<int> ranks_where(const ParallelPlan& plan, int rank, auto same) {
 
 /// The rank's index among the tp x dp ranks of its stage.
 int stage_index(const ParallelPlan& plan, int rank) {
-  const Coord c = coord_of(plan, rank);
-  return c.tp + plan.tp * c.dp;
+  return rank % (plan.tp * plan.cp * plan.dp);
 }
 
 /// A GEMM (m x k) by (k x n): 2mkn FLOPs; both operands read and the result written once.
@@ -43,18 +43,27 @@ int positive_int(const ConfigNode& node, std::string_view key, int high) {
 }  // namespace
 
 int rank_of(const ParallelPlan& plan, Coord c) {
-  return c.tp + plan.tp * (c.dp + plan.dp * c.pp);
+  return c.tp + plan.tp * (c.cp + plan.cp * (c.dp + plan.dp * c.pp));
 }
 
 Coord coord_of(const ParallelPlan& plan, int rank) {
-  return {rank % plan.tp, (rank / plan.tp) % plan.dp, rank / (plan.tp * plan.dp)};
+  const int tp_cp = plan.tp * plan.cp;
+  return {rank % plan.tp, (rank / tp_cp) % plan.dp, rank / (tp_cp * plan.dp), (rank / plan.tp) % plan.cp};
 }
 
 std::vector<int> tp_group(const ParallelPlan& plan, int rank) {
-  return ranks_where(plan, rank, [](Coord a, Coord b, int) { return a.dp == b.dp && a.pp == b.pp; });
+  return ranks_where(plan, rank, [](Coord a, Coord b, int) { return a.dp == b.dp && a.pp == b.pp && a.cp == b.cp; });
 }
 
 std::vector<int> dp_group(const ParallelPlan& plan, int rank) {
+  return ranks_where(plan, rank, [](Coord a, Coord b, int) { return a.tp == b.tp && a.pp == b.pp && a.cp == b.cp; });
+}
+
+std::vector<int> cp_group(const ParallelPlan& plan, int rank) {
+  return ranks_where(plan, rank, [](Coord a, Coord b, int) { return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp; });
+}
+
+std::vector<int> dp_cp_group(const ParallelPlan& plan, int rank) {
   return ranks_where(plan, rank, [](Coord a, Coord b, int) { return a.tp == b.tp && a.pp == b.pp; });
 }
 
@@ -93,9 +102,13 @@ double gradient_bytes(Dtype dtype) {
   return dtype == Dtype::fp8 ? 2 : element_bytes(dtype);
 }
 
+double activation_bytes(Dtype dtype) {
+  return dtype == Dtype::fp8 ? 2 : element_bytes(dtype);
+}
+
 std::uint64_t routed_tokens(const ModelSpec& model, const ParallelPlan& plan) {
   return static_cast<std::uint64_t>(model.micro_batch) * static_cast<std::uint64_t>(model.sequence) /
-         static_cast<std::uint64_t>(plan.tp);
+         static_cast<std::uint64_t>(plan.cp * plan.tp);
 }
 
 bool is_moe_layer(const ModelSpec& model, int layer) {
@@ -185,6 +198,7 @@ Bytes bytes_of(double x) {
 }  // namespace
 
 LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer) {
+  if (plan.cp > 1) return context_parallel_forward(model, plan, moe_layer);
   const double b = model.micro_batch, s = model.sequence, h = model.hidden, a = model.heads;
   const double t = plan.tp, e = element_bytes(model.dtype);
   const double tokens = b * s;
@@ -211,6 +225,7 @@ LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, boo
     l.mlp_up = gemm(tokens, h, (mats - 1) * f / t, e);
     l.mlp_down = gemm(tokens, f / t, h, e);
   }
+  for (Kernel* linear : {&l.qkv, &l.projection, &l.mlp_up, &l.mlp_down}) linear->fp8 = true;
   return l;
 }
 
@@ -219,11 +234,11 @@ Kernel expert_forward(const ModelSpec& model, std::uint64_t tokens) {
   const double e = element_bytes(model.dtype);
   const Kernel up = gemm(n, h, (mlp_matrices(model.mlp) - 1) * f, e), down = gemm(n, f, h, e);
   return {Flops{up.flops.count() + down.flops.count()},
-          up.bytes + down.bytes + bytes_of(activation_passes(model.mlp) * n * f * e)};
+          up.bytes + down.bytes + bytes_of(activation_passes(model.mlp) * n * f * e), true};
 }
 
 Kernel logits_forward(const ModelSpec& model, const ParallelPlan& plan) {
-  const double tokens = static_cast<double>(model.micro_batch) * model.sequence;
+  const double tokens = static_cast<double>(model.micro_batch) * model.sequence / plan.cp;
   Kernel k = gemm(tokens, model.hidden, static_cast<double>(model.vocabulary) / plan.tp, element_bytes(model.dtype));
   // The softmax cross-entropy reads the logits once more (fp32).
   k.bytes += Bytes{static_cast<std::uint64_t>(std::llround(tokens * model.vocabulary / plan.tp * 4))};
@@ -399,6 +414,34 @@ ModelSpec parse_model(const ConfigNode& node, const Fabric& fabric) {
   return m;
 }
 
+namespace {
+/// parallel.vp: the interleaved 1F1B's model chunks per stage (Megatron's virtual_pipeline_model_parallel_size).
+void parse_virtual_pipeline(const ConfigNode& parallel, const ModelSpec& spec, ParallelPlan& p) {
+  p.vp = parallel.optional<int>("vp", 1);
+  check_between(parallel, "vp", p.vp, 1, std::max(1, spec.layers));
+  if (p.vp == 1) return;
+  if (p.pp < 2)
+    parallel.fail_key("vp", fmt::format("interleaves pipeline stages: needs parallel.pp > 1, got {}", p.pp));
+  if (p.pipeline != Pipeline::one_f_one_b)
+    parallel.fail_key("vp", "the interleaved schedule is a 1F1B one: needs parallel.pipeline 1f1b");
+  if (spec.layers % (p.pp * p.vp) != 0)
+    parallel.fail_key("vp", fmt::format("pp x vp = {} x {} = {} must divide model.layers ({})", p.pp, p.vp, p.pp * p.vp,
+                                        spec.layers));
+}
+
+/// parallel.cp: context parallelism, as Megatron-Core and TransformerEngine run it (workloads/training/context.hpp).
+void parse_context_parallel(const ConfigNode& parallel, const ModelSpec& spec, ParallelPlan& p) {
+  if (p.cp == 1) return;
+  // Each rank takes two of the sequence's 2 cp chunks (the causal load balance).
+  if (spec.sequence % (2 * p.cp) != 0)
+    parallel.fail_key("cp", fmt::format("2 x cp = {} must divide model.sequence ({}): each CP rank takes two of its "
+                                        "2 x cp chunks",
+                                        2 * p.cp, spec.sequence));
+  if (!spec.flash_attention)
+    parallel.fail_key("cp", "ring attention runs on FlashAttention's partial results: needs model.attention flash");
+}
+}  // namespace
+
 ParallelPlan parse_plan(const ConfigNode& parallel, const ConfigNode& model, const ModelSpec& spec,
                         const Fabric& fabric) {
   ParallelPlan p;
@@ -407,18 +450,24 @@ ParallelPlan parse_plan(const ConfigNode& parallel, const ConfigNode& model, con
   check_between(parallel, "tp", p.tp, 1, gpus);
   p.pp = parallel.optional<int>("pp", 1);
   check_between(parallel, "pp", p.pp, 1, gpus);
-  const int rest = gpus / (p.tp * p.pp) > 0 ? gpus / (p.tp * p.pp) : 1;
+  p.cp = parallel.optional<int>("cp", 1);
+  check_between(parallel, "cp", p.cp, 1, gpus);
+  const int rest = gpus / (p.tp * p.cp * p.pp) > 0 ? gpus / (p.tp * p.cp * p.pp) : 1;
   p.dp = parallel.optional<int>("dp", rest);
   check_between(parallel, "dp", p.dp, 1, gpus);
-  if (p.gpus() != gpus)
+  if (p.gpus() != gpus && p.cp == 1)
     parallel.fail_key("dp", fmt::format("tp x pp x dp must equal the topology's {} GPUs, got {} x {} x {} = {}", gpus,
                                         p.tp, p.pp, p.dp, p.gpus()));
+  if (p.gpus() != gpus)
+    parallel.fail_key(
+        "dp", fmt::format("tp x cp x pp x dp must equal the topology's {} GPUs, got {} x {} x {} x {} = {}", gpus, p.tp,
+                          p.cp, p.pp, p.dp, p.gpus()));
   p.ep = parallel.optional<int>("ep", 1);
   check_between(parallel, "ep", p.ep, 1, gpus);
   if (p.ep > 1 && !spec.moe) parallel.fail_key("ep", "expert parallelism needs model.moe");
-  if ((p.tp * p.dp) % p.ep != 0)
-    parallel.fail_key(
-        "ep", fmt::format("must divide tp x dp = {} (the ranks of a pipeline stage), got {}", p.tp * p.dp, p.ep));
+  if ((p.tp * p.cp * p.dp) % p.ep != 0)
+    parallel.fail_key("ep", fmt::format("must divide {} = {} (the ranks of a pipeline stage), got {}",
+                                        p.cp > 1 ? "tp x cp x dp" : "tp x dp", p.tp * p.cp * p.dp, p.ep));
   if (spec.moe && spec.moe->experts % p.ep != 0)
     parallel.fail_key("ep", fmt::format("must divide model.moe.experts ({}), got {}", spec.moe->experts, p.ep));
   if (spec.heads % p.tp != 0)
@@ -433,17 +482,24 @@ ParallelPlan parse_plan(const ConfigNode& parallel, const ConfigNode& model, con
         "tp", fmt::format("must divide the shared experts' FFN ({} x {})", spec.moe->shared_experts, expert_ffn(spec)));
   if (spec.layers % p.pp != 0)
     parallel.fail_key("pp", fmt::format("must divide model.layers ({}), got {}", spec.layers, p.pp));
-  if ((static_cast<long long>(spec.micro_batch) * spec.sequence) % p.tp != 0)
-    parallel.fail_key("tp",
-                      fmt::format("must divide micro_batch x sequence ({}) tokens", spec.micro_batch * spec.sequence));
+  parse_context_parallel(parallel, spec, p);
+  if ((static_cast<long long>(spec.micro_batch) * spec.sequence / p.cp) % p.tp != 0)
+    parallel.fail_key("tp", p.cp > 1 ? fmt::format("must divide a CP rank's micro_batch x sequence / cp ({}) tokens",
+                                                   spec.micro_batch * spec.sequence / p.cp)
+                                     : fmt::format("must divide micro_batch x sequence ({}) tokens",
+                                                   spec.micro_batch * spec.sequence));
   const auto pipeline = parallel.optional<std::string>("pipeline", "1f1b");
   if (pipeline != "1f1b" && pipeline != "gpipe")
     parallel.fail_key("pipeline", fmt::format("expected 1f1b or gpipe, found '{}'", pipeline));
   p.pipeline = pipeline == "1f1b" ? Pipeline::one_f_one_b : Pipeline::gpipe;
+  parse_virtual_pipeline(parallel, spec, p);
   p.sequence_parallel = parallel.optional<bool>("sequence_parallel", false);
   p.recompute = choice(parallel, "recompute", Recompute::none,
                        {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}});
   p.zero = parallel.optional<bool>("zero", false);
+  p.fsdp = parallel.optional<bool>("fsdp", false);
+  if (p.fsdp && p.dp * p.cp == 1)
+    parallel.fail_key("fsdp", "shards over dp x cp: needs dp x cp > 1, got dp 1 and cp 1");
   p.bucket = parallel.optional<Bytes>("bucket", Bytes{25ull << 20});
   check_between(parallel, "bucket", p.bucket, Bytes{1ull << 10}, Bytes{1ull << 40});
 
@@ -465,6 +521,12 @@ ParallelPlan parse_plan(const ConfigNode& parallel, const ConfigNode& model, con
     model.fail_key(
         global ? "global_batch" : "micro_batches",
         fmt::format("gives {} micro-batches per step; expected 1 to {}", p.micro_batches, MAX_MICRO_BATCHES));
+  // Megatron-Core's interleaved schedule runs the micro-batches in groups of pp through every chunk.
+  if (p.vp > 1 && p.micro_batches % p.pp != 0)
+    model.fail_key(global ? "global_batch" : "micro_batches",
+                   fmt::format("gives {} micro-batches per step; the interleaved pipeline (parallel.vp {}) needs a "
+                               "multiple of parallel.pp ({})",
+                               p.micro_batches, p.vp, p.pp));
   return p;
 }
 

@@ -1,17 +1,23 @@
 // A transformer training step's shape: the model, the parallelism plan, where each rank sits in the plan, and what
 // one layer costs on one rank (FLOPs and HBM bytes, for the GPU's roofline in models/compute.hpp).
 //
-// Rank mapping (Megatron-LM, megatron/core/parallel_state.py): tensor parallel innermost, then data parallel, then
-// pipeline parallel:
+// Rank mapping (Megatron-Core, megatron/core/parallel_state.py, its default order "tp-cp-ep-dp-pp"): tensor parallel
+// innermost, then context parallel, then data parallel, then pipeline parallel:
 //
-//   rank = tp_rank + tp x (dp_rank + dp x pp_rank)
+//   rank = tp_rank + tp x (cp_rank + cp x (dp_rank + dp x pp_rank))
 //
-// so a TP group is `tp` consecutive ranks (one NVLink hop apart on every topology here), a DP group strides by tp,
-// and a pipeline stage is the tp x dp consecutive ranks of one pp_rank. Expert parallelism follows Megatron-Core's
-// MoE parallel folding with an expert tensor-parallel size of 1: the tp x dp ranks of a stage are cut into groups of
-// `ep` consecutive ranks; rank j of an EP group holds experts [j E/ep, (j+1) E/ep), and the ranks at the same place
-// of every EP group of the stage (tp x dp / ep of them) are its expert-data-parallel group, which reduces the
-// experts' gradients. Hence ep must divide tp x dp and the expert count.
+// so a TP group is `tp` consecutive ranks (one NVLink hop apart on every topology here), a CP group strides by tp,
+// a DP group by tp x cp, and a pipeline stage is the tp x cp x dp consecutive ranks of one pp_rank. The gradients
+// are reduced over DP x CP (the ranks of a stage with the same tp_rank: CP ranks hold the same weights and see
+// other tokens), and the distributed optimizer shards over that group too. Expert parallelism follows
+// Megatron-Core's MoE parallel folding with an expert tensor-parallel size of 1: the tp x cp x dp ranks of a stage
+// are cut into groups of `ep` consecutive ranks; rank j of an EP group holds experts [j E/ep, (j+1) E/ep), and the
+// ranks at the same place of every EP group of the stage (tp x cp x dp / ep of them) are its expert-data-parallel
+// group, which reduces the experts' gradients. Hence ep must divide tp x cp x dp and the expert count.
+//
+// Context parallelism (workloads/training/context.hpp): each CP rank holds s / cp of every sequence's tokens, so
+// every per-token kernel, activation and collective is 1 / cp of the whole, and attention is a ring over the CP
+// group.
 //
 // FLOPs of one layer's forward on a micro-batch of b sequences of s tokens (T = b s), hidden h, FFN hidden f, a
 // query heads and kv key-value heads of head dimension d, all TP ranks together (Narayanan et al. 2021, "Efficient
@@ -130,25 +136,31 @@ enum class Recompute { none, selective, full };
 
 struct ParallelPlan {
   int tp = 1, pp = 1, dp = 1, ep = 1;
+  int vp = 1;             // model chunks per pipeline stage (interleaved 1F1B: workloads/training/schedule.hpp)
+  int cp = 1;             // context parallel: each rank holds 1 / cp of every sequence (ring attention)
   int micro_batches = 1;  // per step, per pipeline (per data-parallel replica)
   Pipeline pipeline = Pipeline::one_f_one_b;
   bool sequence_parallel = false;
   Recompute recompute = Recompute::none;
   bool zero = false;          // distributed optimizer (ZeRO-1): gradients reduce-scattered, parameters all-gathered
+  bool fsdp = false;          // FSDP (ZeRO-3): dense parameters, gradients and optimizer state sharded over DP x CP
   Bytes bucket{25ull << 20};  // gradient bucket (PyTorch DDP's bucket_cap_mb = 25)
 
-  int gpus() const { return tp * pp * dp; }
+  int gpus() const { return tp * cp * pp * dp; }
 };
 
 /// Where a rank sits in the plan.
 struct Coord {
-  int tp = 0, dp = 0, pp = 0;
+  int tp = 0, dp = 0, pp = 0, cp = 0;
 };
 int rank_of(const ParallelPlan& plan, Coord c);
 Coord coord_of(const ParallelPlan& plan, int rank);
 /// The sorted ranks of `rank`'s groups.
 std::vector<int> tp_group(const ParallelPlan& plan, int rank);
 std::vector<int> dp_group(const ParallelPlan& plan, int rank);
+std::vector<int> cp_group(const ParallelPlan& plan, int rank);
+/// DP x CP: the ranks that reduce the rank's (dense) gradients and shard its optimizer state.
+std::vector<int> dp_cp_group(const ParallelPlan& plan, int rank);
 std::vector<int> ep_group(const ParallelPlan& plan, int rank);
 std::vector<int> expert_dp_group(const ParallelPlan& plan, int rank);
 /// The rank's place in its EP group (which experts it holds).
@@ -158,6 +170,9 @@ int ep_rank(const ParallelPlan& plan, int rank);
 struct Kernel {
   Flops flops;
   Bytes bytes;
+  // A linear layer of the transformer layer (QKV, projection, MLP, experts): in fp8 when the model trains in fp8, as
+  // TransformerEngine's linear layers; attention, the memory-bound kernels, the router and the logits stay in bf16.
+  bool fp8 = false;
 };
 
 /// One layer's forward kernels on one rank for one micro-batch (the MLP ones are 0 for a MoE layer).
@@ -169,6 +184,9 @@ struct LayerForward {
 double element_bytes(Dtype dtype);
 /// Bytes per gradient element: 16-bit formats (and fp8, whose master weights are bf16) reduce in bf16.
 double gradient_bytes(Dtype dtype);
+/// Bytes per element of the activations between kernels, as the TP collectives, the pipeline and the CP ring move
+/// them: bf16 for fp8 training (TransformerEngine casts to fp8 inside its GEMMs only), else the dtype's.
+double activation_bytes(Dtype dtype);
 
 /// One layer's forward kernels on one rank: a dense layer's MLP, or a MoE layer's router and its shared experts' MLP
 /// (tensor-parallel like a dense one; none without shared experts). The routed experts are expert_forward's.
@@ -177,7 +195,7 @@ LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, boo
 Kernel expert_forward(const ModelSpec& model, std::uint64_t tokens);
 /// The logits GEMM and the loss on the last stage, one rank, one micro-batch.
 Kernel logits_forward(const ModelSpec& model, const ParallelPlan& plan);
-/// Tokens of one micro-batch that one rank routes in a MoE layer: b s / tp (the sequence-parallel shard).
+/// Tokens of one micro-batch that one rank routes in a MoE layer: b s / (cp tp) (its sequence-parallel shard).
 std::uint64_t routed_tokens(const ModelSpec& model, const ParallelPlan& plan);
 
 /// All-TP-ranks forward FLOPs of layer `layer` on one micro-batch, by the formulas above (MoE: top_k experts per

@@ -173,7 +173,7 @@ TEST_CASE("training: input errors name file, line, column and key") {
         load(scenario(model + "    parallel: {tp: 2, dp: 4, ppp: 1}\n")),
         doctest::Contains("t.yaml:5:30: workloads[0].parallel.ppp: unknown key (did you mean 'pp'?); known "
                           "keys: bucket, "
-                          "dp, ep, pipeline, pp, recompute, sequence_parallel, tp, zero"),
+                          "cp, dp, ep, fsdp, pipeline, pp, recompute, sequence_parallel, tp, vp, zero"),
         InputError);
   }
   SUBCASE("tp x pp x dp is not the GPU count") {

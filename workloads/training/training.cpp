@@ -1,17 +1,21 @@
 #include "workloads/training/training.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "runtime/waits.hpp"
 #include "sim/random.hpp"
 #include "workloads/training/balancer.hpp"
+#include "workloads/training/context.hpp"
+#include "workloads/training/schedule.hpp"
 
 namespace snsim::workloads::training {
 namespace {
@@ -20,10 +24,15 @@ using models::CollectiveKind;
 
 constexpr int MAX_STEPS = 100;  // keeps every op's tag (step, micro-batch, unit, pass) within an int
 // Signal ids on the symmetric heap, one range per purpose; a local expert or a gradient bucket adds its index.
-constexpr int TP_REDUCE = 1, TP_GATHER = 2, PP_FORWARD = 3, PP_BACKWARD = 4, MOE_COMBINE = 5;
+constexpr int TP_REDUCE = 1, TP_GATHER = 2, PP_FORWARD = 3, PP_BACKWARD = 4, MOE_COMBINE = 5, CP_RING = 6;
 constexpr int MOE_DISPATCH = 100;
 constexpr int DP_REDUCE = 10000, DP_GATHER = 20000, EXPERT_REDUCE = 30000, EXPERT_GATHER = 40000;
 constexpr int MAX_BUCKETS = 9999;
+// Stream events of the interleaved pipeline (after the gradient buckets' 0..MAX_BUCKETS): a forward (+0) or backward
+// (+1) done, a transfer for one received.
+constexpr int P2P_DONE = 100000, P2P_RECEIVED = 100002;
+// FSDP's: a unit's parameters gathered, its compute started (the next gather may go), its gradients complete.
+constexpr int FSDP_GATHERED = 100004, FSDP_STARTED = 100005, FSDP_REDUCIBLE = 100006;
 // PGAS reductions over at most this many ranks put every chunk straight to its owner; larger groups go around a
 // ring. All-pairs puts are n(n-1) concurrent flows ending at different times, which SimGrid's exact max-min
 // re-solves at every end (quadratic: docs/simgrid.md#speed); at 72 ranks a step took minutes. NCCL runs
@@ -38,22 +47,29 @@ constexpr std::uint64_t COUNT_BYTES = 8;
 // A put uses one issuing block per this many bytes, up to pgas.blocks (a block reaches ~10.6 GB/s on our H200s,
 // validation/params/h200.yaml: 32 blocks fill an NVLink4 port's 450 GB/s x 0.785 efficiency).
 constexpr std::uint64_t BYTES_PER_BLOCK = 64ull << 10;
+// fp8's amaxes of one layer's forward: an fp32 each for the input and the weight of its 4 linear layers (QKV,
+// projection, the MLP's two).
+constexpr std::uint64_t AMAX_BYTES_PER_LAYER = 4 * 2 * 4;
 
 Bytes bytes_of(double x) {
   return Bytes{static_cast<std::uint64_t>(std::llround(std::max(0.0, x)))};
 }
 
-/// One Group per set of ranks, shared by every member's ops (collectives and barriers match by Group identity).
+/// What a Group carries: transfers that may run at once between the same ranks go by different communicators.
+enum class Purpose { collective, context_ring, fsdp_gather, fsdp_reduce, amax };
+
+/// One Group per set of ranks and purpose, shared by every member's ops (collectives and barriers match by Group
+/// identity).
 class Groups {
  public:
-  Group get(const std::vector<int>& ranks) {
-    auto [it, inserted] = cache_.try_emplace(ranks, nullptr);
+  Group get(const std::vector<int>& ranks, Purpose purpose = Purpose::collective) {
+    auto [it, inserted] = cache_.try_emplace({purpose, ranks}, nullptr);
     if (inserted) it->second = std::make_shared<const std::vector<int>>(ranks);
     return it->second;
   }
 
  private:
-  std::map<std::vector<int>, Group> cache_;
+  std::map<std::pair<Purpose, std::vector<int>>, Group> cache_;
 };
 
 /// Gradients that a stage reduces together, ready once the backward has gone below `low_unit`.
@@ -83,7 +99,7 @@ std::vector<Bucket> buckets(const TrainingConfig& c, int stage) {
   };
   if (stage == c.plan.pp - 1) add(layers + 1, logits_params(c.model, c.plan), 0);
   for (int l = layers; l >= 1; --l) {
-    const int layer = stage * layers + l - 1;
+    const int layer = global_layer(c.model, c.plan, stage, l - 1);
     add(l, dense_layer_params(c.model, c.plan, layer), expert_layer_params(c.model, c.plan, layer));
   }
   if (stage == 0) add(0, embedding_params(c.model, c.plan), 0);
@@ -99,7 +115,7 @@ std::vector<Bucket> buckets(const TrainingConfig& c, int stage) {
 std::vector<std::string> bucket_notes(const TrainingConfig& c, bool set) {
   if (!set) return {};
   const bool experts_reduced = c.model.moe && expert_dp_group(c.plan, 0).size() > 1;
-  if (c.plan.dp == 1 && !experts_reduced)
+  if (c.plan.dp * c.plan.cp == 1 && !experts_reduced)
     return {
         fmt::format("parallel.bucket {} changes nothing: no gradient is reduced across GPUs (dp 1)", c.plan.bucket)};
   const int layers = c.model.layers / c.plan.pp;
@@ -115,7 +131,7 @@ std::vector<std::string> bucket_notes(const TrainingConfig& c, bool set) {
     for (const auto& b : cut) stage_total += (b.dense_params + b.expert_params) * grad;
     largest_stage = std::max(largest_stage, stage_total);
     for (int l = 0; l < layers; ++l) {
-      const int layer = stage * layers + l;
+      const int layer = global_layer(c.model, c.plan, stage, l);
       smallest_layer =
           std::min(smallest_layer,
                    (dense_layer_params(c.model, c.plan, layer) + expert_layer_params(c.model, c.plan, layer)) * grad);
@@ -159,12 +175,27 @@ class RankEmitter {
         kernels_{layer_forward(c_.model, c_.plan, false)},
         moe_kernels_{c_.model.moe ? layer_forward(c_.model, c_.plan, true) : LayerForward{}},
         pgas_{c_.schedule == Schedule::pgas} {
-    dp_ = groups_.get(dp_group(c_.plan, rank));
+    dp_ = groups_.get(dp_cp_group(c_.plan, rank));  // CP ranks hold the same weights
+    if (c_.plan.cp > 1) {
+      Coord next = me_, prev = me_;
+      next.cp = (me_.cp + 1) % c_.plan.cp;
+      prev.cp = (me_.cp + c_.plan.cp - 1) % c_.plan.cp;
+      cp_next_ = rank_of(c_.plan, next);
+      cp_prev_ = rank_of(c_.plan, prev);
+    }
     tp_ = groups_.get(tp_group(c_.plan, rank));
     if (c_.model.moe) {
       ep_ = groups_.get(ep_group(c_.plan, rank));
       edp_ = groups_.get(expert_dp_group(c_.plan, rank));
     }
+    amax_ = groups_.get(
+        [&] {
+          std::vector<int> stage;
+          for (int r = 0; r < c_.plan.gpus(); ++r)
+            if (coord_of(c_.plan, r).pp == me_.pp) stage.push_back(r);
+          return stage;
+        }(),
+        Purpose::amax);
     world_ = groups_.get([&] {
       std::vector<int> all(static_cast<std::size_t>(c_.plan.gpus()));
       std::iota(all.begin(), all.end(), 0);
@@ -193,8 +224,9 @@ class RankEmitter {
   /// that had just synchronised: it pays the launch.
   void compute(Kernel k, double scale, const OpInfo& info) {
     if (k.flops.count() <= 0 && k.bytes.count() == 0) return;
+    const Dtype dtype = c_.model.dtype == Dtype::fp8 && !k.fp8 ? Dtype::bf16 : c_.model.dtype;
     ComputeOp c{Flops{k.flops.count() * scale}, bytes_of(static_cast<double>(k.bytes.count()) * scale), std::nullopt,
-                c_.model.dtype};
+                dtype};
     c.pipelined = !out_->empty();
     add(c, info);
   }
@@ -260,21 +292,21 @@ class RankEmitter {
   }
 
   Bytes activation() const {
-    return bytes_of(static_cast<double>(c_.model.micro_batch) * c_.model.sequence * c_.model.hidden *
-                    element_bytes(c_.model.dtype));
+    return bytes_of(static_cast<double>(c_.model.micro_batch) * c_.model.sequence / c_.plan.cp * c_.model.hidden *
+                    activation_bytes(c_.model.dtype));
   }
 
   // ---- MoE -------------------------------------------------------------------------------------------------------
 
   const MoeRoute& route(int layer, int mb) {
-    const int block = (me_.tp + c_.plan.tp * me_.dp) / c_.plan.ep;
+    const int block = (rank_ % (c_.plan.tp * c_.plan.cp * c_.plan.dp)) / c_.plan.ep;  // the EP group in the stage
     auto [it, inserted] = routes_.try_emplace({me_.pp, block, layer});
     if (inserted) {
       const auto& moe = *c_.model.moe;
-      const int global_layer = me_.pp * layers_ + layer;
-      RandomStream pick(seed_, fmt::format("training.moe.popularity.layer{}", global_layer));
+      const int model_layer = global_layer(c_.model, c_.plan, me_.pp, layer);
+      RandomStream pick(seed_, fmt::format("training.moe.popularity.layer{}", model_layer));
       const auto p = popularity(moe.experts, moe.skew, pick);
-      RandomStream rng(seed_, fmt::format("training.moe.routing.layer{}.group{}", global_layer, block));
+      RandomStream rng(seed_, fmt::format("training.moe.routing.layer{}.group{}", model_layer, block));
       for (int s = 0; s < c_.steps; ++s)
         for (int m = 0; m < c_.plan.micro_batches; ++m) {
           const Routing choices = route_choices(p, rng);
@@ -364,11 +396,16 @@ class RankEmitter {
     // collectives included, from the one input it kept.
     if (backward && c_.plan.recompute == Recompute::full) layer_pass(layer, mb, false, info);
     layer_pass(layer, mb, backward, info);
+    // fp8 with delayed scaling (TransformerEngine's recipe, Megatron-Core's default): the forward's amaxes, an fp32
+    // for the input and the weight of each of the layer's linear layers, are max-reduced over the stage's TP x CP
+    // x DP ranks (Megatron-Core's amax reduction group) when the layer's fp8 region ends.
+    if (!backward && c_.model.dtype == Dtype::fp8 && !pgas_ && amax_->size() > 1)
+      collective(CollectiveKind::all_reduce, Bytes{AMAX_BYTES_PER_LAYER}, amax_, info);
   }
 
   void layer_pass(int layer, int mb, bool backward, const OpInfo& info) {
     const bool sp = c_.plan.sequence_parallel && c_.plan.tp > 1;
-    const bool moe = is_moe_layer(c_.model, me_.pp * layers_ + layer);
+    const bool moe = is_moe_layer(c_.model, global_layer(c_.model, c_.plan, me_.pp, layer));
     const Bytes act = activation();
     const auto& k = moe ? moe_kernels_ : kernels_;
     // A MoE layer's shared experts are a tensor-parallel MLP beside the routed ones (none: no MLP kernels).
@@ -382,7 +419,7 @@ class RankEmitter {
     if (!backward) {
       before();
       compute(k.qkv, 1, info);
-      compute(k.attention, 1, info);
+      attention(k.attention, false, info);
       compute(k.projection, 1, info);
       after();
       compute(k.elementwise, 1, info);
@@ -412,21 +449,66 @@ class RankEmitter {
     before();
     compute(k.projection, 2, info);
     // Selective recomputation: the attention core's forward again, its s^2 scores not kept (§5).
-    if (c_.plan.recompute == Recompute::selective) compute(k.attention, 1, info);
-    compute(k.attention, 2, info);
+    if (c_.plan.recompute == Recompute::selective) attention(k.attention, false, info);
+    attention(k.attention, true, info);
     compute(k.qkv, 2, info);
     after();
   }
 
+  /// The attention core, forward (or its backward, twice the FLOPs). With context parallelism a ring over the CP
+  /// group (workloads/training/context.hpp): cp rounds of 1 / cp of it, the first cp - 1 each beside the exchange of
+  /// the next chunk's K and V (backward: with their gradients), which the next round waits for.
+  void attention(const Kernel& k, bool backward, const OpInfo& info) {
+    const double scale = backward ? 2 : 1;
+    const int cp = c_.plan.cp;
+    if (cp == 1) return compute(k, scale, info);
+    const Bytes kv{ring_kv_bytes(c_.model, c_.plan).count() * (backward ? 2u : 1u)};
+    for (int round = 0; round < cp; ++round) {
+      if (round + 1 == cp) {
+        compute(k, scale / cp, info);
+        break;
+      }
+      if (pgas_) {
+        put(cp_next_, kv, CP_RING, info);
+        compute(k, scale / cp, info);
+        wait(CP_RING, blocks(kv), info);
+        continue;
+      }
+      std::vector<Op>* outer = out_;
+      StreamsOp ring;
+      ring.streams.resize(3);
+      out_ = &ring.streams[0];
+      collective(CollectiveKind::broadcast, kv, groups_.get({rank_, cp_next_}, Purpose::context_ring), info, rank_);
+      out_ = &ring.streams[1];
+      collective(CollectiveKind::broadcast, kv, groups_.get({cp_prev_, rank_}, Purpose::context_ring), info, cp_prev_);
+      out_ = &ring.streams[2];
+      compute(k, scale / cp, info);
+      // queued behind the layer's kernels before it, like them
+      if (!ring.streams[2].empty())
+        if (auto* c = std::get_if<ComputeOp>(&ring.streams[2].back().what)) c->pipelined = !outer->empty();
+      out_ = outer;
+      out_->push_back(Op{std::move(ring), phase_, -1});
+    }
+  }
+
   Kernel embedding() const { return {Flops{0}, activation()}; }
 
-  void forward(int mb) {
-    const bool first = me_.pp == 0, last = me_.pp == c_.plan.pp - 1;
-    for (int unit = first ? 0 : 1; unit <= layers_ + (last ? 1 : 0); ++unit) {
+  /// The units of the stage's chunk `chunk` (all its layers without interleaving): its layers, the embedding before
+  /// the model's first chunk, the logits after its last.
+  std::pair<int, int> chunk_units(int chunk) const {
+    const int per_chunk = layers_ / c_.plan.vp;
+    const bool first = me_.pp == 0 && chunk == 0, last = me_.pp == c_.plan.pp - 1 && chunk == c_.plan.vp - 1;
+    return {first ? 0 : chunk * per_chunk + 1, last ? layers_ + 1 : (chunk + 1) * per_chunk};
+  }
+
+  void forward(int mb, int chunk = 0) {
+    const auto [low, high] = chunk_units(chunk);
+    for (int unit = low; unit <= high; ++unit) {
       const OpInfo info = here(OpInfo::forward, mb, unit);
       // ZeRO under PGAS: a bucket's parameters, gathered by the previous step's puts, are waited for here, at
       // their first use, and nowhere else.
       if (pgas_ && c_.plan.zero && step_ > 0 && mb == 0) gather_waits(unit, info);
+      if (c_.plan.fsdp) fsdp_gather(unit, info);
       if (unit == 0)
         compute(embedding(), 1, info);
       else if (unit == layers_ + 1)
@@ -436,21 +518,61 @@ class RankEmitter {
     }
   }
 
-  void backward(int mb) {
-    const bool first = me_.pp == 0, last = me_.pp == c_.plan.pp - 1;
-    for (int unit = layers_ + (last ? 1 : 0); unit >= (first ? 0 : 1); --unit) {
+  void backward(int mb, int chunk = 0) {
+    const auto [low, high] = chunk_units(chunk);
+    for (int unit = high; unit >= low; --unit) {
       const OpInfo info = here(OpInfo::backward, mb, unit);
+      if (c_.plan.fsdp) fsdp_gather(unit, info);
       if (unit == 0)
         compute(embedding(), 2, info);
       else if (unit == layers_ + 1)
         compute(logits_forward(c_.model, c_.plan), 2, info);
       else
         layer(unit - 1, mb, true);
+      if (c_.plan.fsdp) fsdp_reduce(unit, info);
       // The last micro-batch's backward completes the gradients: tell stream 1 which bucket is ready.
       if (mb == c_.plan.micro_batches - 1 && reduces())
         for (std::size_t b = 0; b < buckets_.size(); ++b)
           if (buckets_[b].low_unit == unit) add(EventRecordOp{static_cast<int>(b)}, info);
     }
+  }
+
+  // ---- FSDP (ZeRO-3) -------------------------------------------------------------------------------------------
+
+  /// The dense parameters of a unit on this rank, before FSDP shards them: the embedding, a layer's, the logits'.
+  double unit_params(int unit) const {
+    if (unit == 0) return embedding_params(c_.model, c_.plan);
+    if (unit == layers_ + 1) return logits_params(c_.model, c_.plan);
+    return dense_layer_params(c_.model, c_.plan, global_layer(c_.model, c_.plan, me_.pp, unit - 1));
+  }
+
+  /// The unit's parameters all-gathered over DP x CP before its forward and again before its backward (resharded
+  /// after each, as FSDP's reshard_after_forward), on a stream of their own: the gather of the next unit starts as
+  /// soon as this one's compute does (FSDP's prefetch of one unit), and the compute waits for its own.
+  void fsdp_gather(int unit, const OpInfo& info) {
+    const Bytes bytes = gradient(unit_params(unit));
+    if (bytes.count() == 0 || dp_->size() < 2) return;
+    std::vector<Op>* compute_stream = out_;
+    out_ = &fsdp_gathers_;
+    if (fsdp_gathered_ > fsdp_gathered_at_step_) add(EventWaitOp{FSDP_STARTED, fsdp_gathered_}, info);
+    collective(CollectiveKind::all_gather, bytes, groups_.get(*dp_, Purpose::fsdp_gather), info);
+    add(EventRecordOp{FSDP_GATHERED}, info);
+    out_ = compute_stream;
+    add(EventWaitOp{FSDP_GATHERED, ++fsdp_gathered_}, info);
+    add(EventRecordOp{FSDP_STARTED}, info);
+  }
+
+  /// The unit's gradients reduce-scattered over DP x CP once its backward is done, every micro-batch (each rank
+  /// accumulates only its shard), on a stream of their own.
+  void fsdp_reduce(int unit, const OpInfo& info) {
+    const Bytes bytes = gradient(unit_params(unit));
+    if (bytes.count() == 0 || dp_->size() < 2) return;
+    add(EventRecordOp{FSDP_REDUCIBLE}, info);
+    std::vector<Op>* compute_stream = out_;
+    out_ = &fsdp_reductions_;
+    add(EventWaitOp{FSDP_REDUCIBLE, ++fsdp_reduced_}, info);
+    collective(CollectiveKind::reduce_scatter, bytes, groups_.get(*dp_, Purpose::fsdp_reduce), info);
+    out_ = compute_stream;
   }
 
   // ---- pipeline ----------------------------------------------------------------------------------------------------
@@ -463,7 +585,9 @@ class RankEmitter {
     const bool forward = what == Comm::recv_forward || what == Comm::send_forward;
     const bool towards_next = what == Comm::send_forward || what == Comm::recv_backward;
     if ((towards_next && last) || (!towards_next && first)) return;
-    const int peer = rank_of(c_.plan, {me_.tp, me_.dp, me_.pp + (towards_next ? 1 : -1)});
+    Coord at = me_;
+    at.pp += towards_next ? 1 : -1;
+    const int peer = rank_of(c_.plan, at);
     const bool send = what == Comm::send_forward || what == Comm::send_backward;
     const OpInfo info = here(forward ? OpInfo::forward : OpInfo::backward, mb, towards_next ? layers_ : 1);
     const Bytes bytes{activation().count() / static_cast<std::uint64_t>(c_.plan.tp)};
@@ -505,6 +629,7 @@ class RankEmitter {
 
   void pipeline() {
     const int m = c_.plan.micro_batches;
+    if (c_.plan.vp > 1) return interleaved();
     if (c_.plan.pipeline == Pipeline::gpipe) {
       for (int i = 0; i < m; ++i) {
         p2p(Comm::recv_forward, i);
@@ -542,6 +667,94 @@ class RankEmitter {
     }
   }
 
+  /// Interleaved 1F1B (workloads/training/schedule.hpp): the stage's chunks in Megatron-Core's order. Activations go
+  /// around the stages vp times, stage pp - 1's chunk c on to stage 0's chunk c + 1, and the gradients back.
+  void interleaved() {
+    const auto order = interleaved_order(c_.plan, me_.pp);
+    if (pgas_) {  // a put does not wait for its target: each transfer where the schedule has it
+      for (const auto& task : order) {
+        if (receives(task)) chunk_transfer(task, false);
+        task.forward ? forward(task.micro_batch, task.chunk) : backward(task.micro_batch, task.chunk);
+        if (sends(task)) chunk_transfer(task, true);
+      }
+      return;
+    }
+    // NCCL: Megatron-Core's overlapped point-to-point (overlap_p2p_comm, on with interleaving): each send is posted
+    // once its forward or backward is done, on a stream of its own, and the receive of the next forward (backward)
+    // as soon as the previous forward (backward) is done, so that transfers run behind the other direction's compute.
+    // The compute stream waits only for the receive it needs. One stream per direction and kind keeps each pair's
+    // transfers in one order at both ends.
+    std::vector<Op>* compute_stream = out_;
+    std::array<std::vector<Op>, 4> side;  // send forward, send backward, receive forward, receive backward
+    std::array<std::uint64_t, 2> done_at_start = {done_[0], done_[1]};
+    const int warmup = interleaved_warmup(c_.plan, me_.pp);
+    for (const auto& task : order) {
+      const int dir = task.forward ? 0 : 1;
+      const OpInfo info =
+          here(task.forward ? OpInfo::forward : OpInfo::backward, task.micro_batch, chunk_units(task.chunk).first);
+      if (receives(task)) {
+        out_ = &side[2 + dir];
+        // Posted once the previous task of its direction is done; the first backward's with the last warm-up
+        // forward (Megatron's last warm-up iteration receives the first gradient).
+        if (done_[dir] > done_at_start[dir])
+          add(EventWaitOp{P2P_DONE + dir, done_[dir]}, info);
+        else if (!task.forward)
+          add(EventWaitOp{P2P_DONE, done_at_start[0] + static_cast<std::uint64_t>(warmup)}, info);
+        chunk_transfer(task, false);
+        add(EventRecordOp{P2P_RECEIVED + dir}, info);
+        out_ = compute_stream;
+        add(EventWaitOp{P2P_RECEIVED + dir, ++received_[dir]}, info);
+      }
+      task.forward ? forward(task.micro_batch, task.chunk) : backward(task.micro_batch, task.chunk);
+      add(EventRecordOp{P2P_DONE + dir}, info);
+      ++done_[dir];
+      if (sends(task)) {
+        out_ = &side[dir];
+        add(EventWaitOp{P2P_DONE + dir, done_[dir]}, info);
+        chunk_transfer(task, true);
+        out_ = compute_stream;
+      }
+    }
+    for (auto& stream : side)
+      if (!stream.empty()) side_streams_.push_back(std::move(stream));
+  }
+
+  /// Whether a task takes its input from (gives its output to) another stage: all but the model's first chunk's
+  /// forward and last chunk's backward receive, all but its last chunk's forward and first chunk's backward send.
+  bool receives(const PipelineTask& task) const {
+    return task.forward ? !(me_.pp == 0 && task.chunk == 0)
+                        : !(me_.pp == c_.plan.pp - 1 && task.chunk == c_.plan.vp - 1);
+  }
+  bool sends(const PipelineTask& task) const {
+    return task.forward ? !(me_.pp == c_.plan.pp - 1 && task.chunk == c_.plan.vp - 1)
+                        : !(me_.pp == 0 && task.chunk == 0);
+  }
+
+  /// A task's activation (forward) or gradient (backward) from or to the neighbouring stage, around the ring of stages.
+  void chunk_transfer(const PipelineTask& task, bool send) {
+    const int pp = c_.plan.pp;
+    const bool towards_next = task.forward == send;
+    Coord at = me_;
+    at.pp = (me_.pp + (towards_next ? 1 : pp - 1)) % pp;
+    const int peer = rank_of(c_.plan, at);
+    const auto [low, high] = chunk_units(task.chunk);
+    const OpInfo info = here(task.forward ? OpInfo::forward : OpInfo::backward, task.micro_batch, send ? high : low);
+    const Bytes bytes{activation().count() / static_cast<std::uint64_t>(c_.plan.tp)};
+    const int signal = task.forward ? PP_FORWARD : PP_BACKWARD;
+    if (pgas_) {
+      if (send)
+        put(peer, bytes, signal, info);
+      else
+        wait(signal, blocks(bytes), info);
+      return;
+    }
+    // Activations and gradients between the same two ranks go by different communicators (with two stages both
+    // directions of a pair carry both), as Megatron's separate send and receive of each.
+    const int sender = send ? rank_ : peer, receiver = send ? peer : rank_;
+    const std::vector<int> pair = task.forward ? std::vector{sender, receiver} : std::vector{receiver, sender};
+    collective(CollectiveKind::broadcast, bytes, groups_.get(pair), info, sender);
+  }
+
   // ---- gradients and the optimizer --------------------------------------------------------------------------------
 
   struct Part {
@@ -553,7 +766,8 @@ class RankEmitter {
   std::vector<Part> parts(std::size_t b) const {
     std::vector<Part> out;
     const auto k = static_cast<int>(b);
-    out.push_back({dp_, buckets_[b].dense_params, DP_REDUCE + k, DP_GATHER + k});
+    // FSDP reduces the dense gradients layer by layer itself (fsdp_reduce).
+    if (!c_.plan.fsdp) out.push_back({dp_, buckets_[b].dense_params, DP_REDUCE + k, DP_GATHER + k});
     if (c_.model.moe) out.push_back({edp_, buckets_[b].expert_params, EXPERT_REDUCE + k, EXPERT_GATHER + k});
     return out;
   }
@@ -621,6 +835,9 @@ class RankEmitter {
   void optimizer() {
     const OpInfo info = here(OpInfo::step_level);
     double local = 0;  // parameters updated after the backward
+    if (c_.plan.fsdp)  // the rank's shard of the dense parameters
+      for (std::size_t b = 0; b < buckets_.size(); ++b)
+        local += buckets_[b].dense_params / static_cast<double>(dp_->size());
     for (std::size_t b = 0; b < buckets_.size(); ++b)
       for (const auto& p : parts(b)) {
         if (!reduced(p) || !c_.plan.zero)
@@ -640,16 +857,21 @@ class RankEmitter {
   void emit_step(std::vector<Op>& program) {
     std::vector<Op> main;
     out_ = &main;
+    fsdp_gathered_at_step_ = fsdp_gathered_;
     pipeline();
+    for (auto* fsdp : {&fsdp_gathers_, &fsdp_reductions_})
+      if (!fsdp->empty()) side_streams_.push_back(std::exchange(*fsdp, {}));
     std::vector<Op> grads = reduces() ? gradient_stream() : std::vector<Op>{};
     out_ = &program;
-    if (grads.empty()) {
+    if (grads.empty() && side_streams_.empty()) {
       for (auto& op : main) program.push_back(std::move(op));
     } else {
-      StreamsOp both;
-      both.streams.push_back(std::move(main));
-      both.streams.push_back(std::move(grads));
-      program.push_back(Op{std::move(both), phase_, -1});
+      StreamsOp all;
+      all.streams.push_back(std::move(main));
+      if (!grads.empty()) all.streams.push_back(std::move(grads));
+      for (auto& stream : side_streams_) all.streams.push_back(std::move(stream));
+      side_streams_.clear();
+      program.push_back(Op{std::move(all), phase_, -1});
     }
     optimizer();
     if (!pgas_) return;
@@ -675,8 +897,16 @@ class RankEmitter {
   std::vector<Bucket> buckets_;
   LayerForward kernels_, moe_kernels_;  // of a dense and of a MoE layer
   bool pgas_;
-  Group dp_, tp_, ep_, edp_, world_;
+  Group dp_, tp_, ep_, edp_, world_, amax_;
+  int cp_next_ = 0, cp_prev_ = 0;  // ring attention's neighbours
   int step_ = 0;
+  // Interleaved pipeline under BSP: the step's transfer streams, and per direction (forward, backward) the tasks
+  // done and the transfers received so far in the run (the counts their events have reached).
+  std::vector<std::vector<Op>> side_streams_;
+  std::array<std::uint64_t, 2> done_{}, received_{};
+  // FSDP: this step's gather and reduce-scatter streams, and the units gathered and reduced so far in the run.
+  std::vector<Op> fsdp_gathers_, fsdp_reductions_;
+  std::uint64_t fsdp_gathered_ = 0, fsdp_gathered_at_step_ = 0, fsdp_reduced_ = 0;
   std::vector<Op>* out_ = nullptr;  // the stream being emitted: this step's main or gradient stream, or the program
 };
 
@@ -856,6 +1086,8 @@ std::unique_ptr<Training> make_training(const ConfigNode& node, const Fabric& fa
   c.model = parse_model(model, fabric);
   const ConfigNode parallel = node.section("parallel");
   c.plan = parse_plan(parallel, model, c.model, fabric);
+  if (c.plan.fsdp && c.schedule == Schedule::pgas)
+    parallel.fail_key("fsdp", "FSDP's per-layer gathers are NCCL collectives: needs schedule bsp");
   const ConfigNode pgas = node.section("pgas");
   c.pgas_blocks = pgas.optional<int>("blocks", 32);
   check_between(pgas, "blocks", c.pgas_blocks, 1, 1024);
@@ -924,12 +1156,16 @@ WorkloadRegistry::Entry training_entry() {
            {"model.moe.skew", "Zipf exponent", "0", "expert popularity skew (0 uniform), drawn per layer"},
            {"parallel.tp", "GPUs", "1", "tensor parallel (innermost ranks)"},
            {"parallel.pp", "stages", "1", "pipeline parallel (outermost)"},
-           {"parallel.dp", "replicas", "GPUs / (tp x pp)", "data parallel; tp x pp x dp = GPUs"},
-           {"parallel.ep", "GPUs", "1", "expert parallel, within a stage's tp x dp ranks"},
+           {"parallel.dp", "replicas", "GPUs / (tp x cp x pp)", "data parallel; tp x cp x pp x dp = GPUs"},
+           {"parallel.ep", "GPUs", "1", "expert parallel, within a stage's tp x cp x dp ranks"},
            {"parallel.pipeline", "1f1b|gpipe", "1f1b", "pipeline schedule"},
+           {"parallel.vp", "chunks", "1", "interleaved 1F1B: model chunks per pipeline stage (pp x vp divides layers)"},
+           {"parallel.cp", "GPUs", "1", "context parallel: ring attention over s / cp tokens per GPU (2 cp divides s)"},
            {"parallel.sequence_parallel", "bool", "false", "TP reduce-scatter / all-gather instead of all-reduce"},
            {"parallel.recompute", "none|selective|full", "none", "activation recomputation in the backward"},
            {"parallel.zero", "bool", "false", "distributed optimizer: reduce-scatter gradients, all-gather parameters"},
+           {"parallel.fsdp", "bool", "false",
+            "FSDP (ZeRO-3): parameters sharded over DP x CP, gathered per layer with prefetch (BSP only)"},
            {"parallel.bucket", "bytes", "25MiB", "gradient bucket (PyTorch DDP bucket_cap_mb)"},
            {"memory.framework_overhead", "bytes", "0", "per GPU: CUDA context, workspaces, fragmentation"},
            {"memory.communicator_buffers", "bytes", "128MiB", "NCCL buffers per communicator"},

@@ -11,12 +11,15 @@
 //
 // One step on one rank (stage = its pipeline stage, workloads/training/model.hpp maps ranks):
 //
-//   stream 0  the pipeline schedule (1F1B as Megatron-LM's forward_backward_pipelining_without_interleaving, or
-//             GPipe): per micro-batch and layer the forward kernels (QKV, attention, projection, norms, MLP or
-//             router + experts), the TP collectives between them, MoE dispatch and combine; activations and their
-//             gradients between stages; the backward in reverse. The last micro-batch's backward records an event
-//             when a gradient bucket is complete.
-//   stream 1  per bucket, once its event is recorded, the gradient reduction over the data-parallel group (and
+//   stream 0  the pipeline schedule (1F1B as Megatron-LM's forward_backward_pipelining_without_interleaving, its
+//             interleaved form over parallel.vp chunks per stage (workloads/training/schedule.hpp), or GPipe): per
+//             micro-batch and layer the forward kernels (QKV, attention, projection, norms, MLP or router + experts),
+//             the TP collectives between them, MoE dispatch and combine; activations and their gradients between
+//             stages; the backward in reverse. The last micro-batch's backward records an event when a gradient bucket
+//             is complete.
+//             With context parallelism each attention is a ring of KV exchanges with the CP neighbours beside
+//             its rounds (workloads/training/context.hpp).
+//   stream 1  per bucket, once its event is recorded, the gradient reduction over the DP x CP group (and
 //             the experts' over their expert-data-parallel group): PyTorch DDP's bucketed all-reduce overlapped
 //             with the backward (Li et al. 2020, "PyTorch Distributed", §3.2.3).
 //   then      the optimizer (Adam, memory-bound), and under BSP a global gradient-norm all-reduce (clipping).
