@@ -5,6 +5,7 @@
 // scenario's seed, and the records and waits.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "runtime/collective_executor.hpp"
 #include "runtime/context.hpp"
 #include "runtime/device_executor.hpp"
+#include "runtime/folding.hpp"
 #include "runtime/host_executor.hpp"
 #include "runtime/op_tracker.hpp"
 #include "runtime/pgas_executor.hpp"
@@ -25,12 +27,17 @@ namespace snsim::workloads {
 
 class Runner {
  public:
-  Runner(Simulation& simulation, const models::Models& models, std::vector<Program> programs, std::uint64_t seed = 1);
+  /// With a `folding` (runtime/folding.hpp), only its simulated ranks run their programs; each runs proxies for
+  /// the folded ranks it speaks for where their ops meet simulated ranks or shared links.
+  Runner(Simulation& simulation, const models::Models& models, std::vector<Program> programs, std::uint64_t seed = 1,
+         std::optional<Folding> folding = std::nullopt);
 
   /// Spawns one actor per rank. Call once, before Simulation::run().
   void launch();
   /// Every op every rank executed, by rank then start time. Valid after Simulation::run().
   std::vector<OpRecord> records() const;
+  /// Ops the simulated ranks run: the programs' expanded_size(), folded ranks left out.
+  std::uint64_t ops_to_run() const;
   /// Ops ended so far, every rank, free barriers included: of the programs' expanded_size(), during the run too.
   std::uint64_t ops_ended() const { return tracker_.ended(); }
   /// Per location (host, then every GPU): faults, fault batches, migrated bytes, time in fault service, bytes
@@ -59,14 +66,24 @@ class Runner {
  private:
   void run_rank(int rank);
   /// Runs `op` on `rank`, as part of the top-level op `top` (whose phase and tag its record takes by default).
-  void execute(int rank, const Op& op, const Op& top);
+  /// `shadows` are the same op in the programs of the folded ranks `rank` speaks for (Folding::mirrors).
+  void execute(int rank, const Op& op, const Op& top, const std::vector<const Op*>& shadows);
+  /// Whether folded rank `folded`'s leaf op must run (on a proxy actor): it joins a group with a simulated member,
+  /// targets a simulated rank, or moves bytes outside its crossbar domain, on links other ranks share.
+  bool needs_proxy(int folded, const Op& op);
+  /// Whether a group's members are not all in one crossbar domain; computed once per Group.
+  bool beyond_domain(const Group& group);
+  bool beyond_domain(int rank, int peer) const;
   /// Hands a leaf op to the one executor that runs its type.
   template <class T>
   OpOutcome dispatch(int rank, const T& op, const Op& top);
 
   RunContext context_;
   std::vector<Program> programs_;
-  std::vector<bool> finished_;  // by rank
+  Folding folding_;
+  std::vector<int> domain_;  // by rank: its crossbar domain, or -1 outside any (Fabric::crossbar_domains)
+  std::map<const void*, bool> beyond_domain_;  // by Group identity
+  std::vector<bool> finished_;                 // by rank
   OpTracker tracker_;
   DeviceExecutor device_;
   HostExecutor host_;

@@ -38,6 +38,12 @@ class Scenario {
   /// output.timeline_gpus: the GPUs the timeline writes (empty: all).
   const std::vector<int>& timeline_gpus() const { return timeline_gpus_; }
 
+  /// The scenario's `fold` key (default true): whether identical replicas may be simulated once (docs/folding.md).
+  bool fold() const { return fold_; }
+  /// The replicas the workloads propose to fold: the first workload's that proposes any, when no other proposes
+  /// different ones (the programs are checked before anything folds: scenario/folding.hpp).
+  Replicas proposed_replicas() const;
+
   /// Every rank's program: each workload in turn, separated by a free barrier across all ranks.
   std::vector<Program> programs() const;
 
@@ -60,6 +66,7 @@ class Scenario {
   std::vector<std::unique_ptr<Workload>> workloads_;
   std::vector<std::string> workload_types_;  // each workload's `type`, in order
   bool timeline_ = false;
+  bool fold_ = true;
   std::vector<int> timeline_gpus_;
   std::vector<Failure> failures_;  // what-ifs applied at their times (scenario/failures.hpp)
 };
