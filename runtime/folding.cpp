@@ -53,7 +53,7 @@ namespace {
 /// Compares two programs op by op; the first difference, as a sentence, or empty.
 class ProgramComparison {
  public:
-  explicit ProgramComparison(const std::function<int(int)>& relabel) : relabel_{relabel} {}
+  ProgramComparison(const Folding& folding, int folded) : folding_{folding}, folded_{folded} {}
 
   std::string lists(const std::vector<Op>& a, const std::vector<Op>& b, const std::string& where) {
     if (a.size() != b.size()) return fmt::format("{}: {} ops, not {}", where, b.size(), a.size());
@@ -64,9 +64,11 @@ class ProgramComparison {
   }
 
  private:
+  int relabel_(int rank) const { return folding_.relabel(rank, folded_); }
   bool same_group(const Group& a, const Group& b) const {
-    if (a == b) return true;
-    if (!a || !b || a->size() != b->size()) return false;
+    if (!a || !b) return a == b;
+    if (std::ranges::find(*a, folded_) != a->end()) return a == b;
+    if (a->size() != b->size()) return false;
     for (std::size_t i = 0; i < a->size(); ++i)
       if (relabel_((*a)[i]) != (*b)[i]) return false;
     return true;
@@ -129,17 +131,19 @@ class ProgramComparison {
         a.what);
     if (same) return {};
     const auto da = describe(a), db = describe(b);
+    if (da.label == db.label) return fmt::format("{}: '{}' with another group, peer or option", where, db.label);
     return fmt::format("{}: '{}', not '{}'", where, db.label, da.label);
   }
 
-  const std::function<int(int)>& relabel_;
+  const Folding& folding_;
+  int folded_;
 };
 
 }  // namespace
 
-std::string program_difference(const Program& representative, const Program& folded,
-                               const std::function<int(int)>& relabel) {
-  return ProgramComparison{relabel}.lists(representative.ops, folded.ops, "");
+std::string program_difference(const Program& representative, const Program& program, const Folding& folding,
+                               int folded) {
+  return ProgramComparison{folding, folded}.lists(representative.ops, program.ops, "");
 }
 
 }  // namespace snsim::workloads

@@ -37,6 +37,8 @@ class Folding {
   /// The folded ranks `rank` speaks for.
   const std::vector<int>& mirrors(int rank) const { return mirrors_[static_cast<std::size_t>(rank)]; }
   std::size_t ranks() const { return representative_.size(); }
+  /// The replica `rank` is in, -1 outside any.
+  int replica(int rank) const { return replica_[static_cast<std::size_t>(rank)]; }
   std::size_t simulated_ranks() const;
   bool any_folded() const { return simulated_ranks() < ranks(); }
   /// `rank` as folded rank `folded` sees it: its replica and its representative's replica exchanged, so that a peer
@@ -50,10 +52,11 @@ class Folding {
   std::vector<std::vector<int>> mirrors_;  // by rank
 };
 
-/// Why folded rank `folded`'s program is not `representative`'s with its peers and groups relabelled
-/// (Folding::relabel), or empty when it is: ops, their kinds, sizes, tags and structure must match exactly, and a
-/// group op must be on the representative's own group or on the relabelled members of it.
-std::string program_difference(const Program& representative, const Program& folded,
-                               const std::function<int(int)>& relabel);
+/// Why folded rank `folded`'s program is not its representative's `representative` with its peers and groups
+/// relabelled (Folding::relabel), or empty when it is: ops, their kinds, sizes, tags and structure must match
+/// exactly; a group op on a group that holds `folded` must be on that very Group (the same collective), any other on
+/// the relabelled members of the representative's. The Runner runs a folded rank's ops so (Runner::as_folded).
+std::string program_difference(const Program& representative, const Program& program, const Folding& folding,
+                               int folded);
 
 }  // namespace snsim::workloads

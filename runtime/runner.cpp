@@ -1,6 +1,7 @@
 #include "runtime/runner.hpp"
 
 #include <algorithm>
+#include <set>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -63,6 +64,19 @@ Runner::Runner(Simulation& simulation, const models::Models& models, std::vector
   for (std::size_t d = 0; d < domains.size(); ++d)
     for (auto device : domains[d]) domain_of_device[device] = static_cast<int>(d);
   for (std::size_t r = 0; r < programs_.size(); ++r) domain_[r] = domain_of_device[gpus[r]];
+  const Fabric& fabric = simulation.fabric();
+  owner_.assign(fabric.device_count(), -1);
+  for (std::size_t r = 0; r < gpus.size(); ++r) owner_[gpus[r]] = static_cast<int>(r);
+  for (DeviceId v = 0; v < fabric.device_count(); ++v) {
+    const auto kind = fabric.device(v).kind;
+    if (kind != DeviceKind::nic && kind != DeviceKind::pcie_switch) continue;
+    std::set<int> served;
+    for (auto e : boost::make_iterator_range(boost::out_edges(v, fabric.graph())))
+      if (fabric.device(fabric.target(e)).kind == DeviceKind::gpu) served.insert(fabric.device(fabric.target(e)).index);
+    for (auto e : boost::make_iterator_range(boost::in_edges(v, fabric.graph())))
+      if (fabric.device(fabric.source(e)).kind == DeviceKind::gpu) served.insert(fabric.device(fabric.source(e)).index);
+    if (served.size() == 1) owner_[v] = *served.begin();
+  }
 }
 
 std::uint64_t Runner::ops_to_run() const {
@@ -72,26 +86,52 @@ std::uint64_t Runner::ops_to_run() const {
   return n;
 }
 
-bool Runner::beyond_domain(int rank, int peer) const {
-  if (peer < 0 || static_cast<std::size_t>(peer) >= domain_.size()) return true;  // the host, NVMe: shared
+bool Runner::shares_links(int rank, int peer) {
+  if (peer < 0 || static_cast<std::size_t>(peer) >= domain_.size()) return true;  // the host, NVMe
+  if (rank == peer) return false;
   const int a = domain_[static_cast<std::size_t>(rank)], b = domain_[static_cast<std::size_t>(peer)];
-  return rank != peer && (a < 0 || a != b);
+  if (a >= 0 && a == b) return false;
+  auto [it, fresh] = pair_shares_links_.try_emplace({rank, peer}, true);
+  if (!fresh) return it->second;
+  const Fabric& fabric = context_.simulation().fabric();
+  const auto route = fabric.route(context_.device(rank), context_.device(peer));
+  auto own = [&](DeviceId v) { return owner_[v] == rank || owner_[v] == peer; };
+  it->second = !route || std::ranges::any_of(route->hops, [&](const Hop& hop) {
+    return std::ranges::any_of(hop.channels,
+                               [&](ChannelId c) { return !own(fabric.source(c)) && !own(fabric.target(c)); });
+  });
+  return it->second;
 }
 
-bool Runner::beyond_domain(const Group& group) {
-  auto [it, fresh] = beyond_domain_.try_emplace(group.get(), false);
-  if (fresh) it->second = std::ranges::any_of(*group, [&](int r) { return beyond_domain(group->front(), r); });
+bool Runner::shares_links(const Group& group) {
+  // Pairs checked one by one up to this size; a larger group spanning domains is taken to share links.
+  constexpr std::size_t MAX_CHECKED = 16;
+  auto [it, fresh] = group_shares_links_.try_emplace(group.get(), false);
+  if (!fresh) return it->second;
+  const auto& g = *group;
+  const bool one_domain = std::ranges::all_of(g, [&](int r) {
+    return domain_[static_cast<std::size_t>(r)] >= 0 &&
+           domain_[static_cast<std::size_t>(r)] == domain_[static_cast<std::size_t>(g.front())];
+  });
+  if (one_domain)
+    it->second = false;
+  else if (g.size() > MAX_CHECKED)
+    it->second = true;
+  else
+    for (std::size_t i = 0; i < g.size() && !it->second; ++i)
+      for (std::size_t j = 0; j < g.size() && !it->second; ++j)
+        if (i != j && shares_links(g[i], g[j])) it->second = true;
   return it->second;
 }
 
 bool Runner::needs_proxy(int folded, const Op& op) {
   auto joins = [&](const Group& group) {
     return std::ranges::any_of(*group, [&](int r) { return r != folded && folding_.simulated(r); }) ||
-           beyond_domain(group);
+           shares_links(group);
   };
   auto reaches = [&](int peer) {
     return (peer >= 0 && static_cast<std::size_t>(peer) < programs_.size() && folding_.simulated(peer)) ||
-           beyond_domain(folded, peer);
+           shares_links(folded, peer);
   };
   return std::visit(
       [&](const auto& o) {
@@ -126,15 +166,42 @@ void Runner::launch() {
 }
 
 void Runner::run_rank(int rank) {
-  const auto& mirrors = folding_.mirrors(rank);
-  const auto& ops = programs_[static_cast<std::size_t>(rank)].ops;
-  std::vector<const Op*> shadows(mirrors.size());
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    for (std::size_t m = 0; m < mirrors.size(); ++m)
-      shadows[m] = &programs_[static_cast<std::size_t>(mirrors[m])].ops[i];
-    execute(rank, ops[i], ops[i], shadows);
-  }
+  for (const auto& op : programs_[static_cast<std::size_t>(rank)].ops) execute(rank, op, op);
   finished_[static_cast<std::size_t>(rank)] = true;
+}
+
+Group Runner::relabelled(const Group& group, int folded) {
+  auto [it, fresh] = relabelled_groups_.try_emplace({group.get(), folding_.replica(folded)}, nullptr);
+  if (fresh) {
+    std::vector<int> members(group->size());
+    for (std::size_t i = 0; i < members.size(); ++i) members[i] = folding_.relabel((*group)[i], folded);
+    it->second = std::make_shared<const std::vector<int>>(std::move(members));
+  }
+  return it->second;
+}
+
+Op Runner::as_folded(const Op& op, int folded) {
+  Op out = op;
+  auto group_of = [&](const Group& g) { return std::ranges::find(*g, folded) != g->end() ? g : relabelled(g, folded); };
+  std::visit(
+      [&](auto& o) {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (std::is_same_v<T, CollectiveOp>) {
+          const Group g = group_of(o.group);
+          if (g != o.group) o.root = folding_.relabel(o.root, folded);
+          o.group = g;
+        } else if constexpr (std::is_same_v<T, BarrierOp> || std::is_same_v<T, ShmemBarrierOp>) {
+          o.group = group_of(o.group);
+        } else if constexpr (std::is_same_v<T, PutOp>) {
+          o.to = folding_.relabel(o.to, folded);
+        } else if constexpr (std::is_same_v<T, GetOp> || std::is_same_v<T, LoadOp>) {
+          o.from = folding_.relabel(o.from, folded);
+        } else if constexpr (std::is_same_v<T, CopyOp>) {
+          o.peer = folding_.relabel(o.peer, folded);
+        }
+      },
+      out.what);
+  return out;
 }
 
 std::vector<int> Runner::unfinished() const {
@@ -157,55 +224,39 @@ OpOutcome Runner::dispatch(int rank, const T& op, const Op& top) {
   if constexpr (runs<UvmExecutor, T>) return call(uvm_, rank, op, top);
 }
 
-void Runner::execute(int rank, const Op& op, const Op& top, const std::vector<const Op*>& shadows) {
-  // The folded ranks' programs match this one op for op (runtime/folding.hpp): their shadows walk along.
-  auto inner_shadows = [&](auto&& pick) {
-    std::vector<const Op*> inner(shadows.size());
-    for (std::size_t m = 0; m < shadows.size(); ++m) inner[m] = &pick(*shadows[m]);
-    return inner;
-  };
+void Runner::execute(int rank, const Op& op, const Op& top) {
   if (const auto* repeat = std::get_if<RepeatOp>(&op.what)) {
     for (int i = 0; i < repeat->count; ++i)
-      for (std::size_t k = 0; k < repeat->body.size(); ++k)
-        execute(rank, repeat->body[k], top,
-                inner_shadows([k](const Op& s) -> const Op& { return std::get<RepeatOp>(s.what).body[k]; }));
+      for (const auto& inner : repeat->body) execute(rank, inner, top);
     return;
   }
   if (const auto* streams = std::get_if<StreamsOp>(&op.what)) {
-    auto run_stream = [this, rank, &top, streams, &shadows](std::size_t i) {
-      const auto& list = streams->streams[i];
-      for (std::size_t k = 0; k < list.size(); ++k) {
-        std::vector<const Op*> inner(shadows.size());
-        for (std::size_t m = 0; m < shadows.size(); ++m)
-          inner[m] = &std::get<StreamsOp>(shadows[m]->what).streams[i][k];
-        execute(rank, list[k], top, inner);
-      }
-    };
     // Every list but the first on its own actor on the same GPU; this actor runs the first and joins the others.
     std::vector<sg4::ActorPtr> others;
     for (std::size_t i = 1; i < streams->streams.size(); ++i)
       others.push_back(sg4::Actor::create(fmt::format("rank{}.stream{}", rank, i), sg4::this_actor::get_host(),
-                                          [run_stream, i] { run_stream(i); }));
-    run_stream(0);
+                                          [this, rank, &top, &list = streams->streams[i]] {
+                                            for (const auto& inner : list) execute(rank, inner, top);
+                                          }));
+    for (const auto& inner : streams->streams.front()) execute(rank, inner, top);
     for (auto& actor : others) actor->join();
     return;
   }
-  // Folded ranks whose op meets simulated ranks or shared links run it on their own GPU, unrecorded, from the time
-  // they would have started it: their representative's. Not joined: each takes the time it takes.
-  const auto& mirrors = folding_.mirrors(rank);
-  for (std::size_t m = 0; m < shadows.size(); ++m) {
-    const int folded = mirrors[m];
-    const Op& shadow = *shadows[m];
-    if (!needs_proxy(folded, shadow)) continue;
+  // The folded ranks this rank speaks for run the same op (their programs match: scenario/folding.hpp). Where it
+  // meets simulated ranks or shared links, each runs it on its own GPU, unrecorded, from the time it would have
+  // started it: its representative's. Not joined: each takes the time it takes.
+  for (int folded : folding_.mirrors(rank)) {
+    Op mine = as_folded(op, folded);
+    if (!needs_proxy(folded, mine)) continue;
     sg4::Actor::create(fmt::format("rank{}.proxy", folded), context_.simulation().host(context_.device(folded)),
-                       [this, folded, &shadow] {
+                       [this, folded, mine = std::move(mine)] {
                          std::visit(
                              [&](const auto& o) {
                                using T = std::decay_t<decltype(o)>;
                                if constexpr (!std::is_same_v<T, RepeatOp> && !std::is_same_v<T, StreamsOp>)
-                                 dispatch(folded, o, shadow);
+                                 dispatch(folded, o, mine);
                              },
-                             shadow.what);
+                             mine.what);
                        });
   }
   const Seconds start = Simulation::now();

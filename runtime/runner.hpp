@@ -66,14 +66,20 @@ class Runner {
  private:
   void run_rank(int rank);
   /// Runs `op` on `rank`, as part of the top-level op `top` (whose phase and tag its record takes by default).
-  /// `shadows` are the same op in the programs of the folded ranks `rank` speaks for (Folding::mirrors).
-  void execute(int rank, const Op& op, const Op& top, const std::vector<const Op*>& shadows);
+  void execute(int rank, const Op& op, const Op& top);
+  /// A simulated rank's leaf op as folded rank `folded` runs it: peers relabelled (Folding::relabel), a group that
+  /// holds `folded` kept (the same collective), any other relabelled (its replica's own, one Group per replica).
+  Op as_folded(const Op& op, int folded);
+  Group relabelled(const Group& group, int folded);
   /// Whether folded rank `folded`'s leaf op must run (on a proxy actor): it joins a group with a simulated member,
-  /// targets a simulated rank, or moves bytes outside its crossbar domain, on links other ranks share.
+  /// targets a simulated rank, or moves bytes over links that other ranks' routes share.
   bool needs_proxy(int folded, const Op& op);
-  /// Whether a group's members are not all in one crossbar domain; computed once per Group.
-  bool beyond_domain(const Group& group);
-  bool beyond_domain(int rank, int peer) const;
+  /// Whether a group's flows may cross links that routes of other ranks share; computed once per Group.
+  bool shares_links(const Group& group);
+  /// Whether the route between two ranks crosses a link that is not the ranks' own: a channel neither of whose ends
+  /// is one of them or a device only one of them uses (its NIC). Inside a crossbar domain none does (the switch is
+  /// non-blocking, its ports each GPU's own). The host and NVMe are shared.
+  bool shares_links(int rank, int peer);
   /// Hands a leaf op to the one executor that runs its type.
   template <class T>
   OpOutcome dispatch(int rank, const T& op, const Op& top);
@@ -82,8 +88,11 @@ class Runner {
   std::vector<Program> programs_;
   Folding folding_;
   std::vector<int> domain_;  // by rank: its crossbar domain, or -1 outside any (Fabric::crossbar_domains)
-  std::map<const void*, bool> beyond_domain_;  // by Group identity
-  std::vector<bool> finished_;                 // by rank
+  std::vector<int> owner_;   // by DeviceId: the rank of a GPU, or of the one GPU a NIC or PCIe switch serves; else -1
+  std::map<const void*, bool> group_shares_links_;                  // by Group identity
+  std::map<std::pair<int, int>, bool> pair_shares_links_;           // by (rank, peer)
+  std::map<std::pair<const void*, int>, Group> relabelled_groups_;  // by (Group identity, replica)
+  std::vector<bool> finished_;                                      // by rank
   OpTracker tracker_;
   DeviceExecutor device_;
   HostExecutor host_;

@@ -47,6 +47,7 @@ FoldingDecision decide_folding(const Replicas& proposed, const std::vector<Progr
   auto& summary = out.summary;
   summary.ranks = n;
   summary.simulated = n;
+  summary.replicas = proposed.ranks.size();
   auto full = [&](std::string why) {
     summary.why.push_back(std::move(why));
     return out;
@@ -106,9 +107,8 @@ FoldingDecision decide_folding(const Replicas& proposed, const std::vector<Progr
     if (!folded[d]) continue;
     for (std::size_t p = 0; p < rep.size(); ++p) {
       const int f = proposed.ranks[d][p];
-      const auto why =
-          program_difference(programs[static_cast<std::size_t>(rep[p])], programs[static_cast<std::size_t>(f)],
-                             [&](int rank) { return candidate.relabel(rank, f); });
+      const auto why = program_difference(programs[static_cast<std::size_t>(rep[p])],
+                                          programs[static_cast<std::size_t>(f)], candidate, f);
       if (!why.empty()) {
         apart[d] = fmt::format("rank {}'s program differs from rank {}'s ({})", f, rep[p], why);
         folded[d] = false;
@@ -119,7 +119,6 @@ FoldingDecision decide_folding(const Replicas& proposed, const std::vector<Progr
   out.folding = Folding{n, proposed, representative, folded};
   summary.simulated = out.folding.simulated_ranks();
   summary.path = out.folding.any_folded() ? "folded" : "full";
-  summary.replicas = proposed.ranks.size();
   summary.representative = ranks_text(rep);
   for (std::size_t d = 0; d < apart.size(); ++d)
     if (!apart[d].empty())

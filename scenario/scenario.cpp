@@ -132,6 +132,10 @@ Replicas Scenario::proposed_replicas() const {
   return proposed;
 }
 
+FoldingDecision Scenario::folding(const std::vector<Program>& programs) const {
+  return decide_folding(proposed_replicas(), programs, fabric_, models_, failures_, fold_);
+}
+
 namespace {
 
 /// The records and waits of every folded rank, from its representative's: what the full simulation gives them when
@@ -192,9 +196,11 @@ Report Scenario::run(const std::vector<std::string>& engine_args, std::string_vi
   Simulation simulation(fabric_, engine_args, models_.compute->comm_sm_share);
   InvariantMonitor monitor;
   auto all_programs = programs();
-  auto [folding, folding_summary] =
-      decide_folding(proposed_replicas(), all_programs, fabric_, models_, failures_, fold_);
+  auto [folding, folding_summary] = this->folding(all_programs);
   const Folding folded = folding;
+  // A folded rank's program is its representative's, relabelled (Runner::as_folded): not kept.
+  for (std::size_t r = 0; r < all_programs.size(); ++r)
+    if (!folded.simulated(static_cast<int>(r))) all_programs[r] = Program{};
   Runner runner(simulation, models_, std::move(all_programs), seed_, std::move(folding));
   const std::uint64_t total_ops = runner.ops_to_run();
   FailureLog failures;
@@ -250,7 +256,7 @@ Report Scenario::run(const std::vector<std::string>& engine_args, std::string_vi
   }
   if (auto uvm = runner.uvm_table()) report.tables.push_back(std::move(*uvm));
   if (auto path = runner.fabric_path_table()) report.tables.push_back(std::move(*path));
-  if (report.folding.replicas > 0 || folded.any_folded()) report.tables.push_back(report.folding.table());
+  if (report.folding.replicas > 0) report.tables.push_back(report.folding.table());
   return report;
 }
 

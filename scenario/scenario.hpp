@@ -19,6 +19,7 @@
 
 #include "models/models.hpp"
 #include "scenario/failures.hpp"
+#include "scenario/folding.hpp"
 #include "sim/config.hpp"
 #include "sim/report.hpp"
 #include "workloads/workload.hpp"
@@ -43,6 +44,9 @@ class Scenario {
   /// The replicas the workloads propose to fold: the first workload's that proposes any, when no other proposes
   /// different ones (the programs are checked before anything folds: scenario/folding.hpp).
   Replicas proposed_replicas() const;
+
+  /// Which ranks a run of `programs` (programs()) simulates in full, and why (scenario/folding.hpp).
+  FoldingDecision folding(const std::vector<Program>& programs) const;
 
   /// Every rank's program: each workload in turn, separated by a free barrier across all ranks.
   std::vector<Program> programs() const;

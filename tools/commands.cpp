@@ -188,7 +188,9 @@ void print_markdown() {
 int run_command(const RunOptions& options) {
   const auto started = std::chrono::steady_clock::now();
   auto doc = load_document(options.scenario);
-  apply_overrides(*doc, options.sets, options.seed, options.params);
+  auto sets = options.sets;
+  if (options.full) sets.emplace_back("fold=false");
+  apply_overrides(*doc, sets, options.seed, options.params);
   return run_document(doc, options, started);
 }
 
@@ -198,7 +200,8 @@ int run_document(const std::shared_ptr<ConfigDocument>& doc, const RunOptions& o
   const std::string_view command = options.command;
   // Refused up front rather than killed part way: the estimate against --max-memory (scenario/limits.hpp).
   const auto programs = scenario.programs();
-  const auto estimate = workloads::estimate_memory(scenario.fabric(), programs);
+  const auto folding = scenario.folding(programs);
+  const auto estimate = workloads::estimate_memory(scenario.fabric(), programs, &folding.folding);
   workloads::check_memory(estimate, workloads::memory_limit(options.max_memory),
                           options.scenario.empty() ? DEFAULT_SCENARIO_NAME : options.scenario);
   std::optional<studies::OutputDir> out;
@@ -366,6 +369,8 @@ void add_run_command(CommandLine& cli) {
                  "refuse a scenario whose estimated memory is above this size, e.g. 8GiB (default: "
                  "SNSIM_MAX_MEMORY, else 3/4 of the machine's memory)");
   cmd.add_flag("--quiet", run->quiet, "print nothing; write only the --out files");
+  cmd.add_flag("--full", run->full,
+               "simulate every rank's program, folding no replicas (fold: false; docs/folding.md)");
   cmd.add_flag("--progress", run->progress,
                "a progress line on stderr (simulated time, ops done, ETA), also when stderr is not a terminal");
   cmd.add_flag("--timeline", run->timeline,
