@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace snsim::workloads {
 
@@ -55,15 +56,23 @@ class ProgramComparison {
  public:
   ProgramComparison(const Folding& folding, int folded) : folding_{folding}, folded_{folded} {}
 
-  std::string lists(const std::vector<Op>& a, const std::vector<Op>& b, const std::string& where) {
-    if (a.size() != b.size()) return fmt::format("{}: {} ops, not {}", where, b.size(), a.size());
-    for (std::size_t i = 0; i < a.size(); ++i)
-      if (auto why = op(a[i], b[i], fmt::format("{}op {}", where.empty() ? "" : where + " ", i)); !why.empty())
-        return why;
+  std::string lists(const std::vector<Op>& a, const std::vector<Op>& b) {
+    if (a.size() != b.size()) return fmt::format("{}: {} ops, not {}", where(), b.size(), a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      path_.push_back({"op", i});
+      if (auto why = op(a[i], b[i]); !why.empty()) return why;
+      path_.pop_back();
+    }
     return {};
   }
 
  private:
+  /// Where the comparison is, "op 3 stream 1 op 0": formatted only for a difference (millions of ops match).
+  std::string where() const {
+    std::vector<std::string> parts;
+    for (const auto& [what, index] : path_) parts.push_back(fmt::format("{} {}", what, index));
+    return parts.empty() ? "the program" : fmt::format("{}", fmt::join(parts, " "));
+  }
   int relabel_(int rank) const { return folding_.relabel(rank, folded_); }
   bool same_group(const Group& a, const Group& b) const {
     if (!a || !b) return a == b;
@@ -75,20 +84,23 @@ class ProgramComparison {
   }
   bool same_peer(int a, int b) const { return relabel_(a) == b; }
 
-  std::string op(const Op& a, const Op& b, const std::string& where) {
-    if (a.what.index() != b.what.index()) return fmt::format("{}: {}, not {}", where, kind_of(b).name, kind_of(a).name);
-    if (a.phase != b.phase || a.tag != b.tag) return fmt::format("{}: another phase or tag", where);
+  std::string op(const Op& a, const Op& b) {
+    if (a.what.index() != b.what.index())
+      return fmt::format("{}: {}, not {}", where(), kind_of(b).name, kind_of(a).name);
+    if (a.phase != b.phase || a.tag != b.tag) return fmt::format("{}: another phase or tag", where());
     if (const auto* ra = std::get_if<RepeatOp>(&a.what)) {
       const auto& rb = std::get<RepeatOp>(b.what);
-      if (ra->count != rb.count) return fmt::format("{}: repeats {} times, not {}", where, rb.count, ra->count);
-      return lists(ra->body, rb.body, where);
+      if (ra->count != rb.count) return fmt::format("{}: repeats {} times, not {}", where(), rb.count, ra->count);
+      return lists(ra->body, rb.body);
     }
     if (const auto* sa = std::get_if<StreamsOp>(&a.what)) {
       const auto& sb = std::get<StreamsOp>(b.what);
-      if (sa->streams.size() != sb.streams.size()) return fmt::format("{}: another number of streams", where);
-      for (std::size_t i = 0; i < sa->streams.size(); ++i)
-        if (auto why = lists(sa->streams[i], sb.streams[i], fmt::format("{} stream {}", where, i)); !why.empty())
-          return why;
+      if (sa->streams.size() != sb.streams.size()) return fmt::format("{}: another number of streams", where());
+      for (std::size_t i = 0; i < sa->streams.size(); ++i) {
+        path_.push_back({"stream", i});
+        if (auto why = lists(sa->streams[i], sb.streams[i]); !why.empty()) return why;
+        path_.pop_back();
+      }
       return {};
     }
     const bool same = std::visit(
@@ -131,19 +143,20 @@ class ProgramComparison {
         a.what);
     if (same) return {};
     const auto da = describe(a), db = describe(b);
-    if (da.label == db.label) return fmt::format("{}: '{}' with another group, peer or option", where, db.label);
-    return fmt::format("{}: '{}', not '{}'", where, db.label, da.label);
+    if (da.label == db.label) return fmt::format("{}: '{}' with another group, peer or option", where(), db.label);
+    return fmt::format("{}: '{}', not '{}'", where(), db.label, da.label);
   }
 
   const Folding& folding_;
   int folded_;
+  std::vector<std::pair<const char*, std::size_t>> path_;
 };
 
 }  // namespace
 
 std::string program_difference(const Program& representative, const Program& program, const Folding& folding,
                                int folded) {
-  return ProgramComparison{folding, folded}.lists(representative.ops, program.ops, "");
+  return ProgramComparison{folding, folded}.lists(representative.ops, program.ops);
 }
 
 }  // namespace snsim::workloads

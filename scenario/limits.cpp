@@ -45,8 +45,9 @@ constexpr double CHANNEL = 2.25 * KiB;
 constexpr double ROUTE = 0.25 * KiB;
 constexpr double OP = 1.75 * KiB;
 // A folded rank's op costs the copy of its representative's record that the workloads' summaries read (an OpRecord
-// and its strings): GPT-3 175B on 128 H100s (workloads/bench/gpt3_175b_128h100.yaml), 403,040 simulated and
-// 1,209,120 folded ops, see FOLDED_OP_MEASURED below.
+// and the heap blocks of its strings, ~0.25 KiB), rounded up: GPT-3 175B on 128 H100s
+// (workloads/bench/gpt3_175b_128h100.yaml), 403,040 simulated and 1,209,120 folded ops, peaked at 771 MiB without
+// --out, under its estimate of 1.07 GiB.
 constexpr double FOLDED_OP = 0.3 * KiB;
 constexpr double PGAS = 0.25 * KiB;
 constexpr double FLOW = 2.5 * KiB;
@@ -195,13 +196,15 @@ MemoryEstimate estimate_memory(const Fabric& fabric, const std::vector<Program>&
     RankCounts rank;
     const std::uint64_t ops_before = e.ops;
     const OpenPuts puts = count(program.ops, 1, e, rank, buffers);
-    if (folding && !folding->simulated(static_cast<int>(r))) {  // its proxies' flows and actors stay counted
+    const bool folded = folding && !folding->simulated(static_cast<int>(r));
+    if (folded) {  // its proxies' flows and helpers stay counted
       e.folded_ops = plus(e.folded_ops, e.ops - ops_before);
       e.ops = ops_before;
     }
     e.flows = plus(e.flows, rank.fanout);
     e.helpers = plus(e.helpers, plus(puts.peak, rank.helper ? 1 : 0));
-    e.actors = plus(e.actors, program.ops.empty() ? 0 : 1 + rank.streams);
+    // A folded rank has no actor of its own: a proxy at a time per stream of its representative.
+    e.actors = plus(e.actors, program.ops.empty() ? 0 : (folded ? 0 : 1) + rank.streams);
   }
   e.actors = plus(e.actors, e.helpers);
   for (const ManagedBuffer* b : buffers) {

@@ -190,13 +190,19 @@ std::vector<std::string> Scenario::notes() const {
 }
 
 Report Scenario::run(const std::vector<std::string>& engine_args, std::string_view progress) const {
+  auto all_programs = programs();
+  auto decision = folding(all_programs);
+  return run(std::move(all_programs), std::move(decision), engine_args, progress);
+}
+
+Report Scenario::run(std::vector<Program> all_programs, FoldingDecision decision,
+                     const std::vector<std::string>& engine_args, std::string_view progress) const {
   // The report names what each stuck rank waits for; SimGrid's own deadlock listing (its actors' addresses) would
   // only add noise on stderr. Set before the engine reads --log options, so that a user's --log=ker_engine... wins.
   xbt_log_control_set("ker_engine.app:file:/dev/null");
   Simulation simulation(fabric_, engine_args, models_.compute->comm_sm_share);
   InvariantMonitor monitor;
-  auto all_programs = programs();
-  auto [folding, folding_summary] = this->folding(all_programs);
+  auto& [folding, folding_summary] = decision;
   const Folding folded = folding;
   // A folded rank's program is its representative's, relabelled (Runner::as_folded): not kept.
   for (std::size_t r = 0; r < all_programs.size(); ++r)

@@ -57,6 +57,10 @@ class Scenario {
   /// Runs the scenario in this process (once per process: see sim/simulation.hpp) and returns the report. With a
   /// `progress` heading ("snsim run"), a progress line on stderr (sim/progress.hpp); the report is the same.
   Report run(const std::vector<std::string>& engine_args = {}, std::string_view progress = {}) const;
+  /// The same run on `programs` (programs()) and `folding` (folding(programs)) already computed: `snsim run`
+  /// estimates the memory from them first, and a large job's programs are not built twice.
+  Report run(std::vector<Program> programs, FoldingDecision folding, const std::vector<std::string>& engine_args,
+             std::string_view progress) const;
 
  private:
   /// When each workload ran (its ops' first start to last end), for scenarios with a program workload.

@@ -199,8 +199,8 @@ int run_document(const std::shared_ptr<ConfigDocument>& doc, const RunOptions& o
   const auto scenario = workloads::Scenario::load(doc);
   const std::string_view command = options.command;
   // Refused up front rather than killed part way: the estimate against --max-memory (scenario/limits.hpp).
-  const auto programs = scenario.programs();
-  const auto folding = scenario.folding(programs);
+  auto programs = scenario.programs();
+  auto folding = scenario.folding(programs);
   const auto estimate = workloads::estimate_memory(scenario.fabric(), programs, &folding.folding);
   workloads::check_memory(estimate, workloads::memory_limit(options.max_memory),
                           options.scenario.empty() ? DEFAULT_SCENARIO_NAME : options.scenario);
@@ -211,8 +211,9 @@ int run_document(const std::shared_ptr<ConfigDocument>& doc, const RunOptions& o
     // Said before the run, which may take long, so that a user can stop it and choose GPUs instead.
     std::uint64_t ops = 0;
     for (std::size_t r = 0; r < programs.size(); ++r)
-      if (scenario.timeline_gpus().empty() || std::ranges::count(scenario.timeline_gpus(), static_cast<int>(r)) > 0)
-        ops += workloads::expanded_size(programs[r].ops);
+      if (folding.folding.simulated(static_cast<int>(r)) &&
+          (scenario.timeline_gpus().empty() || std::ranges::count(scenario.timeline_gpus(), static_cast<int>(r)) > 0))
+        ops += workloads::expanded_size(programs[r].ops);  // a folded rank has no records
     if (const auto warning = workloads::timeline_warning(ops); !warning.empty())
       fmt::print(stderr, "{}: warning: {}\n", command, warning);
   }
@@ -224,8 +225,8 @@ int run_document(const std::shared_ptr<ConfigDocument>& doc, const RunOptions& o
     fmt::print("# snsim {}: {} x {} ({} devices, {} channels), seed {}\n", scenario.name(), fabric.gpus().size(),
                gpu.model, fabric.device_count(), fabric.channel_count(), scenario.seed());
 
-  const Report report =
-      scenario.run(options.engine, show_progress(options.progress, options.quiet) ? command : std::string_view{});
+  const Report report = scenario.run(std::move(programs), std::move(folding), options.engine,
+                                     show_progress(options.progress, options.quiet) ? command : std::string_view{});
 
   if (!options.quiet) {
     for (const auto& t : report.tables) fmt::print("{}\n", format_table(t));
