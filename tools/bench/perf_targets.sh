@@ -68,7 +68,9 @@ for t in "${targets[@]}"; do
   /usr/bin/time -f '%e %U %S %M' -o "$tmp/time" timeout "${PERF_TIMEOUT:-600}" "$snsim" run "$root/workloads/bench/$scenario" \
       >"$tmp/out" 2>"$tmp/err" || rc=$?
   if [[ $rc -ne 0 && $rc -ne 4 ]]; then
-    printf '%-62s %10s %8s %10s %10s %12s  %s\n' "$name" - - "$wall_limit" - "$mem_limit" "MISS (run failed: $(tail -1 "$tmp/err"))"
+    why="run failed: $(tail -1 "$tmp/err")"
+    [[ $rc -eq 124 ]] && why="stopped after PERF_TIMEOUT=${PERF_TIMEOUT:-600} s"
+    printf '%-62s %10s %8s %10s %10s %12s  %s\n' "$name" - - "$wall_limit" - "$mem_limit" "MISS ($why)"
     missed=1
     continue
   fi
