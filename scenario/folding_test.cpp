@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/folding.hpp"
+#include "scenario/limits.hpp"
 #include "scenario/scenario.hpp"
 
 using namespace snsim;
@@ -222,4 +223,19 @@ TEST_CASE("folding: a program that differs from its representative's is found, w
   CHECK(!program_difference(rep, other_instance, folding, 2).empty());
   Program shorter{{collective(group, Bytes{1024})}};
   CHECK(program_difference(rep, shorter, folding, 2).find("1 ops, not 2") != std::string::npos);
+}
+
+TEST_CASE("folding: the memory estimate counts a folded rank's ops at their summary records and no actor of its own") {
+  const auto scenario = load(DENSE_32);
+  const auto programs = scenario.programs();
+  const auto decision = scenario.folding(programs);
+  REQUIRE(decision.folding.simulated_ranks() == 8);
+  const auto full = estimate_memory(scenario.fabric(), programs);
+  const auto folded = estimate_memory(scenario.fabric(), programs, &decision.folding);
+  CHECK(full.folded_ops == 0);
+  CHECK(folded.ops + folded.folded_ops == full.ops);
+  CHECK(folded.folded_ops == 3 * folded.ops);  // 3 of the 4 replicas fold
+  CHECK(folded.actors < full.actors);
+  CHECK(folded.total < full.total);
+  CHECK(folded.breakdown().find("folded ops") != std::string::npos);
 }
