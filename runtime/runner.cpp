@@ -1,6 +1,7 @@
 #include "runtime/runner.hpp"
 
 #include <algorithm>
+#include <set>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -42,21 +43,124 @@ OpOutcome call(Executor& executor, int rank, const T& op, const Op& top) {
 
 }  // namespace
 
-Runner::Runner(Simulation& simulation, const models::Models& models, std::vector<Program> programs, std::uint64_t seed)
+Runner::Runner(Simulation& simulation, const models::Models& models, std::vector<Program> programs, std::uint64_t seed,
+               std::optional<Folding> folding)
     : context_{simulation, models, programs.size(), seed},
       programs_{std::move(programs)},
+      folding_{folding ? std::move(*folding) : Folding{programs_.size()}},
+      domain_(programs_.size(), -1),
       finished_(programs_.size(), false),
       tracker_{programs_.size()},
       device_{context_},
       host_{context_},
       collectives_{context_},
       pgas_{context_},
-      uvm_{context_, pgas_} {}
+      uvm_{context_, pgas_} {
+  if (folding_.ranks() != programs_.size())
+    throw std::logic_error(fmt::format("folding of {} ranks for {} programs", folding_.ranks(), programs_.size()));
+  const auto& gpus = simulation.fabric().gpus();
+  const auto domains = simulation.fabric().crossbar_domains();
+  std::vector<int> domain_of_device(simulation.fabric().device_count(), -1);
+  for (std::size_t d = 0; d < domains.size(); ++d)
+    for (auto device : domains[d]) domain_of_device[device] = static_cast<int>(d);
+  for (std::size_t r = 0; r < programs_.size(); ++r) domain_[r] = domain_of_device[gpus[r]];
+  const Fabric& fabric = simulation.fabric();
+  owner_.assign(fabric.device_count(), -1);
+  for (std::size_t r = 0; r < gpus.size(); ++r) owner_[gpus[r]] = static_cast<int>(r);
+  for (DeviceId v = 0; v < fabric.device_count(); ++v) {
+    const auto kind = fabric.device(v).kind;
+    if (kind != DeviceKind::nic && kind != DeviceKind::pcie_switch) continue;
+    std::set<int> served;
+    for (auto e : boost::make_iterator_range(boost::out_edges(v, fabric.graph())))
+      if (fabric.device(fabric.target(e)).kind == DeviceKind::gpu) served.insert(fabric.device(fabric.target(e)).index);
+    for (auto e : boost::make_iterator_range(boost::in_edges(v, fabric.graph())))
+      if (fabric.device(fabric.source(e)).kind == DeviceKind::gpu) served.insert(fabric.device(fabric.source(e)).index);
+    if (served.size() == 1) owner_[v] = *served.begin();
+  }
+}
+
+std::uint64_t Runner::ops_to_run() const {
+  std::uint64_t n = 0;
+  for (std::size_t r = 0; r < programs_.size(); ++r)
+    if (folding_.simulated(static_cast<int>(r))) n += expanded_size(programs_[r].ops);
+  return n;
+}
+
+bool Runner::shares_links(int rank, int peer) {
+  if (peer < 0 || static_cast<std::size_t>(peer) >= domain_.size()) return true;  // the host, NVMe
+  if (rank == peer) return false;
+  const int a = domain_[static_cast<std::size_t>(rank)], b = domain_[static_cast<std::size_t>(peer)];
+  if (a >= 0 && a == b) return false;
+  auto [it, fresh] = pair_shares_links_.try_emplace({rank, peer}, true);
+  if (!fresh) return it->second;
+  const Fabric& fabric = context_.simulation().fabric();
+  const auto route = fabric.route(context_.device(rank), context_.device(peer));
+  auto own = [&](DeviceId v) { return owner_[v] == rank || owner_[v] == peer; };
+  it->second = !route || std::ranges::any_of(route->hops, [&](const Hop& hop) {
+    return std::ranges::any_of(hop.channels,
+                               [&](ChannelId c) { return !own(fabric.source(c)) && !own(fabric.target(c)); });
+  });
+  return it->second;
+}
+
+bool Runner::shares_links(const Group& group) {
+  // Pairs checked one by one up to this size; a larger group spanning domains is taken to share links.
+  constexpr std::size_t MAX_CHECKED = 16;
+  auto [it, fresh] = group_shares_links_.try_emplace(group.get(), false);
+  if (!fresh) return it->second;
+  const auto& g = *group;
+  const bool one_domain = std::ranges::all_of(g, [&](int r) {
+    return domain_[static_cast<std::size_t>(r)] >= 0 &&
+           domain_[static_cast<std::size_t>(r)] == domain_[static_cast<std::size_t>(g.front())];
+  });
+  if (one_domain)
+    it->second = false;
+  else if (g.size() > MAX_CHECKED)
+    it->second = true;
+  else
+    for (std::size_t i = 0; i < g.size() && !it->second; ++i)
+      for (std::size_t j = 0; j < g.size() && !it->second; ++j)
+        if (i != j && shares_links(g[i], g[j])) it->second = true;
+  return it->second;
+}
+
+bool Runner::needs_proxy(int folded, const Op& op) {
+  auto joins = [&](const Group& group) {
+    return std::ranges::any_of(*group, [&](int r) { return r != folded && folding_.simulated(r); }) ||
+           shares_links(group);
+  };
+  auto reaches = [&](int peer) {
+    return (peer >= 0 && static_cast<std::size_t>(peer) < programs_.size() && folding_.simulated(peer)) ||
+           shares_links(folded, peer);
+  };
+  return std::visit(
+      [&](const auto& o) {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (std::is_same_v<T, CollectiveOp>)
+          return joins(o.group);
+        else if constexpr (std::is_same_v<T, BarrierOp> || std::is_same_v<T, ShmemBarrierOp>)
+          // A barrier moves no bytes: only a simulated member waits for it.
+          return std::ranges::any_of(*o.group, [&](int r) { return r != folded && folding_.simulated(r); });
+        else if constexpr (std::is_same_v<T, PutOp>)
+          return reaches(o.to);
+        else if constexpr (std::is_same_v<T, GetOp> || std::is_same_v<T, LoadOp>)
+          return reaches(o.from);
+        else if constexpr (std::is_same_v<T, CopyOp>)
+          return o.peer != folded && reaches(o.peer);
+        else
+          return false;  // kernels, waits on its own signals and events: its representative's timing is its own
+      },
+      op.what);
+}
 
 void Runner::launch() {
   pgas_.prepare();
   for (std::size_t r = 0; r < programs_.size(); ++r) {
     const int rank = static_cast<int>(r);
+    if (!folding_.simulated(rank)) {
+      finished_[r] = true;  // its representative runs its program
+      continue;
+    }
     context_.simulation().spawn(fmt::format("rank{}", rank), context_.device(rank), [this, rank] { run_rank(rank); });
   }
 }
@@ -64,6 +168,40 @@ void Runner::launch() {
 void Runner::run_rank(int rank) {
   for (const auto& op : programs_[static_cast<std::size_t>(rank)].ops) execute(rank, op, op);
   finished_[static_cast<std::size_t>(rank)] = true;
+}
+
+Group Runner::relabelled(const Group& group, int folded) {
+  auto [it, fresh] = relabelled_groups_.try_emplace({group.get(), folding_.replica(folded)}, nullptr);
+  if (fresh) {
+    std::vector<int> members(group->size());
+    for (std::size_t i = 0; i < members.size(); ++i) members[i] = folding_.relabel((*group)[i], folded);
+    it->second = std::make_shared<const std::vector<int>>(std::move(members));
+  }
+  return it->second;
+}
+
+Op Runner::as_folded(const Op& op, int folded) {
+  Op out = op;
+  auto group_of = [&](const Group& g) { return std::ranges::find(*g, folded) != g->end() ? g : relabelled(g, folded); };
+  std::visit(
+      [&](auto& o) {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (std::is_same_v<T, CollectiveOp>) {
+          const Group g = group_of(o.group);
+          if (g != o.group) o.root = folding_.relabel(o.root, folded);
+          o.group = g;
+        } else if constexpr (std::is_same_v<T, BarrierOp> || std::is_same_v<T, ShmemBarrierOp>) {
+          o.group = group_of(o.group);
+        } else if constexpr (std::is_same_v<T, PutOp>) {
+          o.to = folding_.relabel(o.to, folded);
+        } else if constexpr (std::is_same_v<T, GetOp> || std::is_same_v<T, LoadOp>) {
+          o.from = folding_.relabel(o.from, folded);
+        } else if constexpr (std::is_same_v<T, CopyOp>) {
+          o.peer = folding_.relabel(o.peer, folded);
+        }
+      },
+      out.what);
+  return out;
 }
 
 std::vector<int> Runner::unfinished() const {
@@ -103,6 +241,23 @@ void Runner::execute(int rank, const Op& op, const Op& top) {
     for (const auto& inner : streams->streams.front()) execute(rank, inner, top);
     for (auto& actor : others) actor->join();
     return;
+  }
+  // The folded ranks this rank speaks for run the same op (their programs match: scenario/folding.hpp). Where it
+  // meets simulated ranks or shared links, each runs it on its own GPU, unrecorded, from the time it would have
+  // started it: its representative's. Not joined: each takes the time it takes.
+  for (int folded : folding_.mirrors(rank)) {
+    Op mine = as_folded(op, folded);
+    if (!needs_proxy(folded, mine)) continue;
+    sg4::Actor::create(fmt::format("rank{}.proxy", folded), context_.simulation().host(context_.device(folded)),
+                       [this, folded, mine = std::move(mine)] {
+                         std::visit(
+                             [&](const auto& o) {
+                               using T = std::decay_t<decltype(o)>;
+                               if constexpr (!std::is_same_v<T, RepeatOp> && !std::is_same_v<T, StreamsOp>)
+                                 dispatch(folded, o, mine);
+                             },
+                             mine.what);
+                       });
   }
   const Seconds start = Simulation::now();
   const std::uint64_t sequence = tracker_.start(rank, op);

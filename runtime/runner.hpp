@@ -5,6 +5,7 @@
 // scenario's seed, and the records and waits.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "runtime/collective_executor.hpp"
 #include "runtime/context.hpp"
 #include "runtime/device_executor.hpp"
+#include "runtime/folding.hpp"
 #include "runtime/host_executor.hpp"
 #include "runtime/op_tracker.hpp"
 #include "runtime/pgas_executor.hpp"
@@ -25,12 +27,17 @@ namespace snsim::workloads {
 
 class Runner {
  public:
-  Runner(Simulation& simulation, const models::Models& models, std::vector<Program> programs, std::uint64_t seed = 1);
+  /// With a `folding` (runtime/folding.hpp), only its simulated ranks run their programs; each runs proxies for
+  /// the folded ranks it speaks for where their ops meet simulated ranks or shared links.
+  Runner(Simulation& simulation, const models::Models& models, std::vector<Program> programs, std::uint64_t seed = 1,
+         std::optional<Folding> folding = std::nullopt);
 
   /// Spawns one actor per rank. Call once, before Simulation::run().
   void launch();
   /// Every op every rank executed, by rank then start time. Valid after Simulation::run().
   std::vector<OpRecord> records() const;
+  /// Ops the simulated ranks run: the programs' expanded_size(), folded ranks left out.
+  std::uint64_t ops_to_run() const;
   /// Ops ended so far, every rank, free barriers included: of the programs' expanded_size(), during the run too.
   std::uint64_t ops_ended() const { return tracker_.ended(); }
   /// Per location (host, then every GPU): faults, fault batches, migrated bytes, time in fault service, bytes
@@ -60,13 +67,32 @@ class Runner {
   void run_rank(int rank);
   /// Runs `op` on `rank`, as part of the top-level op `top` (whose phase and tag its record takes by default).
   void execute(int rank, const Op& op, const Op& top);
+  /// A simulated rank's leaf op as folded rank `folded` runs it: peers relabelled (Folding::relabel), a group that
+  /// holds `folded` kept (the same collective), any other relabelled (its replica's own, one Group per replica).
+  Op as_folded(const Op& op, int folded);
+  Group relabelled(const Group& group, int folded);
+  /// Whether folded rank `folded`'s leaf op must run (on a proxy actor): it joins a group with a simulated member,
+  /// targets a simulated rank, or moves bytes over links that other ranks' routes share.
+  bool needs_proxy(int folded, const Op& op);
+  /// Whether a group's flows may cross links that routes of other ranks share; computed once per Group.
+  bool shares_links(const Group& group);
+  /// Whether the route between two ranks crosses a link that is not the ranks' own: a channel neither of whose ends
+  /// is one of them or a device only one of them uses (its NIC). Inside a crossbar domain none does (the switch is
+  /// non-blocking, its ports each GPU's own). The host and NVMe are shared.
+  bool shares_links(int rank, int peer);
   /// Hands a leaf op to the one executor that runs its type.
   template <class T>
   OpOutcome dispatch(int rank, const T& op, const Op& top);
 
   RunContext context_;
   std::vector<Program> programs_;
-  std::vector<bool> finished_;  // by rank
+  Folding folding_;
+  std::vector<int> domain_;  // by rank: its crossbar domain, or -1 outside any (Fabric::crossbar_domains)
+  std::vector<int> owner_;   // by DeviceId: the rank of a GPU, or of the one GPU a NIC or PCIe switch serves; else -1
+  std::map<const void*, bool> group_shares_links_;                  // by Group identity
+  std::map<std::pair<int, int>, bool> pair_shares_links_;           // by (rank, peer)
+  std::map<std::pair<const void*, int>, Group> relabelled_groups_;  // by (Group identity, replica)
+  std::vector<bool> finished_;                                      // by rank
   OpTracker tracker_;
   DeviceExecutor device_;
   HostExecutor host_;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "program/program.hpp"
+#include "runtime/folding.hpp"
 #include "sim/fabric.hpp"
 #include "sim/simulation.hpp"
 #include "sim/units.hpp"
@@ -34,13 +35,14 @@ namespace snsim::workloads {
 
 /// What a run will hold at its peak, by part.
 struct MemoryEstimate {
-  std::uint64_t endpoints = 0;  // GPUs, host, NVMe drives
-  std::uint64_t channels = 0;   // directed channels of the fabric
-  std::uint64_t routes = 0;     // routed up front (small platforms), else 0
-  std::uint64_t ops = 0;        // after repeats, every rank
-  std::uint64_t pgas = 0;       // puts and gets, after repeats
-  std::uint64_t flows = 0;      // collective transfers in flight at once, at most
-  std::uint64_t helpers = 0;    // helper actors alive at once, at most: open puts', a get's, a migration's, a tree's
+  std::uint64_t endpoints = 0;   // GPUs, host, NVMe drives
+  std::uint64_t channels = 0;    // directed channels of the fabric
+  std::uint64_t routes = 0;      // routed up front (small platforms), else 0
+  std::uint64_t ops = 0;         // after repeats, every simulated rank
+  std::uint64_t folded_ops = 0;  // after repeats, the folded ranks' (docs/folding.md): their summaries' records
+  std::uint64_t pgas = 0;        // puts and gets, after repeats
+  std::uint64_t flows = 0;       // collective transfers in flight at once, at most
+  std::uint64_t helpers = 0;     // helper actors alive at once, at most: open puts', a get's, a migration's, a tree's
   std::uint64_t managed_pages = 0;   // pages of the managed buffers (UVM), each a residency entry at worst
   std::uint64_t managed_blocks = 0;  // their 2 MiB VA blocks
   std::uint64_t actors = 0;  // SimGrid actors alive at once, at most: one per GPU, its streams, the failures', helpers
@@ -49,8 +51,10 @@ struct MemoryEstimate {
   std::string breakdown() const;
 };
 
-/// Estimates a run's peak memory from its fabric and programs (Scenario::programs()). Saturates at 2^64 - 1 bytes.
-MemoryEstimate estimate_memory(const Fabric& fabric, const std::vector<Program>& programs);
+/// Estimates a run's peak memory from its fabric and programs (Scenario::programs()), with the ranks `folding`
+/// folds (Scenario::folding) costing only their summaries' records. Saturates at 2^64 - 1 bytes.
+MemoryEstimate estimate_memory(const Fabric& fabric, const std::vector<Program>& programs,
+                               const Folding* folding = nullptr);
 
 /// The memory a run may use, and where that figure came from.
 struct MemoryLimit {

@@ -10,6 +10,7 @@
 
 #include "models/params.hpp"
 #include "runtime/runner.hpp"
+#include "scenario/folding.hpp"
 #include "sim/invariants.hpp"
 #include "sim/progress.hpp"
 #include "topologies/register.hpp"
@@ -77,6 +78,7 @@ Scenario Scenario::load(std::shared_ptr<ConfigDocument> document) {
   const ConfigNode root = document->root();
   s.name_ = root.optional<std::string>("name", "unnamed");
   s.seed_ = root.optional<std::uint64_t>("seed", 1);
+  s.fold_ = root.optional<bool>("fold", true);
 
   Registry<Topology> topologies("topology");
   topologies::register_topologies(topologies);
@@ -117,6 +119,56 @@ Scenario Scenario::load(std::shared_ptr<ConfigDocument> document) {
   return s;
 }
 
+Replicas Scenario::proposed_replicas() const {
+  Replicas proposed;
+  for (const auto& w : workloads_) {
+    auto r = w->replicas();
+    if (r.ranks.empty()) continue;
+    if (proposed.ranks.empty())
+      proposed = std::move(r);
+    else if (r != proposed)
+      return {};
+  }
+  return proposed;
+}
+
+FoldingDecision Scenario::folding(const std::vector<Program>& programs) const {
+  return decide_folding(proposed_replicas(), programs, fabric_, models_, failures_, fold_);
+}
+
+namespace {
+
+/// The records and waits of every folded rank, from its representative's: what the full simulation gives them when
+/// the folding is exact (docs/folding.md). Appended to `records`, which keeps its order by rank only within each
+/// rank.
+void add_folded_records(std::vector<OpRecord>& records, const Folding& folding) {
+  const std::size_t simulated = records.size();
+  for (std::size_t i = 0; i < simulated; ++i)
+    for (int f : folding.mirrors(records[i].rank)) {
+      OpRecord copy = records[i];
+      copy.rank = f;
+      if (copy.peer >= 0) copy.peer = folding.relabel(copy.peer, f);
+      records.push_back(std::move(copy));
+    }
+}
+
+void add_folded_waits(std::vector<RankWaits>& waits, const Folding& folding) {
+  for (std::size_t r = 0; r < waits.size(); ++r) {
+    const int rank = static_cast<int>(r);
+    if (folding.simulated(rank)) continue;
+    RankWaits copy = waits[static_cast<std::size_t>(folding.representative(rank))];
+    copy.rank = rank;
+    std::vector<Seconds> on(copy.on.size(), Seconds{0});
+    for (std::size_t x = 0; x < copy.on.size(); ++x)
+      if (copy.on[x] > Seconds{0})
+        on.at(static_cast<std::size_t>(folding.relabel(static_cast<int>(x), rank))) += copy.on[x];
+    copy.on = std::move(on);
+    waits[r] = std::move(copy);
+  }
+}
+
+}  // namespace
+
 std::vector<Program> Scenario::programs() const {
   std::vector<Program> programs(fabric_.gpus().size());
   std::vector<int> all(programs.size());
@@ -138,15 +190,25 @@ std::vector<std::string> Scenario::notes() const {
 }
 
 Report Scenario::run(const std::vector<std::string>& engine_args, std::string_view progress) const {
+  auto all_programs = programs();
+  auto decision = folding(all_programs);
+  return run(std::move(all_programs), std::move(decision), engine_args, progress);
+}
+
+Report Scenario::run(std::vector<Program> all_programs, FoldingDecision decision,
+                     const std::vector<std::string>& engine_args, std::string_view progress) const {
   // The report names what each stuck rank waits for; SimGrid's own deadlock listing (its actors' addresses) would
   // only add noise on stderr. Set before the engine reads --log options, so that a user's --log=ker_engine... wins.
   xbt_log_control_set("ker_engine.app:file:/dev/null");
   Simulation simulation(fabric_, engine_args, models_.compute->comm_sm_share);
   InvariantMonitor monitor;
-  auto all_programs = programs();
-  std::uint64_t total_ops = 0;
-  for (const auto& p : all_programs) total_ops += expanded_size(p.ops);
-  Runner runner(simulation, models_, std::move(all_programs), seed_);
+  auto& [folding, folding_summary] = decision;
+  const Folding folded = folding;
+  // A folded rank's program is its representative's, relabelled (Runner::as_folded): not kept.
+  for (std::size_t r = 0; r < all_programs.size(); ++r)
+    if (!folded.simulated(static_cast<int>(r))) all_programs[r] = Program{};
+  Runner runner(simulation, models_, std::move(all_programs), seed_, std::move(folding));
+  const std::uint64_t total_ops = runner.ops_to_run();
   FailureLog failures;
   // First: failures at 0 s apply before any op starts. A slowed GPU changes the rates the runner's kernels read.
   schedule_failures(simulation, failures_, failures, {.slow_gpu = [&runner](int rank, double compute, double hbm) {
@@ -169,7 +231,9 @@ Report Scenario::run(const std::vector<std::string>& engine_args, std::string_vi
   report.ops = runner.records();
   report.wait_spans = runner.waits();
   report.record_kinds = record_kinds();
+  report.folding = std::move(folding_summary);
   report.waits = wait_table(report.ops, report.wait_spans, fabric_.gpus().size());
+  if (folded.any_folded()) add_folded_waits(report.waits, folded);
   report.links = simulation.links();
   const auto stuck = runner.unfinished();
   report.invariants = monitor.finish(!failures.outcome && stuck.empty());
@@ -180,9 +244,15 @@ Report Scenario::run(const std::vector<std::string>& engine_args, std::string_vi
     report.outcome = deadlock_outcome(stuck, report.invariants.unended);
   for (const auto& w : workloads_)
     if (const auto why = w->outcome(); why && report.outcome == "completed") report.outcome = *why;
+  // The workloads summarise every rank, folded ones too: their records are their representatives', for the
+  // summaries only (report.ops holds the simulated ranks').
+  const std::size_t simulated_records = report.ops.size();
+  if (folded.any_folded()) add_folded_records(report.ops, folded);
   for (std::size_t phase = 0; phase < workloads_.size(); ++phase)
     for (auto& t : workloads_[phase]->summarize(report.ops, static_cast<int>(phase)))
       report.tables.push_back(std::move(t));
+  report.ops.resize(simulated_records);
+  report.ops.shrink_to_fit();
   if (std::ranges::count(workload_types_, "program") > 0) report.tables.push_back(phase_spans(report.ops));
   if (!failures_.empty()) {
     Table applied{"failures applied", {"at_us", "what", "links_changed"}, {}};
@@ -192,6 +262,7 @@ Report Scenario::run(const std::vector<std::string>& engine_args, std::string_vi
   }
   if (auto uvm = runner.uvm_table()) report.tables.push_back(std::move(*uvm));
   if (auto path = runner.fabric_path_table()) report.tables.push_back(std::move(*path));
+  if (report.folding.replicas > 0) report.tables.push_back(report.folding.table());
   return report;
 }
 

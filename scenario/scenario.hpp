@@ -19,6 +19,7 @@
 
 #include "models/models.hpp"
 #include "scenario/failures.hpp"
+#include "scenario/folding.hpp"
 #include "sim/config.hpp"
 #include "sim/report.hpp"
 #include "workloads/workload.hpp"
@@ -38,6 +39,15 @@ class Scenario {
   /// output.timeline_gpus: the GPUs the timeline writes (empty: all).
   const std::vector<int>& timeline_gpus() const { return timeline_gpus_; }
 
+  /// The scenario's `fold` key (default true): whether identical replicas may be simulated once (docs/folding.md).
+  bool fold() const { return fold_; }
+  /// The replicas the workloads propose to fold: the first workload's that proposes any, when no other proposes
+  /// different ones (the programs are checked before anything folds: scenario/folding.hpp).
+  Replicas proposed_replicas() const;
+
+  /// Which ranks a run of `programs` (programs()) simulates in full, and why (scenario/folding.hpp).
+  FoldingDecision folding(const std::vector<Program>& programs) const;
+
   /// Every rank's program: each workload in turn, separated by a free barrier across all ranks.
   std::vector<Program> programs() const;
 
@@ -47,6 +57,10 @@ class Scenario {
   /// Runs the scenario in this process (once per process: see sim/simulation.hpp) and returns the report. With a
   /// `progress` heading ("snsim run"), a progress line on stderr (sim/progress.hpp); the report is the same.
   Report run(const std::vector<std::string>& engine_args = {}, std::string_view progress = {}) const;
+  /// The same run on `programs` (programs()) and `folding` (folding(programs)) already computed: `snsim run`
+  /// estimates the memory from them first, and a large job's programs are not built twice.
+  Report run(std::vector<Program> programs, FoldingDecision folding, const std::vector<std::string>& engine_args,
+             std::string_view progress) const;
 
  private:
   /// When each workload ran (its ops' first start to last end), for scenarios with a program workload.
@@ -60,6 +74,7 @@ class Scenario {
   std::vector<std::unique_ptr<Workload>> workloads_;
   std::vector<std::string> workload_types_;  // each workload's `type`, in order
   bool timeline_ = false;
+  bool fold_ = true;
   std::vector<int> timeline_gpus_;
   std::vector<Failure> failures_;  // what-ifs applied at their times (scenario/failures.hpp)
 };

@@ -94,6 +94,28 @@ nlohmann::json to_json(const Table& table) {
   return {{"title", table.title}, {"columns", table.columns}, {"rows", std::move(rows)}};
 }
 
+nlohmann::json FoldingSummary::to_json() const {
+  return {{"path", path},
+          {"ranks", ranks},
+          {"simulated", simulated},
+          {"replicas", replicas},
+          {"representative", representative},
+          {"why", why}};
+}
+
+Table FoldingSummary::table() const {
+  Table t{"folding: identical replicas simulated once (docs/folding.md)", {"what", "value"}, {}};
+  t.rows.push_back({"path", path});
+  t.rows.push_back({"ranks", ranks});
+  t.rows.push_back({"simulated_in_full", simulated});
+  if (replicas > 0) {
+    t.rows.push_back({"replicas_proposed", replicas});
+    t.rows.push_back({"representative", representative});
+  }
+  for (const auto& w : why) t.rows.push_back({"unfolded", w});
+  return t;
+}
+
 nlohmann::json Report::to_json() const {
   nlohmann::json out;
   out["scenario"] = scenario;
@@ -101,6 +123,7 @@ nlohmann::json Report::to_json() const {
   out["outcome"] = outcome;
   out["notes"] = notes;
   out["simulated_time_s"] = simulated_time.count();
+  out["folding"] = folding.to_json();
   out["config"] = config;
   auto& links_json = out["links"] = nlohmann::json::array();
   for (const auto& l : links) {

@@ -103,6 +103,20 @@ struct Invariants {
   nlohmann::json to_json() const;
 };
 
+/// Which path a run took (docs/folding.md): "full", every rank running its own program, or "folded", identical
+/// replicas simulated once; how many ranks ran in full, and why any replica (or the whole run) was not folded.
+struct FoldingSummary {
+  std::string path = "full";
+  std::size_t ranks = 0, simulated = 0;
+  std::size_t replicas = 0;      // proposed by the workloads; 0 when none was
+  std::string representative;    // the ranks of the replica the folded ones follow
+  std::vector<std::string> why;  // one sentence per replica in full (or for the whole run)
+
+  nlohmann::json to_json() const;
+  /// The report's "folding" table.
+  Table table() const;
+};
+
 struct Report {
   std::string scenario;  // scenario name
   std::uint64_t seed = 0;
@@ -115,6 +129,7 @@ struct Report {
   std::vector<OpRecord> ops;
   std::vector<LinkUsage> links;
   std::vector<Table> tables;
+  FoldingSummary folding;
   std::vector<RankWaits> waits;  // by rank: who waited on whom
   Invariants invariants;
   /// Every stretch a rank waited, by rank then start (the intervals behind `waits`). Not in report.json, which

@@ -70,7 +70,7 @@ TEST_CASE("cli: an unknown top-level key") {
   TempDir dir;
   check_input_error(
       run_scenario(dir, scenario() + "sead: 3\n"),
-      "s.yaml:7:1: sead: unknown key (did you mean 'seed'?); known keys: failures, models, name, output, seed, "
+      "s.yaml:7:1: sead: unknown key (did you mean 'seed'?); known keys: failures, fold, models, name, output, seed, "
       "topology, workloads");
 }
 

@@ -188,7 +188,9 @@ void print_markdown() {
 int run_command(const RunOptions& options) {
   const auto started = std::chrono::steady_clock::now();
   auto doc = load_document(options.scenario);
-  apply_overrides(*doc, options.sets, options.seed, options.params);
+  auto sets = options.sets;
+  if (options.full) sets.emplace_back("fold=false");
+  apply_overrides(*doc, sets, options.seed, options.params);
   return run_document(doc, options, started);
 }
 
@@ -197,8 +199,9 @@ int run_document(const std::shared_ptr<ConfigDocument>& doc, const RunOptions& o
   const auto scenario = workloads::Scenario::load(doc);
   const std::string_view command = options.command;
   // Refused up front rather than killed part way: the estimate against --max-memory (scenario/limits.hpp).
-  const auto programs = scenario.programs();
-  const auto estimate = workloads::estimate_memory(scenario.fabric(), programs);
+  auto programs = scenario.programs();
+  auto folding = scenario.folding(programs);
+  const auto estimate = workloads::estimate_memory(scenario.fabric(), programs, &folding.folding);
   workloads::check_memory(estimate, workloads::memory_limit(options.max_memory),
                           options.scenario.empty() ? DEFAULT_SCENARIO_NAME : options.scenario);
   std::optional<studies::OutputDir> out;
@@ -208,8 +211,9 @@ int run_document(const std::shared_ptr<ConfigDocument>& doc, const RunOptions& o
     // Said before the run, which may take long, so that a user can stop it and choose GPUs instead.
     std::uint64_t ops = 0;
     for (std::size_t r = 0; r < programs.size(); ++r)
-      if (scenario.timeline_gpus().empty() || std::ranges::count(scenario.timeline_gpus(), static_cast<int>(r)) > 0)
-        ops += workloads::expanded_size(programs[r].ops);
+      if (folding.folding.simulated(static_cast<int>(r)) &&
+          (scenario.timeline_gpus().empty() || std::ranges::count(scenario.timeline_gpus(), static_cast<int>(r)) > 0))
+        ops += workloads::expanded_size(programs[r].ops);  // a folded rank has no records
     if (const auto warning = workloads::timeline_warning(ops); !warning.empty())
       fmt::print(stderr, "{}: warning: {}\n", command, warning);
   }
@@ -221,8 +225,8 @@ int run_document(const std::shared_ptr<ConfigDocument>& doc, const RunOptions& o
     fmt::print("# snsim {}: {} x {} ({} devices, {} channels), seed {}\n", scenario.name(), fabric.gpus().size(),
                gpu.model, fabric.device_count(), fabric.channel_count(), scenario.seed());
 
-  const Report report =
-      scenario.run(options.engine, show_progress(options.progress, options.quiet) ? command : std::string_view{});
+  const Report report = scenario.run(std::move(programs), std::move(folding), options.engine,
+                                     show_progress(options.progress, options.quiet) ? command : std::string_view{});
 
   if (!options.quiet) {
     for (const auto& t : report.tables) fmt::print("{}\n", format_table(t));
@@ -366,6 +370,8 @@ void add_run_command(CommandLine& cli) {
                  "refuse a scenario whose estimated memory is above this size, e.g. 8GiB (default: "
                  "SNSIM_MAX_MEMORY, else 3/4 of the machine's memory)");
   cmd.add_flag("--quiet", run->quiet, "print nothing; write only the --out files");
+  cmd.add_flag("--full", run->full,
+               "simulate every rank's program, folding no replicas (fold: false; docs/folding.md)");
   cmd.add_flag("--progress", run->progress,
                "a progress line on stderr (simulated time, ops done, ETA), also when stderr is not a terminal");
   cmd.add_flag("--timeline", run->timeline,

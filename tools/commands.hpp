@@ -32,6 +32,7 @@ struct RunOptions {
   bool timeline = false;              // --timeline: write timeline.json whatever the scenario's output.timeline says
   std::string command = "snsim run";  // heads its warnings, notes and progress lines
   bool progress = false;              // --progress: a progress line on stderr even when it is not a terminal
+  bool full = false;                  // --full: no folding (fold: false, docs/folding.md)
 };
 
 int run_command(const RunOptions& options);

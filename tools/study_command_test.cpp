@@ -155,8 +155,8 @@ TEST_CASE("study: bad --slow, a GPU out of range, zero trials and a bad scenario
                     "--jobs 0: must be between 1 and 1024, got 0");
   dir.write("bad.yaml", BSP_STEP + "sead: 1\n");
   check_input_error(run_snsim(dir, {"study", "slow-node", "bad.yaml"}),
-                    "bad.yaml:10:1: sead: unknown key (did you mean 'seed'?); known keys: failures, models, name, "
-                    "output, seed, topology, workloads");
+                    "bad.yaml:10:1: sead: unknown key (did you mean 'seed'?); known keys: failures, fold, models, "
+                    "name, output, seed, topology, workloads");
   const Result none = run_snsim(dir, {"study", "slow-node"});
   CHECK(none.code == 2);
   const Result no_kind = run_snsim(dir, {"study"});

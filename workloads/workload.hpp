@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "program/program.hpp"
+#include "runtime/folding.hpp"
 #include "sim/registry.hpp"
 #include "sim/report.hpp"
 
@@ -25,6 +26,10 @@ class Workload {
   /// What a user must know to read this workload's results, one sentence each (Report::notes); known once it is
   /// parsed.
   virtual std::vector<std::string> notes() const { return {}; }
+  /// Ranks that run identical programs, which the run may simulate once (runtime/folding.hpp, docs/folding.md):
+  /// replicas[d][p], the rank at position p of replica d. The run checks the programs and the hardware before it
+  /// folds any. Empty: none proposed.
+  virtual Replicas replicas() const { return {}; }
   /// Result tables from the records of this workload's ops (those with its phase).
   virtual std::vector<Table> summarize(const std::vector<OpRecord>& /*records*/, int /*phase*/) const { return {}; }
 };

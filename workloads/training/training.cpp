@@ -974,6 +974,16 @@ void Training::emit(std::vector<Program>& programs, int phase) const {
     RankEmitter(*this, seed_, r, phase, groups, routes).run(programs[static_cast<std::size_t>(r)].ops);
 }
 
+Replicas Training::replicas() const {
+  const auto& p = config_.plan;
+  Replicas out;
+  out.ranks.resize(static_cast<std::size_t>(p.dp));
+  for (int d = 0; d < p.dp; ++d)
+    for (int pp = 0; pp < p.pp; ++pp)
+      for (int tp = 0; tp < p.tp; ++tp) out.ranks[static_cast<std::size_t>(d)].push_back(rank_of(p, {tp, d, pp}));
+  return out;
+}
+
 std::vector<Table> Training::summarize(const std::vector<OpRecord>& records, int phase) const {
   const auto& c = config_;
   const int gpus = c.plan.gpus();

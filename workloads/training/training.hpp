@@ -88,6 +88,8 @@ class Training final : public Workload {
   std::optional<std::string> outcome() const override;
   /// Per-step times and MFU; a summary (metric, value); busy and idle time per GPU.
   std::vector<Table> summarize(const std::vector<OpRecord>& records, int phase) const override;
+  /// The data-parallel replicas: replica d holds the ranks of dp coordinate d.
+  Replicas replicas() const override;
   /// What the results will not show: a parallel.bucket that changes nothing (workloads/training/training.cpp).
   std::vector<std::string> notes() const override { return notes_; }
   void add_note(std::string note) { notes_.push_back(std::move(note)); }

@@ -1,0 +1,62 @@
+// Folding: replicas that run identical programs on identical hardware are simulated once (docs/folding.md). A
+// workload proposes replicas (a training step: its data-parallel replicas); the scenario keeps those whose programs
+// match a representative's rank for rank and whose GPUs nothing sets apart (scenario/folding.hpp), and the Runner
+// runs only the representatives' programs. A folded rank stays present where it matters: wherever its program joins
+// a group op that a simulated rank is in (its data-parallel collectives) or moves bytes beyond its own crossbar
+// domain (its flows on NICs, rails and spines), a proxy actor on its GPU runs its op (runtime/runner.hpp).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "program/program.hpp"
+
+namespace snsim::workloads {
+
+/// Ranks a workload proposes to fold: ranks[d][p] is the rank at position p of replica d, every replica the same
+/// size; a rank in at most one replica.
+struct Replicas {
+  std::vector<std::vector<int>> ranks;
+  bool operator==(const Replicas&) const = default;
+};
+
+class Folding {
+ public:
+  /// No folding: every one of `ranks` runs its own program.
+  explicit Folding(std::size_t ranks = 0);
+  /// `replicas`' ranks, each of the replicas marked in `folded` (by replica) represented by replica
+  /// `representative`'s rank at the same position.
+  Folding(std::size_t ranks, const Replicas& replicas, int representative, const std::vector<bool>& folded);
+
+  /// Whether `rank` runs its own program (not folded into another's).
+  bool simulated(int rank) const { return representative_[static_cast<std::size_t>(rank)] == rank; }
+  /// The rank whose program stands for `rank`'s (itself when simulated).
+  int representative(int rank) const { return representative_[static_cast<std::size_t>(rank)]; }
+  const std::vector<int>& representatives() const { return representative_; }
+  /// The folded ranks `rank` speaks for.
+  const std::vector<int>& mirrors(int rank) const { return mirrors_[static_cast<std::size_t>(rank)]; }
+  std::size_t ranks() const { return representative_.size(); }
+  /// The replica `rank` is in, -1 outside any.
+  int replica(int rank) const { return replica_[static_cast<std::size_t>(rank)]; }
+  std::size_t simulated_ranks() const;
+  bool any_folded() const { return simulated_ranks() < ranks(); }
+  /// `rank` as folded rank `folded` sees it: its replica and its representative's replica exchanged, so that a peer
+  /// of the representative becomes the corresponding peer of the folded rank; other ranks (HOST, NVME too) stay.
+  int relabel(int rank, int folded) const;
+
+ private:
+  std::vector<int> representative_;        // by rank
+  std::vector<int> replica_, position_;    // by rank: -1 outside the replicas
+  std::vector<std::vector<int>> ranks_;    // the replicas
+  std::vector<std::vector<int>> mirrors_;  // by rank
+};
+
+/// Why folded rank `folded`'s program is not its representative's `representative` with its peers and groups
+/// relabelled (Folding::relabel), or empty when it is: ops, their kinds, sizes, tags and structure must match
+/// exactly; a group op on a group that holds `folded` must be on that very Group (the same collective), any other on
+/// the relabelled members of the representative's. The Runner runs a folded rank's ops so (Runner::as_folded).
+std::string program_difference(const Program& representative, const Program& program, const Folding& folding,
+                               int folded);
+
+}  // namespace snsim::workloads
