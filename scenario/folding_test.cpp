@@ -101,6 +101,21 @@ TEST_CASE("folding: a healthy dense BSP step on 32 GPUs folds 4 replicas into 1 
   CHECK(folded.why.empty());
 }
 
+TEST_CASE("folding: context parallelism and an interleaved pipeline fold each replica's cp ranks with it") {
+  // 32 H100s: TP 2 x CP 2 inside a node, 2 stages of 2 virtual chunks, 4 replicas; a replica is tp x cp x pp.
+  const auto folded = check_against_full(R"(
+topology: {type: superpod, gpu: h100, nodes: 4}
+workloads:
+  - type: training
+    steps: 1
+    model: {preset: llama3.1-8b, layers: 4, sequence: 2048, global_batch: 16}
+    parallel: {tp: 2, cp: 2, pp: 2, vp: 2, dp: 4, zero: true}
+)");
+  CHECK(folded.path == "folded");
+  CHECK(folded.simulated == 8);
+  CHECK(folded.why.empty());
+}
+
 TEST_CASE("folding: a slow GPU puts its replica (and only it) in full, and the step still matches") {
   const auto folded = check_against_full(DENSE_32 + "models: {slow: [{gpu: 13, compute: 1.5}]}\n");
   CHECK(folded.step_ms > run(DENSE_32, true).step_ms * 1.005);  // the slow GPU shows

@@ -590,6 +590,12 @@ class RankEmitter {
     const int peer = rank_of(c_.plan, at);
     const bool send = what == Comm::send_forward || what == Comm::send_backward;
     const OpInfo info = here(forward ? OpInfo::forward : OpInfo::backward, mb, towards_next ? layers_ : 1);
+    stage_transfer(peer, send, forward, info, {std::min(rank_, peer), std::max(rank_, peer)});
+  }
+
+  /// The activation (forward) or its gradient (backward) of one micro-batch to or from the neighbouring stage `peer`:
+  /// a put and its signal under PGAS; else NCCL send/recv, a broadcast rooted at the sender on `pair`'s communicator.
+  void stage_transfer(int peer, bool send, bool forward, const OpInfo& info, const std::vector<int>& pair) {
     const Bytes bytes{activation().count() / static_cast<std::uint64_t>(c_.plan.tp)};
     const int signal = forward ? PP_FORWARD : PP_BACKWARD;
     if (pgas_) {
@@ -599,9 +605,7 @@ class RankEmitter {
         wait(signal, blocks(bytes), info);
       return;
     }
-    // NCCL send/recv: a broadcast between the two ranks, rooted at the sender.
-    collective(CollectiveKind::broadcast, bytes, groups_.get({std::min(rank_, peer), std::max(rank_, peer)}), info,
-               send ? rank_ : peer);
+    collective(CollectiveKind::broadcast, bytes, groups_.get(pair), info, send ? rank_ : peer);
   }
 
   /// Two transfers at once (Megatron's batched send_forward_recv_backward): two streams under BSP, so that neither
@@ -739,20 +743,11 @@ class RankEmitter {
     const int peer = rank_of(c_.plan, at);
     const auto [low, high] = chunk_units(task.chunk);
     const OpInfo info = here(task.forward ? OpInfo::forward : OpInfo::backward, task.micro_batch, send ? high : low);
-    const Bytes bytes{activation().count() / static_cast<std::uint64_t>(c_.plan.tp)};
-    const int signal = task.forward ? PP_FORWARD : PP_BACKWARD;
-    if (pgas_) {
-      if (send)
-        put(peer, bytes, signal, info);
-      else
-        wait(signal, blocks(bytes), info);
-      return;
-    }
     // Activations and gradients between the same two ranks go by different communicators (with two stages both
     // directions of a pair carry both), as Megatron's separate send and receive of each.
     const int sender = send ? rank_ : peer, receiver = send ? peer : rank_;
-    const std::vector<int> pair = task.forward ? std::vector{sender, receiver} : std::vector{receiver, sender};
-    collective(CollectiveKind::broadcast, bytes, groups_.get(pair), info, sender);
+    stage_transfer(peer, send, task.forward, info,
+                   task.forward ? std::vector{sender, receiver} : std::vector{receiver, sender});
   }
 
   // ---- gradients and the optimizer --------------------------------------------------------------------------------
@@ -980,7 +975,8 @@ Replicas Training::replicas() const {
   out.ranks.resize(static_cast<std::size_t>(p.dp));
   for (int d = 0; d < p.dp; ++d)
     for (int pp = 0; pp < p.pp; ++pp)
-      for (int tp = 0; tp < p.tp; ++tp) out.ranks[static_cast<std::size_t>(d)].push_back(rank_of(p, {tp, d, pp}));
+      for (int cp = 0; cp < p.cp; ++cp)
+        for (int tp = 0; tp < p.tp; ++tp) out.ranks[static_cast<std::size_t>(d)].push_back(rank_of(p, {tp, d, pp, cp}));
   return out;
 }
 
