@@ -162,7 +162,9 @@ TEST_CASE("interleaved 1F1B: the simulated bubble is (p - 1) / (v m) of the idea
   // Each of the p v - 1 chunk boundaries carries every micro-batch's activation forward and its gradient back, b s h
   // bf16 elements, recorded at the sender and the receiver: v = 1 has p - 1 boundaries.
   const double activation = 4096.0 * 4096 * 2;
-  for (const auto& [v, run] : {std::pair{1.0, one}, std::pair{2.0, two}, std::pair{4.0, four}}) {
+  for (const auto& [chunks, pipeline] : {std::pair{1.0, one}, std::pair{2.0, two}, std::pair{4.0, four}}) {
+    const double v = chunks;  // clang 14 cannot capture a structured binding (CAPTURE is a lambda)
+    const PipelineRun& run = pipeline;
     CAPTURE(v);
     CHECK(run.transfers == static_cast<int>(2 * 2 * (p * v - 1) * m));
     CHECK(run.pipeline_bytes == doctest::Approx(2 * 2 * (p * v - 1) * m * activation).epsilon(1e-12));
