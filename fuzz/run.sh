@@ -23,6 +23,7 @@ shift $((OPTIND - 1))
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(scenario params trace nccl_tests nvbandwidth p2p_bandwidth_latency nvshmem_perftest nvidia_smi replay)
 
+rm -rf "$build/seeds"  # seeds are rebuilt whole: one dropped from the repository must not linger
 python3 fuzz/make_corpora.py "$build/seeds" > /dev/null
 summary=()
 status=0
