@@ -16,11 +16,25 @@ constexpr int MAX_WIDTH = 1 << 20;  // hidden, ffn_hidden, sequence, vocabulary
 constexpr int MAX_EXPERTS = 1024;
 constexpr int MAX_MICRO_BATCHES = 4096;  // per step and pipeline
 
+/// The ranks of `rank`'s pipeline stage (every group lies within one: ranks are pp-major) for which `same` holds,
+/// sorted. Scanning the stage, not every rank, keeps building all ranks' groups O(gpus x stage).
 std::vector<int> ranks_where(const ParallelPlan& plan, int rank, auto same) {
   std::vector<int> out;
   const Coord me = coord_of(plan, rank);
-  for (int r = 0; r < plan.gpus(); ++r)
+  const int stage = plan.tp * plan.cp * plan.dp;
+  for (int r = me.pp * stage; r < (me.pp + 1) * stage; ++r)
     if (same(me, coord_of(plan, r), r)) out.push_back(r);
+  return out;
+}
+
+/// `rank`'s group along one coordinate (the others fixed), sorted: rank_of grows with each coordinate.
+std::vector<int> ranks_along(const ParallelPlan& plan, int rank, int Coord::*along, int size) {
+  std::vector<int> out;
+  Coord c = coord_of(plan, rank);
+  for (int i = 0; i < size; ++i) {
+    c.*along = i;
+    out.push_back(rank_of(plan, c));
+  }
   return out;
 }
 
@@ -52,15 +66,15 @@ Coord coord_of(const ParallelPlan& plan, int rank) {
 }
 
 std::vector<int> tp_group(const ParallelPlan& plan, int rank) {
-  return ranks_where(plan, rank, [](Coord a, Coord b, int) { return a.dp == b.dp && a.pp == b.pp && a.cp == b.cp; });
+  return ranks_along(plan, rank, &Coord::tp, plan.tp);
 }
 
 std::vector<int> dp_group(const ParallelPlan& plan, int rank) {
-  return ranks_where(plan, rank, [](Coord a, Coord b, int) { return a.tp == b.tp && a.pp == b.pp && a.cp == b.cp; });
+  return ranks_along(plan, rank, &Coord::dp, plan.dp);
 }
 
 std::vector<int> cp_group(const ParallelPlan& plan, int rank) {
-  return ranks_where(plan, rank, [](Coord a, Coord b, int) { return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp; });
+  return ranks_along(plan, rank, &Coord::cp, plan.cp);
 }
 
 std::vector<int> dp_cp_group(const ParallelPlan& plan, int rank) {

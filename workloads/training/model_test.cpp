@@ -78,6 +78,35 @@ TEST_CASE("training: a MoE layer counts the router and top_k experts per token")
   CHECK(expert_forward(m, 100).flops.count() == doctest::Approx(4 * 100 * h * f));
 }
 
+TEST_CASE("training: every rank's groups are those its coordinates define, found over all ranks") {
+  // The builders scan one pipeline stage or walk one coordinate; the definition compares every rank's coordinates.
+  for (const auto& shape : {std::array{2, 2, 2, 2, 1}, std::array{4, 1, 3, 2, 2}, std::array{1, 2, 4, 3, 4}}) {
+    const int tp = shape[0], cp = shape[1], dp = shape[2], pp = shape[3], ep = shape[4];
+    ParallelPlan p;
+    p.tp = tp;
+    p.cp = cp;
+    p.dp = dp;
+    p.pp = pp;
+    p.ep = ep;
+    auto where = [&](int rank, auto same) {
+      std::vector<int> out;
+      for (int r = 0; r < p.gpus(); ++r)
+        if (same(coord_of(p, rank), coord_of(p, r))) out.push_back(r);
+      return out;
+    };
+    for (int r = 0; r < p.gpus(); ++r) {
+      CAPTURE(r);
+      CHECK(tp_group(p, r) == where(r, [](Coord a, Coord b) { return a.dp == b.dp && a.pp == b.pp && a.cp == b.cp; }));
+      CHECK(dp_group(p, r) == where(r, [](Coord a, Coord b) { return a.tp == b.tp && a.pp == b.pp && a.cp == b.cp; }));
+      CHECK(cp_group(p, r) == where(r, [](Coord a, Coord b) { return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp; }));
+      CHECK(dp_cp_group(p, r) == where(r, [](Coord a, Coord b) { return a.tp == b.tp && a.pp == b.pp; }));
+      const int block = (r % (tp * cp * dp)) / ep;
+      CHECK(ep_group(p, r) ==
+            where(r, [&](Coord a, Coord b) { return a.pp == b.pp && (rank_of(p, b) % (tp * cp * dp)) / ep == block; }));
+    }
+  }
+}
+
 TEST_CASE("training: ranks map tensor parallel innermost, then data parallel, then pipeline (Megatron-LM)") {
   ParallelPlan p;
   p.tp = 2;
