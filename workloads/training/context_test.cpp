@@ -15,6 +15,7 @@
 #include "sim/isolated.hpp"
 #include "workloads/training/context.hpp"
 #include "workloads/training/memory.hpp"
+#include "workloads/training/presets.hpp"
 #include "workloads/training/training.hpp"
 
 using namespace snsim;
@@ -24,20 +25,11 @@ using snsim::workloads::testing::load;
 
 namespace {
 
-/// A Llama-3-shaped layer: h 4096, 32 query heads and 8 KV heads of 128, SwiGLU 14336.
+/// Two layers of Llama 3.1 8B (h 4096, 32 query heads and 8 KV heads of 128, SwiGLU 14336) on `sequence` tokens.
 ModelSpec llama_layer(int sequence) {
-  ModelSpec m;
+  ModelSpec m = *find_preset("llama3.1-8b");
   m.layers = 2;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 8;
-  m.head_dim = 128;
-  m.ffn_hidden = 14336;
   m.sequence = sequence;
-  m.vocabulary = 128256;
-  m.mlp = Mlp::swiglu;
-  m.norm = Norm::rmsnorm;
-  m.rotary = true;
   return m;
 }
 

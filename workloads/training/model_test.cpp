@@ -9,6 +9,7 @@
 #include "sim/error.hpp"
 #include "workloads/training/balancer.hpp"
 #include "workloads/training/model.hpp"
+#include "workloads/training/presets.hpp"
 #include "workloads/training/training.hpp"
 
 using namespace snsim;
@@ -279,20 +280,11 @@ TEST_CASE("training: input errors name file, line, column and key") {
 // ---- architectures -------------------------------------------------------------------------------------------------
 
 namespace {
-/// A Llama-3.1-8B-shaped layer (h 4096, 32 heads of 128, 8 KV heads, SwiGLU of 14336) on one 4096-token sequence.
+/// Two layers of Llama 3.1 8B (h 4096, 32 heads of 128, 8 KV heads, SwiGLU of 14336) on one 4096-token sequence.
 ModelSpec llama_layer() {
-  ModelSpec m;
+  ModelSpec m = *find_preset("llama3.1-8b");
   m.layers = 2;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 8;
-  m.head_dim = 128;
-  m.ffn_hidden = 14336;
   m.sequence = 4096;
-  m.vocabulary = 128256;
-  m.mlp = Mlp::swiglu;
-  m.norm = Norm::rmsnorm;
-  m.rotary = true;
   return m;
 }
 
