@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 namespace snsim::models {
 
@@ -68,9 +69,184 @@ const ParamTable<ComputeModel>& compute_params() {
                 .doc = "share of SMs an SM copy or collective kernel takes from compute",
                 .source = "est. 24 of 132 SMs, NCCL/DeepEP"},
                [](ComputeModel& m) { return &m.comm_sm_share; });
+    // GEMMs by shape: fitted on cuBLASLt GEMMs of transformer shapes, grids and skinny shapes on our H200 (the
+    // calibration half of compute/gemm in validation/traces/h200/h200x1-compute*.jsonl, validation/fits/
+    // compute_fit.cpp; the defaults are that fit's values).
+    const auto gemm_efficiency = [&](std::string key, double fallback, std::string doc, double ComputeModel::*field) {
+      params.add({.key = std::move(key),
+                  .unit = "fraction",
+                  .fallback = fallback,
+                  .check = between(0.01, 1.2),
+                  .doc = std::move(doc),
+                  .source = "fit H200 compute/gemm"},
+                 [field](ComputeModel& m) { return &(m.*field); });
+    };
+    gemm_efficiency("gemm_efficiency", 0.9695, "share of an SM's peak MMA rate a bf16/fp16 GEMM tile reaches",
+                    &ComputeModel::gemm_efficiency);
+    gemm_efficiency("gemm_efficiency_fp8", 0.9692, "the same for fp8 operands", &ComputeModel::gemm_efficiency_fp8);
+    gemm_efficiency("gemm_efficiency_tf32", 0.9511, "the same for tf32 operands, both K-major (TN)",
+                    &ComputeModel::gemm_efficiency_tf32);
+    gemm_efficiency("gemm_efficiency_tf32_one_transpose", 0.9013, "tf32 with one operand to transpose (NN, TT)",
+                    &ComputeModel::gemm_efficiency_tf32_one_transpose);
+    gemm_efficiency("gemm_efficiency_tf32_two_transposes", 0.5670, "tf32 with both operands to transpose (NT)",
+                    &ComputeModel::gemm_efficiency_tf32_two_transposes);
+    gemm_efficiency("gemm_efficiency_unaligned", 0.1363,
+                    "share of the peak a GEMM reaches when a dimension is no 16-byte multiple (no TMA)",
+                    &ComputeModel::gemm_efficiency_unaligned);
+    params.add({.key = "gemm_operand_feed",
+                .unit = "bytes/s",
+                .fallback = 245_TBps,
+                .check = positive,
+                .doc = "rate at which the SMs together take in 16- and 8-bit operand panels",
+                .source = "fit H200 compute/gemm"},
+               [](ComputeModel& m) { return &m.gemm_operand_feed; });
+    params.add({.key = "gemm_operand_feed_tf32",
+                .unit = "bytes/s",
+                .fallback = 12.03_TBps,
+                .check = positive,
+                .doc = "the same for tf32 operands",
+                .source = "fit H200 compute/gemm"},
+               [](ComputeModel& m) { return &m.gemm_operand_feed_tf32; });
+    params.add({.key = "gemm_tile_overhead",
+                .fallback = 1.715_us,
+                .check = non_negative,
+                .doc = "per GEMM tile at boost clock: pipeline fill and epilogue",
+                .source = "fit H200 compute/gemm"},
+               [](ComputeModel& m) { return &m.gemm_tile_overhead; });
+    params.add({.key = "gemm_ramp",
+                .fallback = 1.99_us,
+                .check = non_negative,
+                .doc = "per GEMM kernel: the first wave's start and the last one's drain",
+                .source = "fit H200 compute/gemm"},
+               [](ComputeModel& m) { return &m.gemm_ramp; });
     return params;
   }();
   return table;
+}
+
+namespace {
+
+struct Tile {
+  int m, n;
+};
+
+// The output tiles cuBLASLt's Hopper kernels use (the tiles its heuristic picked for our H200 records:
+// validation/traces/h200/h200x1-compute.jsonl, algo_tile_id, with the CTA counts algo_waves x 132 they imply).
+// tf32 runs only the four classic tiles and never splits K there.
+constexpr Tile TILES_16BIT[] = {{128, 64},  {64, 128},  {128, 128}, {128, 160}, {128, 192},
+                                {192, 128}, {128, 256}, {256, 128}, {192, 192}, {160, 256}};
+constexpr Tile TILES_TF32[] = {{128, 64}, {128, 128}, {128, 256}, {256, 128}};
+constexpr int MAX_SPLIT_K = 4;
+// A split-K GEMM writes and reads back one fp32 partial sum of C per slice.
+constexpr double PARTIAL_BYTES = 4;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
+
+}  // namespace
+
+double element_size(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::fp8:
+      return 1;
+    case Dtype::bf16:
+    case Dtype::fp16:
+      return 2;
+    case Dtype::tf32:
+    case Dtype::fp32:
+      return 4;
+    case Dtype::fp64:
+      return 8;
+  }
+  return 2;
+}
+
+std::string_view to_string(GemmLayout layout) {
+  switch (layout) {
+    case GemmLayout::tn:
+      return "TN";
+    case GemmLayout::nn:
+      return "NN";
+    case GemmLayout::nt:
+      return "NT";
+    case GemmLayout::tt:
+      return "TT";
+  }
+  return "TN";
+}
+
+std::optional<GemmLayout> gemm_layout(std::string_view name) {
+  for (const auto l : {GemmLayout::tn, GemmLayout::nn, GemmLayout::nt, GemmLayout::tt})
+    if (to_string(l) == name) return l;
+  return std::nullopt;
+}
+
+Flops Gemm::flops() const {
+  const double one = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  return Flops{one * static_cast<double>(batch) * (backward ? 2 : 1)};
+}
+
+Bytes Gemm::operand_bytes(double element) const {
+  const double mk = static_cast<double>(m) * static_cast<double>(k),
+               kn = static_cast<double>(k) * static_cast<double>(n),
+               mn = static_cast<double>(m) * static_cast<double>(n);
+  const double one = (mk + kn + mn) * element * static_cast<double>(batch);
+  return Bytes{static_cast<std::uint64_t>(std::llround(one * (backward ? 2 : 1)))};
+}
+
+GemmPlan ComputeModel::plan_gemm(const GpuSpec& gpu, const Gemm& g, Dtype dtype, double clock) const {
+  const bool tf32 = dtype == Dtype::tf32 || dtype == Dtype::fp32 || dtype == Dtype::fp64;
+  const double element = element_size(dtype);
+  const double sms = gpu.sms > 0 ? gpu.sms : 1;
+  // Leading dimensions in 16-byte multiples let TMA feed the tensor cores; otherwise cuBLAS falls back to kernels
+  // without it.
+  const auto aligned = [&](std::int64_t d) { return static_cast<std::int64_t>(d * element) % 16 == 0; };
+  const auto tf32_efficiency = [this](GemmLayout layout) {
+    switch (layout) {
+      case GemmLayout::tn:
+        return gemm_efficiency_tf32;
+      case GemmLayout::nn:
+      case GemmLayout::tt:
+        return gemm_efficiency_tf32_one_transpose;
+      case GemmLayout::nt:
+        return gemm_efficiency_tf32_two_transposes;
+    }
+    return gemm_efficiency_tf32;
+  };
+  double efficiency = !(aligned(g.m) && aligned(g.n) && aligned(g.k)) ? gemm_efficiency_unaligned
+                      : dtype == Dtype::fp8                           ? gemm_efficiency_fp8
+                      : tf32                                          ? tf32_efficiency(g.layout)
+                                                                      : gemm_efficiency;
+  const double sm_rate = gpu.peak(dtype).value_or(gpu.dense_bf16).count() / sms * clock * efficiency;
+  const double sm_feed = (tf32 ? gemm_operand_feed_tf32 : gemm_operand_feed).count() / sms;
+  const double overhead = gemm_tile_overhead.count() / clock;
+  const double hbm = gpu.hbm_bandwidth.count() * hbm_efficiency;
+  const std::span<const Tile> tiles = tf32 ? std::span<const Tile>(TILES_TF32) : std::span<const Tile>(TILES_16BIT);
+  GemmPlan best;
+  for (const Tile& t : tiles) {
+    for (int split = 1; split <= (tf32 ? 1 : MAX_SPLIT_K); ++split) {
+      if (split > 1 && g.k < 2 * split * 128) break;  // each slice keeps a few K steps of its own
+      const std::int64_t ctas = ceil_div(g.m, t.m) * ceil_div(g.n, t.n) * g.batch * split;
+      const std::int64_t per_sm = ceil_div(ctas, static_cast<std::int64_t>(sms));
+      const double k_slice = static_cast<double>(ceil_div(g.k, split));
+      const double mma = 2.0 * t.m * t.n * k_slice / sm_rate;
+      const double feed = (t.m + t.n) * k_slice * element / sm_feed;
+      double time = static_cast<double>(per_sm) * (std::max(mma, feed) + overhead) + gemm_ramp.count();
+      if (split > 1)
+        time += 2 * PARTIAL_BYTES * split * static_cast<double>(g.m) * static_cast<double>(g.n) *
+                static_cast<double>(g.batch) / hbm;
+      if (best.tiles == 0 || time < best.time.count()) best = {t.m, t.n, split, ctas, per_sm, Seconds{time}};
+    }
+  }
+  return best;
+}
+
+Seconds ComputeModel::gemm_time(const GpuSpec& gpu, const Gemm& g, Dtype dtype, double clock) const {
+  if (!g.backward) return plan_gemm(gpu, g, dtype, clock).time;
+  // The input's gradient: (m x n) by (n x k); the weight's: (k x m) by (m x n).
+  const Gemm input{g.m, g.k, g.n, g.batch, g.layout}, weight{g.k, g.n, g.m, g.batch, g.layout};
+  return plan_gemm(gpu, input, dtype, clock).time + plan_gemm(gpu, weight, dtype, clock).time;
 }
 
 Seconds ComputeModel::math_time(const GpuSpec& gpu, Flops flops, double flop_rate, Dtype dtype) const {

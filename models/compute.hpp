@@ -2,16 +2,60 @@
 // and B / (HBM bandwidth x efficiency), plus a kernel launch. Peaks come from the GPU in the Fabric; per-GPU rate
 // factors (clock and HBM variation, slow GPUs: models/jitter.hpp) scale the two sides separately.
 //
+// A GEMM whose shape is known is timed as cuBLAS runs it on Hopper (gemm_time): the output is cut into tiles, one
+// CTA per tile on one SM, so the kernel takes as many tile times as the busiest SM holds tiles (ceil(tiles / SMs):
+// a GEMM of 133 tiles on 132 SMs takes two tile times). A tile's time is its MMA work at the SM's share of the peak
+// at the running clock, or the feed of its operand panels when that is longer, plus a per-tile prologue and
+// epilogue; split-K cuts K into slices that add their partial sums through HBM. The tile and split are the ones the
+// model finds fastest among those cuBLAS uses for the format (docs/models-and-validation.md#gemms).
+//
 // The Runner runs the two sides concurrently -- the FLOP side as work on the GPU's host, the HBM side as bytes
 // through the GPU's HBM link -- and the kernel ends when both are done: alone, that is exactly the roofline above;
 // next to a transfer that also crosses the HBM link, or next to SM-driven copies and collective kernels that take
 // a share of the SMs, each side slows by what it loses (max-min), as on the chip.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
 #include "models/model.hpp"
 #include "sim/fabric.hpp"
 
 namespace snsim::models {
+
+/// The operand layout of a GEMM in cuBLAS's column-major terms (op(A), op(B)): TN is both operands K-major, the
+/// only layout Hopper's tensor cores read for 32-bit (tf32) and 8-bit operands without a transpose.
+enum class GemmLayout { tn, nn, nt, tt };
+std::string_view to_string(GemmLayout layout);
+std::optional<GemmLayout> gemm_layout(std::string_view name);
+
+/// A GEMM: C (m x n) = A (m x k) B (k x n), `batch` times. `backward`: the two GEMMs of its backward pass instead,
+/// the input's gradient (m x k = m x n by n x k) and the weight's (k x n = k x m by m x n), as a linear layer's
+/// backward runs them.
+struct Gemm {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t batch = 1;
+  GemmLayout layout = GemmLayout::tn;
+  bool backward = false;
+
+  /// 2 m n k per GEMM, twice for `backward`.
+  Flops flops() const;
+  /// A, B and C read or written once per GEMM, `element` bytes each.
+  Bytes operand_bytes(double element) const;
+};
+
+/// Bytes per element of a GEMM operand in `dtype` (tf32 is stored as fp32).
+double element_size(Dtype dtype);
+
+/// How the model runs one GEMM: its tile, split-K and the tiles the busiest SM runs.
+struct GemmPlan {
+  int tile_m = 0, tile_n = 0;
+  int split_k = 1;
+  std::int64_t tiles = 0;   // CTAs: tiles x batch x split_k
+  std::int64_t per_sm = 0;  // ceil(tiles / SMs): the kernel's length in tile times
+  Seconds time;             // the kernel, at the clock it was planned for (no launch)
+};
 
 /// A GPU's recent tensor duty cycle: the share of time its tensor cores worked, as a moving average.
 struct TensorDuty {
@@ -34,6 +78,26 @@ class ComputeModel final : public Model {
   double power_duty = 0;
   double power_exponent = 0;
   Seconds power_window;
+  // GEMMs by shape (gemm_time): the share of the SM's peak MMA rate a tile reaches, per operand format (bf16 and
+  // fp16 share one). Hopper's tensor cores read tf32 operands K-major only, so a tf32 GEMM with one operand to
+  // transpose (NN, TT) and one with both (NT) have their own.
+  double gemm_efficiency = 0;
+  double gemm_efficiency_fp8 = 0;
+  double gemm_efficiency_tf32 = 0;
+  double gemm_efficiency_tf32_one_transpose = 0;
+  double gemm_efficiency_tf32_two_transposes = 0;
+  // Shapes whose leading dimensions are not 16-byte multiples run without TMA and wgmma, at this share of the peak.
+  double gemm_efficiency_unaligned = 0;
+  BytesPerSecond gemm_operand_feed;       // the whole GPU's rate of operand panels into the SMs (16- and 8-bit)
+  BytesPerSecond gemm_operand_feed_tf32;  // the same for tf32 operands
+  Seconds gemm_tile_overhead;             // per tile at boost clock: prologue (pipeline fill) and epilogue
+  Seconds gemm_ramp;                      // per kernel: the first wave's start and the last one's drain
+
+  /// The fastest plan for `gemm` in `dtype` on `gpu` at `clock` (the share of the boost clock the SMs run at).
+  /// The GPU must know its SMs (GpuSpec::sms).
+  GemmPlan plan_gemm(const GpuSpec& gpu, const Gemm& gemm, Dtype dtype, double clock = 1) const;
+  /// The kernels of `gemm` (both for `backward`), without launch or queue gap.
+  Seconds gemm_time(const GpuSpec& gpu, const Gemm& gemm, Dtype dtype, double clock = 1) const;
 
   /// The clock factor (<= 1) of a kernel starting at `now` on a GPU with this recent duty.
   double clock_factor(const TensorDuty& duty, Seconds now) const;

@@ -50,3 +50,97 @@ TEST_CASE("compute: power and queue-gap keys are checked") {
   CHECK(m.compute->fixed_cost(true).count() == doctest::Approx(1.5e-6));
   CHECK(load("models: {}\n").compute->power_duty == 1.0);  // off unless a parameter set turns it on
 }
+
+namespace {
+
+/// The H200 as its preset gives it: 132 SMs, 989 TFLOP/s dense bf16 at 1,980 MHz.
+GpuSpec h200() {
+  GpuSpec g{"h200", FlopsPerSecond{989e12}, BytesPerSecond{4.8e12}, Bytes{1ull << 37}};
+  g.dense_peak = {{Dtype::tf32, FlopsPerSecond{494.5e12}}, {Dtype::fp8, FlopsPerSecond{1979e12}}};
+  g.sms = 132;
+  g.boost_mhz = 1980;
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("gemm: a GEMM takes as many tile times as its busiest SM holds tiles (waves over 132 SMs)") {
+  const auto m = load("models: {compute: {gemm_ramp: 0s}}\n");
+  const auto& c = *m.compute;
+  const GpuSpec gpu = h200();
+  // 1,536 x 2,816 in 128 x 256 tiles is 12 x 11 = 132 tiles: one wave; one row of tiles more (1,664) is 143 tiles,
+  // two waves on the busiest SMs.
+  const Gemm one_wave{1536, 2816, 4096}, spill{1664, 2816, 4096};
+  const auto a = c.plan_gemm(gpu, one_wave, Dtype::bf16), b = c.plan_gemm(gpu, spill, Dtype::bf16);
+  CHECK(a.per_sm == 1);
+  CHECK(a.tiles <= 132);
+  // The model may pick another tile for the second shape (160 x 256 fits it in one wave of larger tiles), but 8 %
+  // more work costs far more than 8 %.
+  CHECK(b.time.count() > 1.15 * a.time.count());
+  // A tile's time is its MMA work at the SM's share of the achieved peak, plus the tile overhead.
+  const double tile = 2.0 * a.tile_m * a.tile_n * 4096 / (989e12 / 132 * c.gemm_efficiency);
+  CHECK(a.time.count() ==
+        doctest::Approx(static_cast<double>(a.per_sm) * (tile + c.gemm_tile_overhead.count())).epsilon(1e-9));
+}
+
+TEST_CASE("gemm: a large square GEMM runs near the achieved peak, and its time scales with 1 / clock") {
+  const auto m = load("models: {}\n");
+  const auto& c = *m.compute;
+  const GpuSpec gpu = h200();
+  const Gemm g{8192, 8192, 8192};
+  const double boost = c.gemm_time(gpu, g, Dtype::bf16).count();
+  const double rate = g.flops().count() / boost;
+  CHECK(rate > 0.85 * 989e12);
+  CHECK(rate < c.gemm_efficiency * 989e12);
+  // At 1,485 MHz (our H200s under their power cap) everything but the ramp stretches by 1980 / 1485.
+  const double slow = c.gemm_time(gpu, g, Dtype::bf16, 1485.0 / 1980).count();
+  CHECK(slow - c.gemm_ramp.count() == doctest::Approx((boost - c.gemm_ramp.count()) * 1980 / 1485).epsilon(1e-6));
+}
+
+TEST_CASE("gemm: few tiles along a long K split it, tf32 never splits, batches multiply the tiles") {
+  const auto m = load("models: {}\n");
+  const auto& c = *m.compute;
+  const GpuSpec gpu = h200();
+  // 512 x 512 output is 16 tiles of 128 x 128 on 132 SMs: split-K keeps more SMs busy along K = 65,536.
+  CHECK(c.plan_gemm(gpu, Gemm{512, 512, 65536}, Dtype::bf16).split_k > 1);
+  CHECK(c.plan_gemm(gpu, Gemm{512, 512, 65536}, Dtype::tf32).split_k == 1);
+  // A square GEMM of plenty of tiles never splits.
+  CHECK(c.plan_gemm(gpu, Gemm{8192, 8192, 8192}, Dtype::bf16).split_k == 1);
+  const auto one = c.plan_gemm(gpu, Gemm{1024, 1024, 1024}, Dtype::bf16);
+  const auto eight = c.plan_gemm(gpu, Gemm{1024, 1024, 1024, 8}, Dtype::bf16);
+  const auto tiles_of = [](const GemmPlan& p, std::int64_t batch) {
+    return batch * p.split_k * ((1024 + p.tile_m - 1) / p.tile_m) * ((1024 + p.tile_n - 1) / p.tile_n);
+  };
+  CHECK(one.tiles == tiles_of(one, 1));
+  CHECK(eight.tiles == tiles_of(eight, 8));
+  CHECK(eight.per_sm == (eight.tiles + 131) / 132);
+  CHECK(eight.time.count() > one.time.count());
+}
+
+TEST_CASE("gemm: formats, layouts and alignment change the rate as on Hopper") {
+  const auto m = load("models: {}\n");
+  const auto& c = *m.compute;
+  const GpuSpec gpu = h200();
+  const Gemm tn{4096, 4096, 4096}, nn{4096, 4096, 4096, 1, GemmLayout::nn};
+  // fp8 runs at twice bf16's peak, tf32 at half of it.
+  CHECK(c.gemm_time(gpu, tn, Dtype::fp8).count() < 0.7 * c.gemm_time(gpu, tn, Dtype::bf16).count());
+  CHECK(c.gemm_time(gpu, tn, Dtype::tf32).count() > 1.6 * c.gemm_time(gpu, tn, Dtype::bf16).count());
+  // bf16 reads either layout; tf32 must transpose what is not K-major.
+  CHECK(c.gemm_time(gpu, nn, Dtype::bf16) == c.gemm_time(gpu, tn, Dtype::bf16));
+  CHECK(c.gemm_time(gpu, nn, Dtype::tf32).count() > c.gemm_time(gpu, tn, Dtype::tf32).count());
+  // 4,095 is no multiple of 8 bf16 elements: no TMA, several times slower.
+  CHECK(c.gemm_time(gpu, Gemm{4095, 4096, 4096}, Dtype::bf16).count() > 3 * c.gemm_time(gpu, tn, Dtype::bf16).count());
+}
+
+TEST_CASE("gemm: a backward pass is the input's and the weight's gradient GEMMs, each as many FLOPs as the forward") {
+  const auto m = load("models: {}\n");
+  const auto& c = *m.compute;
+  const GpuSpec gpu = h200();
+  Gemm forward{8192, 12288, 4096};
+  Gemm backward = forward;
+  backward.backward = true;
+  CHECK(backward.flops().count() == 2 * forward.flops().count());
+  const double expected = c.gemm_time(gpu, Gemm{8192, 4096, 12288}, Dtype::bf16).count() +
+                          c.gemm_time(gpu, Gemm{4096, 12288, 8192}, Dtype::bf16).count();
+  CHECK(c.gemm_time(gpu, backward, Dtype::bf16).count() == doctest::Approx(expected).epsilon(1e-12));
+}

@@ -29,6 +29,14 @@ const ParamTable<StreamModel>& stream_params() {
                 .check = non_negative,
                 .doc = "same-GPU event from another stream until the next op starts"},
                [](StreamModel& m) { return &m.event_release; });
+    // Fitted with the GEMM model (validation/fits/compute_fit.cpp): the same GEMMs timed with an event around each
+    // and in batches between two events.
+    params.add({.key = "event_record",
+                .fallback = 2.508_us,
+                .check = non_negative,
+                .doc = "an event recorded between two kernels of a stream, on the stream's time",
+                .source = "fit H200 compute/gemm vs gemm_method"},
+               [](StreamModel& m) { return &m.event_record; });
     params.add({.key = "gate_handoff",
                 .fallback = 0_us,
                 .check = non_negative,

@@ -31,6 +31,7 @@ class StreamModel final : public Model {
  public:
   Seconds event_wait;     // from an event on one GPU to a stream on another GPU resuming
   Seconds event_release;  // from an event another stream of the same GPU records to this stream's next op starting
+  Seconds event_record;   // what an event recorded between two kernels of one stream adds to the stream's time
   Seconds gate_handoff;   // a single op's later start behind snsim-probe's gate kernel than behind a stream wait
   Seconds host_launch;    // CPU time of one asynchronous launch or copy call (CUDA runtime), the host's submission
   Seconds sync_wakeup;    // from the GPU's last write to a synchronising host call (stream, event, device) returning

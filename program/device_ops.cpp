@@ -12,9 +12,12 @@ void parse_compute(const ConfigNode& op, const OpParse& at) {
   c.flops = op.optional<Flops>("flops", Flops{0});
   c.bytes = op.optional<Bytes>("bytes", Bytes{0});
   c.pipelined = op.optional<bool>("pipelined", false);
-  if (c.duration && (op.has("flops") || op.has("bytes"))) op.fail("give either time, or flops and bytes, not both");
-  if (!c.duration && c.flops.count() == 0 && c.bytes.count() == 0)
-    op.fail("expected time, or flops and bytes (for the roofline)");
+  if (c.duration && (op.has("flops") || op.has("bytes") || op.has("gemm")))
+    op.fail("give one of time, gemm, or flops and bytes");
+  if (op.has("gemm") && (op.has("flops") || op.has("bytes")))
+    op.fail("a gemm's flops and bytes follow from its shape: give gemm, or flops and bytes, not both");
+  if (!c.duration && !op.has("gemm") && c.flops.count() == 0 && c.bytes.count() == 0)
+    op.fail("expected time, gemm (a shape), or flops and bytes (for the roofline)");
   if (c.duration) check_positive(op, "time", *c.duration);
   if (const auto name = op.maybe<std::string>("dtype")) {
     const auto dtype = dtype_from_string(*name);
@@ -24,6 +27,44 @@ void parse_compute(const ConfigNode& op, const OpParse& at) {
       op.fail_key("dtype", fmt::format("the {} preset has no published dense {} rate", gpu.model, *name));
     if (c.duration) op.fail_key("dtype", "applies to flops, not to a fixed time");
     c.dtype = *dtype;
+  }
+  if (const auto shape = op.maybe_child("gemm")) {
+    if (c.dtype == Dtype::fp32 || c.dtype == Dtype::fp64)
+      op.fail_key("dtype", fmt::format("GEMMs by shape are modelled in bf16, fp16, fp8 and tf32, not {}; give flops "
+                                       "and bytes",
+                                       to_string(c.dtype)));
+    // Dimensions up to 2^24 and batches up to 2^20: beyond any transformer's, and their product stays exact in a
+    // double.
+    constexpr std::int64_t MAX_DIM = 1 << 24, MAX_BATCH = 1 << 20;
+    models::Gemm g;
+    for (auto [key, field] : {std::pair{"m", &g.m}, std::pair{"n", &g.n}, std::pair{"k", &g.k}}) {
+      *field = shape->required<std::int64_t>(key);
+      check_between(*shape, key, *field, std::int64_t{1}, MAX_DIM);
+    }
+    g.batch = shape->optional<std::int64_t>("batch", 1);
+    check_between(*shape, "batch", g.batch, std::int64_t{1}, MAX_BATCH);
+    const auto layout_name = shape->optional<std::string>("layout", "TN");
+    const auto layout = models::gemm_layout(layout_name);
+    if (!layout) shape->fail_key("layout", fmt::format("expected TN, NN, NT or TT, found '{}'", layout_name));
+    g.layout = *layout;
+    g.backward = shape->optional<bool>("backward", false);
+    if (fabric.device(fabric.gpus().front()).gpu->sms <= 0)
+      op.fail_key("gemm", "the GPU preset does not say how many SMs it has; give flops and bytes");
+    c.gemm = g;
+    c.flops = g.flops();
+    c.bytes = g.operand_bytes(models::element_size(c.dtype));
+  }
+  const auto launch_name = op.optional<std::string>("launch", "stream");
+  const auto launch = models::launch(launch_name);
+  if (!launch) op.fail_key("launch", fmt::format("expected stream or graph, found '{}'", launch_name));
+  if (*launch == models::Launch::graph && c.duration) op.fail_key("launch", "applies to computed kernels");
+  c.launch = *launch;
+  if (op.has("clock_mhz")) {
+    if (c.duration) op.fail_key("clock_mhz", "applies to computed kernels, not to a fixed time");
+    const double boost = fabric.device(fabric.gpus().front()).gpu->boost_mhz;
+    if (boost <= 0) op.fail_key("clock_mhz", "the GPU preset does not publish its boost clock");
+    c.clock_mhz = op.required<double>("clock_mhz");
+    check_between(op, "clock_mhz", *c.clock_mhz, 100.0, boost);
   }
   at.for_each_rank([&](int) { return c; });
 }
@@ -55,6 +96,11 @@ void parse_copy(const ConfigNode& op, const OpParse& at) {
 
 OpDescription describe(const ComputeOp& op) {
   if (op.duration) return {fmt::format("compute {}", *op.duration), op.bytes};
+  if (op.gemm)
+    return {fmt::format("gemm {}x{}x{}{} {} {}{}", op.gemm->m, op.gemm->n, op.gemm->k,
+                        op.gemm->batch > 1 ? fmt::format(" x{}", op.gemm->batch) : std::string(),
+                        models::to_string(op.gemm->layout), to_string(op.dtype), op.gemm->backward ? " backward" : ""),
+            op.bytes};
   return {fmt::format("compute {} {} {}", op.flops, op.bytes, to_string(op.dtype)), op.bytes};
 }
 

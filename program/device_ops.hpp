@@ -4,6 +4,7 @@
 
 #include <optional>
 
+#include "models/compute.hpp"
 #include "models/copy.hpp"
 #include "program/op_kinds.hpp"
 #include "sim/fabric.hpp"
@@ -20,6 +21,13 @@ struct ComputeOp {
   std::optional<Seconds> duration;  // a fixed time instead of the roofline
   Dtype dtype = Dtype::bf16;        // the number format of the FLOPs: picks the GPU's peak rate
   bool pipelined = false;  // queued behind the previous kernel of the stream: pays the queue gap, not the launch
+  // A CUDA graph's kernel node: queued, it pays the graph's per-node launch (collective.graph_launch) instead of
+  // the queue gap.
+  models::Launch launch = models::Launch::stream;
+  std::optional<models::Gemm> gemm{};  // a GEMM of known shape: timed by its tiles (flops and bytes are its own)
+  // A locked SM clock in MHz (nvidia-smi -lgc, or the clock a record was read at): replaces the power-capped clock
+  // for this kernel; the peaks are the preset's boost clock's.
+  std::optional<double> clock_mhz{};
 };
 
 struct CopyOp {

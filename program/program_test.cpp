@@ -5,6 +5,16 @@
 
 #include "scenario/scenario.hpp"
 
+#include <algorithm>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "models/models.hpp"
+#include "sim/config.hpp"
+#include "sim/isolated.hpp"
+#include "topologies/gpus.hpp"
+
 using namespace snsim;
 using namespace snsim::workloads;
 
@@ -38,7 +48,8 @@ TEST_CASE("workloads: program mistakes are pinned errors") {
   CHECK(error("[{collective: {op: broadcast, bytes: 1MiB, root: 7}}]") ==
         "t.yaml:2:83: workloads[0].ops[0].collective.root: rank 7 is not one of the ranks 0, 1, 2, 3");
   CHECK(error("[{compute: {}}]") ==
-        "t.yaml:2:45: workloads[0].ops[0].compute: expected time, or flops and bytes (for the roofline)");
+        "t.yaml:2:45: workloads[0].ops[0].compute: expected time, gemm (a shape), or flops and bytes (for the "
+        "roofline)");
   CHECK(error("[{barrier: {}}]", ", ranks: 5-6") ==
         "t.yaml:2:36: workloads[0].ranks: GPU 5 does not exist (the topology has 4 GPUs: 0-3)");
   CHECK(error("[{repeat: 0, ops: [{barrier: {}}]}]") ==
@@ -64,6 +75,35 @@ TEST_CASE("workloads: a copy names exactly one of to and from") {
                     "t.yaml:2:42: workloads[0].ops[0].copy: expected one of `to` (a push) or `from` (a pull)");
 }
 
+TEST_CASE("workloads: a gemm op's mistakes name the key, what was found and what was expected") {
+  const auto error = [](const std::string& op) {
+    try {
+      load("topology: {type: hgx, gpus: 2}\nworkloads: [{type: program, ops: [{compute: " + op + "}]}]\n");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(error("{gemm: {m: 8, n: 8}}") == "t.yaml:2:52: workloads[0].ops[0].compute.gemm.k: required key is missing");
+  CHECK(error("{gemm: {m: 0, n: 8, k: 8}}") ==
+        "t.yaml:2:56: workloads[0].ops[0].compute.gemm.m: must be between 1 and 16777216, got 0");
+  CHECK(error("{gemm: {m: 8, n: 8, k: 8, layout: XY}}") ==
+        "t.yaml:2:79: workloads[0].ops[0].compute.gemm.layout: expected TN, NN, NT or TT, found 'XY'");
+  CHECK(error("{gemm: {m: 8, n: 8, k: 8}, flops: 1TFLOP}") ==
+        "t.yaml:2:45: workloads[0].ops[0].compute: a gemm's flops and bytes follow from its shape: give gemm, or "
+        "flops and bytes, not both");
+  CHECK(error("{gemm: {m: 8, n: 8, k: 8}, dtype: fp64}") ==
+        "t.yaml:2:79: workloads[0].ops[0].compute.dtype: GEMMs by shape are modelled in bf16, fp16, fp8 and tf32, "
+        "not fp64; give flops and bytes");
+  CHECK(error("{gemm: {m: 8, n: 8, k: 8}, clock_mhz: 5000}") ==
+        "t.yaml:2:83: workloads[0].ops[0].compute.clock_mhz: must be between 100 and 1980, got 5000");
+  CHECK(error("{time: 1us, launch: graph}") ==
+        "t.yaml:2:65: workloads[0].ops[0].compute.launch: applies to computed kernels");
+  CHECK(
+      error("{gemm: {m: 8, n: 8, k: 8, size: 3}}") ==
+      "t.yaml:2:71: workloads[0].ops[0].compute.gemm.size: unknown key; known keys: backward, batch, k, layout, m, n");
+}
+
 TEST_CASE("workloads: an unknown dtype or one the GPU has no rate for is an input error") {
   CHECK_THROWS_WITH(load("topology: {type: hgx, gpus: 2}\n"
                          "workloads: [{type: program, ops: [{compute: {flops: 1TFLOP, dtype: int4}}]}]\n"),
@@ -73,4 +113,36 @@ TEST_CASE("workloads: an unknown dtype or one the GPU has no rate for is an inpu
       load("topology: {type: nvl72, gpus: 4}\n"
            "workloads: [{type: program, ops: [{compute: {flops: 1TFLOP, dtype: fp32}}]}]\n"),
       "t.yaml:2:68: workloads[0].ops[0].compute.dtype: the gb200 preset has no published dense fp32 rate");
+}
+
+TEST_CASE("workloads: a gemm op runs for the compute model's gemm_time at its locked clock, queued or in a graph") {
+  // One simulation per process (SimGrid's engine cannot restart): each run in a child.
+  const auto run = [](const std::string& op) {
+    return std::stod(run_isolated([&] {
+      const std::string yaml =
+          "topology: {type: hgx, gpus: 2}\nworkloads: [{type: program, ranks: 0, ops: [{compute: " + op + "}]}]\n";
+      return fmt::format("{:.17g}", span(load(yaml).run()));
+    }));
+  };
+  const auto models = models::Models::load(ConfigDocument::load_string("{}", "m.yaml")->root().section("models"));
+  const auto& c = *models.compute;
+  const auto& presets = topologies::gpu_presets();
+  const GpuSpec h200 = *std::ranges::find_if(presets, [](const GpuSpec& g) { return g.model == "h200"; });
+  const models::Gemm g{8192, 8192, 8192};
+  // A lone kernel: its launch, then the GEMM's kernel at boost clock (nothing heats this GPU up first).
+  CHECK(run("{gemm: {m: 8192, n: 8192, k: 8192}}") ==
+        doctest::Approx((c.launch + c.gemm_time(h200, g, Dtype::bf16)).count()).epsilon(1e-9));
+  // Locked at 1,485 MHz: the kernel at that clock.
+  CHECK(run("{gemm: {m: 8192, n: 8192, k: 8192}, clock_mhz: 1485}") ==
+        doctest::Approx((c.launch + c.gemm_time(h200, g, Dtype::bf16, 1485.0 / 1980)).count()).epsilon(1e-9));
+  // Queued behind another kernel: the queue gap; a graph's node: the graph's per-node launch.
+  CHECK(run("{gemm: {m: 8192, n: 8192, k: 8192}, pipelined: true}") ==
+        doctest::Approx((c.queue_gap + c.gemm_time(h200, g, Dtype::bf16)).count()).epsilon(1e-9));
+  CHECK(run("{gemm: {m: 8192, n: 8192, k: 8192}, pipelined: true, launch: graph}") ==
+        doctest::Approx((models.collective->graph_launch + c.gemm_time(h200, g, Dtype::bf16)).count()).epsilon(1e-9));
+  // The backward pass: both gradient GEMMs.
+  models::Gemm backward = g;
+  backward.backward = true;
+  CHECK(run("{gemm: {m: 8192, n: 8192, k: 8192, backward: true}}") ==
+        doctest::Approx((c.launch + c.gemm_time(h200, backward, Dtype::bf16)).count()).epsilon(1e-9));
 }

@@ -19,11 +19,15 @@ void DeviceExecutor::run(int rank, const ComputeOp& op) {
     simulation_.kernel(gpu, *op.duration * (jitter / variability_.flop_rate(gpu)), Seconds{0}, Bytes{0});
     return;
   }
-  sleep_for(model.fixed_cost(op.pipelined));
+  sleep_for(op.pipelined && op.launch == models::Launch::graph ? models_.collective->graph_launch
+                                                               : model.fixed_cost(op.pipelined));
   auto& duty = tensor_duty_[gpu];
   const Seconds start = Simulation::now();
-  const double clock = model.clock_factor(duty, start);
-  const Seconds math = model.math_time(spec, op.flops, variability_.flop_rate(gpu) * clock, op.dtype) * jitter;
+  const double clock = op.clock_mhz ? *op.clock_mhz / spec.boost_mhz : model.clock_factor(duty, start);
+  const double rate = variability_.flop_rate(gpu) * clock;
+  const Seconds math =
+      (op.gemm ? model.gemm_time(spec, *op.gemm, op.dtype, rate) : model.math_time(spec, op.flops, rate, op.dtype)) *
+      jitter;
   const Seconds memory = model.memory_time(spec, op.bytes, variability_.hbm_rate(gpu)) * jitter;
   simulation_.kernel(gpu, math, memory, op.bytes);
   model.account(duty, start, Simulation::now(), math >= memory ? 1.0 : math / memory);

@@ -48,6 +48,8 @@ struct GpuSpec {
   Bytes memory;                                  // HBM capacity
   Bytes l2{};                                    // L2 cache size; 0 = not modelled
   std::map<Dtype, FlopsPerSecond> dense_peak{};  // peak dense rate per number format (bf16 as dense_bf16)
+  int sms = 0;           // streaming multiprocessors: a GEMM's tiles run in waves over them; 0 = not known
+  double boost_mhz = 0;  // SM clock at which the peaks are published; 0 = not known
 
   /// The peak for `dtype`, or nullopt when the preset has no published number for it.
   std::optional<FlopsPerSecond> peak(Dtype dtype) const;

@@ -31,11 +31,15 @@ const std::vector<GpuSpec>& presets() {
       {Dtype::fp64, 40_TFLOPps}, {Dtype::tf32, 1100_TFLOPps}, {Dtype::fp16, 2.25_PFLOPps}, {Dtype::fp8, 4.5_PFLOPps}};
   const std::map<Dtype, FlopsPerSecond> gb200{
       {Dtype::fp64, 45_TFLOPps}, {Dtype::tf32, 1.25_PFLOPps}, {Dtype::fp16, 2.5_PFLOPps}, {Dtype::fp8, 5_PFLOPps}};
+  // SMs and boost clock: 132 SMs at 1,980 MHz on H100 and H200 SXM (the H100 whitepaper; our H200s report 132 SMs
+  // and a 1,980 MHz maximum SM clock, validation/traces/h200/h200x1-compute.jsonl). Blackwell: 148 SMs [estimate:
+  // published microbenchmarks of B200; unvalidated], boost clock not published (0: records timed at a read clock
+  // cannot be compared on them).
   static const std::vector<GpuSpec> table{
-      {"b200", 2.25_PFLOPps, 8_TBps, 180_GB, 0_B, b200},
-      {"gb200", 2.5_PFLOPps, 8_TBps, 186_GB, 0_B, gb200},
-      {"h100", 989_TFLOPps, 3.35_TBps, 81559_MiB, 50_MB, hopper},
-      {"h200", 989_TFLOPps, 4.8_TBps, 143771_MiB, H200_L2, hopper},
+      {"b200", 2.25_PFLOPps, 8_TBps, 180_GB, 0_B, b200, 148, 0},
+      {"gb200", 2.5_PFLOPps, 8_TBps, 186_GB, 0_B, gb200, 148, 0},
+      {"h100", 989_TFLOPps, 3.35_TBps, 81559_MiB, 50_MB, hopper, 132, 1980},
+      {"h200", 989_TFLOPps, 4.8_TBps, 143771_MiB, H200_L2, hopper, 132, 1980},
   };
   return table;
 }

@@ -5,7 +5,9 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <stdexcept>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -117,6 +119,59 @@ std::vector<double> Fit::relative_least_squares(const std::vector<TracedRecord>&
   return least_squares(rows, y, w);
 }
 
+std::vector<double> minimize(const std::function<double(const std::vector<double>&)>& cost, std::vector<double> start,
+                             const std::vector<double>& step, int evaluations, double tolerance) {
+  const std::size_t n = start.size();
+  std::vector<std::vector<double>> simplex(n + 1, start);
+  for (std::size_t i = 0; i < n; ++i) simplex[i + 1][i] += step[i];
+  std::vector<double> costs;
+  for (const auto& p : simplex) costs.push_back(cost(p));
+  int used = static_cast<int>(n) + 1;
+  const auto along = [&](const std::vector<double>& centre, const std::vector<double>& from, double t) {
+    std::vector<double> p(n);
+    for (std::size_t i = 0; i < n; ++i) p[i] = centre[i] + t * (from[i] - centre[i]);
+    return p;
+  };
+  while (used < evaluations) {
+    std::vector<std::size_t> order(n + 1);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::ranges::sort(order, {}, [&](std::size_t i) { return costs[i]; });
+    const std::size_t best = order.front(), worst = order.back(), second = order[n - 1];
+    if (std::abs(costs[worst] - costs[best]) <= tolerance * (std::abs(costs[best]) + tolerance)) break;
+    std::vector<double> centre(n, 0);
+    for (std::size_t i : order)
+      if (i != worst)
+        for (std::size_t j = 0; j < n; ++j) centre[j] += simplex[i][j] / static_cast<double>(n);
+    // Reflect the worst point through the others' centre; expand, contract or shrink as the costs say.
+    const auto reflected = along(centre, simplex[worst], -1);
+    const double r = cost(reflected);
+    ++used;
+    if (r < costs[best]) {
+      const auto expanded = along(centre, simplex[worst], -2);
+      const double e = cost(expanded);
+      ++used;
+      std::tie(simplex[worst], costs[worst]) = e < r ? std::pair{expanded, e} : std::pair{reflected, r};
+    } else if (r < costs[second]) {
+      std::tie(simplex[worst], costs[worst]) = std::pair{reflected, r};
+    } else {
+      const auto contracted = along(centre, r < costs[worst] ? reflected : simplex[worst], 0.5);
+      const double c = cost(contracted);
+      ++used;
+      if (c < std::min(r, costs[worst])) {
+        std::tie(simplex[worst], costs[worst]) = std::pair{contracted, c};
+      } else {
+        for (std::size_t i = 0; i <= n; ++i) {
+          if (i == best) continue;
+          simplex[i] = along(simplex[best], simplex[i], 0.5);
+          costs[i] = cost(simplex[i]);
+          ++used;
+        }
+      }
+    }
+  }
+  return simplex[static_cast<std::size_t>(std::ranges::min_element(costs) - costs.begin())];
+}
+
 std::vector<double> least_squares(const std::vector<std::vector<double>>& rows, const std::vector<double>& y,
                                   const std::vector<double>& weights) {
   const std::size_t n = rows.empty() ? 0 : rows.front().size();
@@ -217,6 +272,7 @@ Calibration calibrate(const std::vector<Trace>& traces, const PlatformChoice& ch
   fits::pgas(fit);
   fits::uvm(fit);
   fits::compute(fit);
+  fits::gemms(fit);
   return result;
 }
 

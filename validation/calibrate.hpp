@@ -7,6 +7,7 @@
 // empirical quantiles of samples normalised by their record's median.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,5 +45,10 @@ void check_params(const std::string& yaml, const std::string& file_name);
 /// for a singular system.
 std::vector<double> least_squares(const std::vector<std::vector<double>>& rows, const std::vector<double>& y,
                                   const std::vector<double>& weights);
+/// The point near `start` where `cost` is least: Nelder and Mead's simplex search, first steps `step` along each
+/// axis, stopped after `evaluations` calls of `cost` or when the simplex's costs agree within `tolerance`. For the
+/// fits whose model is no sum of known columns (a GEMM's time is a max over tiles and waves).
+std::vector<double> minimize(const std::function<double(const std::vector<double>&)>& cost, std::vector<double> start,
+                             const std::vector<double>& step, int evaluations, double tolerance = 1e-9);
 
 }  // namespace snsim::validation

@@ -76,6 +76,7 @@ void collectives(Fit& fit);
 void pgas(Fit& fit);
 void uvm(Fit& fit);
 void compute(Fit& fit);
+void gemms(Fit& fit);
 }  // namespace fits
 
 }  // namespace snsim::validation

@@ -73,6 +73,9 @@ std::variant<Twin, std::string> make_twin(const Trace& trace, const TraceRecord&
     case Family::launch:
       twin = twins::launch(record, gpus, models, timing_method(trace, record));
       break;
+    case Family::compute:
+      twin = twins::compute(record, gpus, models, timing_method(trace, record));
+      break;
     default:
       return fmt::format("snsim does not model the {} family yet", to_string(record.family));
   }

@@ -42,6 +42,15 @@ std::optional<TraceRecord> probe_equivalent(const Trace& trace, const TraceRecor
 /// log printed them).
 Json probe_environment(const Trace& trace);
 
+/// The GEMM a compute record timed (its m, n, k, batch, layout and format) and the SM clock read during it (0 when
+/// the record has none), or why the record is no GEMM the model can time.
+struct RecordedGemm {
+  models::Gemm gemm;
+  Dtype dtype = Dtype::bf16;
+  double clock_mhz = 0;
+};
+std::variant<RecordedGemm, std::string> recorded_gemm(const TraceRecord& record);
+
 /// How a record was timed: its `method` field, else its trace header's (snsim-crosscheck writes both: gate,
 /// events_single, graph, host_clock, ...); "probe" for snsim-probe's records (copies behind its gate kernel,
 /// latency loops on the GPU clock), the tool's name for other tools' output.

@@ -10,10 +10,15 @@
 //      queue_gap, a line in ln duty: k and power_duty from its slope and intercept (least squares).
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <string>
+#include <variant>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "validation/fit.hpp"
+#include "validation/twins.hpp"
 
 namespace snsim::validation::fits {
 namespace {
@@ -72,6 +77,165 @@ void compute(Fit& fit) {
       "ln(t / t_boost) = (ln duty - ln power_duty) / exponent, least squares over the throttled GEMM bursts";
   fit.add_number("compute.power_exponent", exponent, method, throttled);
   fit.add_number("compute.power_duty", std::min(1.0, duty), method, throttled);
+}
+
+}  // namespace snsim::validation::fits
+
+// GEMMs by shape (ComputeModel::gemm_time) on the calibration half of the probe's compute/gemm records (split by
+// shape, validate.cpp) and its GEMMs batched between two events (gemm_method/batch_events): each is a GEMM queued
+// behind the previous one, so the model's time is
+//   t = queue_gap + [stream.event_record, when an event sits between two GEMMs] + gemm_time(shape, format, clock)
+// at the SM clock read during the record. The two timing methods tell the event's cost from the kernel's ramp.
+// A GEMM's time is a max over tiles, split-K and operand feed, no sum of known columns: the parameters are found by
+// a simplex search on the relative errors, through a soft-L1 loss (errors beyond ~5 % count linearly, so that a few
+// shapes cuBLAS runs unlike any tile the model knows do not drag the rest). A parameter is fitted only where at
+// least MIN_RECORDS records depend on it; the others keep their defaults.
+namespace snsim::validation::fits {
+namespace {
+
+constexpr std::size_t MIN_RECORDS = 3;
+constexpr double LOSS_SCALE = 0.05;
+constexpr int EVALUATIONS = 4000;
+
+struct GemmRecord {
+  const TraceRecord* record;
+  models::Gemm gemm;
+  Dtype dtype;
+  double clock;  // share of boost
+  bool events;   // timed an event each (events_back_to_back), else batched between two events
+};
+
+/// One fitted parameter: where it sits in the model, how the search moves it (efficiencies and times directly,
+/// rates in log), and which records depend on it.
+struct Free {
+  std::string key;
+  double start;
+  double step;
+  bool log;
+  std::function<void(models::ComputeModel&, double)> set;
+  std::function<bool(const GemmRecord&)> uses;
+};
+
+bool aligned(const GemmRecord& r) {
+  const double e = models::element_size(r.dtype);
+  const auto ok = [e](std::int64_t d) { return static_cast<std::int64_t>(static_cast<double>(d) * e) % 16 == 0; };
+  return ok(r.gemm.m) && ok(r.gemm.n) && ok(r.gemm.k);
+}
+
+}  // namespace
+
+void gemms(Fit& fit) {
+  auto traced = fit.select(Family::compute, {"gemm", "gemm_batched"}, std::nullopt, {}, "events_back_to_back");
+  const auto batched = fit.select(Family::compute, {"gemm_method"}, "batch_events", {}, "batch_events");
+  traced.insert(traced.end(), batched.begin(), batched.end());
+  const auto& gpu = fit.platform().gpu;
+  if (gpu.sms <= 0 || gpu.boost_mhz <= 0) {
+    fit.note("compute.gemm_*: the GPU preset has no SM count or boost clock: GEMM parameters kept");
+    return;
+  }
+  std::vector<GemmRecord> records;
+  std::vector<TracedRecord> used;
+  for (const auto& t : traced) {
+    const auto recorded = recorded_gemm(*t.record);
+    const auto* g = std::get_if<RecordedGemm>(&recorded);
+    if (!g || g->clock_mhz <= 0) continue;
+    records.push_back({t.record, g->gemm, g->dtype, g->clock_mhz / gpu.boost_mhz, t.record->test != "gemm_method"});
+    used.push_back(t);
+  }
+  if (!fit.enough(used, 10, "the GEMM kernel model (compute.gemm_*)")) return;
+  const double gap = fit.value_or("compute.queue_gap", fit.platform().defaults.compute->queue_gap.count());
+  models::ComputeModel model = *fit.platform().defaults.compute;
+  double event_record = fit.platform().defaults.stream->event_record.count() * 1e6;  // us
+
+  using M = models::ComputeModel;
+  const auto efficiency = [](std::string key, double M::*field, double start,
+                             std::function<bool(const GemmRecord&)> uses) {
+    return Free{std::move(key), start, 0.05, false, [field](M& m, double v) { m.*field = v; }, std::move(uses)};
+  };
+  const auto tf32 = [](const GemmRecord& r) { return r.dtype == Dtype::tf32; };
+  std::vector<Free> all{
+      efficiency("gemm_efficiency", &M::gemm_efficiency, model.gemm_efficiency,
+                 [](const GemmRecord& r) { return aligned(r) && (r.dtype == Dtype::bf16 || r.dtype == Dtype::fp16); }),
+      efficiency("gemm_efficiency_fp8", &M::gemm_efficiency_fp8, model.gemm_efficiency_fp8,
+                 [](const GemmRecord& r) { return aligned(r) && r.dtype == Dtype::fp8; }),
+      efficiency("gemm_efficiency_tf32", &M::gemm_efficiency_tf32, model.gemm_efficiency_tf32,
+                 [&](const GemmRecord& r) { return aligned(r) && tf32(r) && r.gemm.layout == models::GemmLayout::tn; }),
+      efficiency("gemm_efficiency_tf32_one_transpose", &M::gemm_efficiency_tf32_one_transpose,
+                 model.gemm_efficiency_tf32_one_transpose,
+                 [&](const GemmRecord& r) {
+                   return aligned(r) && tf32(r) &&
+                          (r.gemm.layout == models::GemmLayout::nn || r.gemm.layout == models::GemmLayout::tt);
+                 }),
+      efficiency("gemm_efficiency_tf32_two_transposes", &M::gemm_efficiency_tf32_two_transposes,
+                 model.gemm_efficiency_tf32_two_transposes,
+                 [&](const GemmRecord& r) { return aligned(r) && tf32(r) && r.gemm.layout == models::GemmLayout::nt; }),
+      efficiency("gemm_efficiency_unaligned", &M::gemm_efficiency_unaligned, model.gemm_efficiency_unaligned,
+                 [](const GemmRecord& r) { return !aligned(r); }),
+      Free{"gemm_operand_feed", std::log(model.gemm_operand_feed.count()), 0.3, true,
+           [](M& m, double v) { m.gemm_operand_feed = BytesPerSecond{std::exp(v)}; },
+           [&](const GemmRecord& r) { return !tf32(r); }},
+      Free{"gemm_operand_feed_tf32", std::log(model.gemm_operand_feed_tf32.count()), 0.3, true,
+           [](M& m, double v) { m.gemm_operand_feed_tf32 = BytesPerSecond{std::exp(v)}; }, tf32},
+      Free{"gemm_tile_overhead", model.gemm_tile_overhead.count() * 1e6, 0.5, false,
+           [](M& m, double v) { m.gemm_tile_overhead = Seconds{std::max(0.0, v) * 1e-6}; },
+           [](const GemmRecord&) { return true; }},
+      Free{"gemm_ramp", model.gemm_ramp.count() * 1e6, 0.5, false,
+           [](M& m, double v) { m.gemm_ramp = Seconds{std::max(0.0, v) * 1e-6}; },
+           [](const GemmRecord&) { return true; }},
+  };
+  // The event between two GEMMs: the search moves it with the model's parameters (a member of no model of compute).
+  all.push_back(Free{"stream.event_record", event_record, 0.5, false,
+                     [&event_record](M&, double v) { event_record = std::max(0.0, v); },
+                     [](const GemmRecord& r) { return !r.events; }});
+  std::vector<Free> free;
+  for (auto& f : all) {
+    const auto n = static_cast<std::size_t>(std::ranges::count_if(records, f.uses));
+    if (n >= MIN_RECORDS)
+      free.push_back(std::move(f));
+    else
+      fit.note(fmt::format("compute.{}: {} calibration GEMM records depend on it: kept the default", f.key, n));
+  }
+  const auto apply = [&](const std::vector<double>& x) {
+    models::ComputeModel m = model;
+    for (std::size_t i = 0; i < free.size(); ++i) free[i].set(m, x[i]);
+    return m;
+  };
+  const auto cost = [&](const std::vector<double>& x) {
+    const auto m = apply(x);
+    double sum = 0;
+    for (const auto& r : records) {
+      const double predicted =
+          gap + (r.events ? event_record * 1e-6 : 0) + m.gemm_time(gpu, r.gemm, r.dtype, r.clock).count();
+      const double z = (predicted / r.record->median - 1) / LOSS_SCALE;
+      sum += 2 * (std::sqrt(1 + z * z) - 1);
+    }
+    return sum;
+  };
+  std::vector<double> start, step;
+  for (const auto& f : free) {
+    start.push_back(f.start);
+    step.push_back(f.step);
+  }
+  // Two rounds: a simplex restarted where the first stopped escapes the collapse that ends a long search early.
+  auto x = minimize(cost, start, step, EVALUATIONS);
+  x = minimize(cost, x, step, EVALUATIONS);
+  const std::string method = fmt::format(
+      "simplex search on soft-L1 relative errors of queue_gap + gemm_time at the record's SM clock, {} GEMMs",
+      used.size());
+  // The records are listed once, under the first parameter: every parameter of the search is fitted on all of them.
+  const std::vector<TracedRecord> none;
+  for (std::size_t i = 0; i < free.size(); ++i) {
+    const auto& f = free[i];
+    const std::string key = f.key.starts_with("stream.") ? f.key : "compute." + f.key;
+    const auto& from = i == 0 ? used : none;
+    const std::string how = i == 0 ? method : fmt::format("{} (the records of compute.{})", method, free[0].key);
+    if (f.log)
+      fit.add_yaml(key, fmt::format("{:.4g}TBps", std::exp(x[i]) / 1e12), how, from);
+    else if (f.key == "gemm_tile_overhead" || f.key == "gemm_ramp" || f.key == "stream.event_record")
+      fit.add_time(key, Seconds{std::max(0.0, x[i]) * 1e-6}, how, from);
+    else
+      fit.add_number(key, x[i], how, from);
+  }
 }
 
 }  // namespace snsim::validation::fits

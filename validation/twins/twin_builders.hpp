@@ -30,6 +30,9 @@ std::variant<Twin, std::string> nvshmem(const TraceRecord& record, int gpus, con
 std::variant<Twin, std::string> latency(const TraceRecord& record, int gpus, const models::Models& models);
 std::variant<Twin, std::string> uvm(const TraceRecord& record, int gpus);
 std::variant<Twin, std::string> step(const TraceRecord& record, int gpus, const models::Models& models);
+/// `method`: the record's timing method (timing_method()).
+std::variant<Twin, std::string> compute(const TraceRecord& record, int gpus, const models::Models& models,
+                                        const std::string& method);
 /// Records of other tools' output (twins/imported_twin.cpp); `run_gpus` are the GPUs of the record's run.
 std::variant<Twin, std::string> imported(const Trace& trace, const TraceRecord& record, int gpus,
                                          const models::Models& models, const std::vector<int>& run_gpus);

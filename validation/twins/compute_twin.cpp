@@ -1,0 +1,67 @@
+// Twins of the probe's `compute` GEMMs (tools/probe/src/families/compute.cu): cuBLASLt GEMMs of one shape and
+// format timed back to back, each sample one GEMM queued behind the previous one (the device's queue gap, then the
+// kernel; an event recorded between two GEMMs adds stream.event_record, a graph's node the graph's per-node launch
+// instead of the queue gap). The SM clock the probe read during the record (sm_clock_mhz) is the kernel's: the capture
+// ran for minutes under its power cap, and which clock a record found depends on what ran before it, which the twin
+// does not replay; the power model is validated on its own records (gemm_sustained, the step family's duty bursts).
+//
+//   gemm, gemm_batched      one (batched) GEMM per sample, events around a run of them
+//   gemm_method             the same GEMMs timed other ways: batch_events (a batch of calls between two events: no
+//                           event between GEMMs) and graph_replay (the calls captured in a CUDA graph)
+#include <fmt/format.h>
+
+#include "validation/twins/twin_builders.hpp"
+
+namespace snsim::validation {
+
+std::variant<RecordedGemm, std::string> recorded_gemm(const TraceRecord& r) {
+  const auto dtype_name = r.extra.value("dtype", std::string());
+  const auto dtype = dtype_from_string(dtype_name == "fp8_e4m3" ? "fp8" : dtype_name);
+  if (!dtype || *dtype == Dtype::fp32 || *dtype == Dtype::fp64)
+    return fmt::format("compute/{}: GEMM format '{}' is not modelled", r.test, dtype_name);
+  const auto layout_name = r.extra.value("layout", std::string("TN"));
+  const auto layout = models::gemm_layout(layout_name);
+  if (!layout) return fmt::format("compute/{}: GEMM layout '{}' is not modelled", r.test, layout_name);
+  RecordedGemm out;
+  out.dtype = *dtype;
+  auto& g = out.gemm;
+  g.m = static_cast<std::int64_t>(extra_number(r, "m"));
+  g.n = static_cast<std::int64_t>(extra_number(r, "n"));
+  g.k = static_cast<std::int64_t>(extra_number(r, "k"));
+  g.batch = std::max<std::int64_t>(1, static_cast<std::int64_t>(extra_number(r, "batch", 1)));
+  g.layout = *layout;
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0) return std::string("GEMM record without m, n and k");
+  out.clock_mhz = extra_number(r, "sm_clock_mhz");
+  return out;
+}
+
+namespace twins {
+
+std::variant<Twin, std::string> compute(const TraceRecord& r, int gpus, const models::Models& models,
+                                        const std::string& method) {
+  if (r.test != "gemm" && r.test != "gemm_batched" && r.test != "gemm_method")
+    return fmt::format("compute/{}: only GEMMs are modelled by kernel yet", r.test);
+  if (method != "events_back_to_back" && method != "batch_events" && method != "graph_replay")
+    return fmt::format("compute/{} timed by {}: a lone GEMM's launch and host side are not modelled", r.test, method);
+  auto recorded = recorded_gemm(r);
+  if (auto* reason = std::get_if<std::string>(&recorded)) return *reason;
+  const auto& [g, dtype, clock_mhz] = std::get<RecordedGemm>(recorded);
+  Twin twin;
+  twin.sample.resize(static_cast<std::size_t>(gpus));
+  workloads::ComputeOp c;
+  c.gemm = g;
+  c.dtype = dtype;
+  c.flops = g.flops();
+  c.bytes = g.operand_bytes(models::element_size(dtype));
+  c.pipelined = true;
+  if (clock_mhz > 0) c.clock_mhz = clock_mhz;
+  auto& ops = twin.sample[static_cast<std::size_t>(rank_at(r, 0))];
+  if (method == "events_back_to_back")  // the event between this GEMM and the next, on the stream's time
+    ops.push_back(op(workloads::ComputeOp{Flops{0}, Bytes{0}, models.stream->event_record}));
+  if (method == "graph_replay") c.launch = models::Launch::graph;
+  ops.push_back(op(c));
+  return twin;
+}
+
+}  // namespace twins
+}  // namespace snsim::validation
