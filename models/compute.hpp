@@ -88,8 +88,7 @@ class ComputeModel final : public Model {
   double gemm_efficiency_tf32_two_transposes = 0;
   // Shapes whose leading dimensions are not 16-byte multiples run without TMA and wgmma, at this share of the peak.
   double gemm_efficiency_unaligned = 0;
-  BytesPerSecond gemm_operand_feed;       // the whole GPU's rate of operand panels into the SMs (16- and 8-bit)
-  BytesPerSecond gemm_operand_feed_tf32;  // the same for tf32 operands
+  BytesPerSecond gemm_operand_feed_tf32;  // the whole GPU's rate of tf32 operand panels into the SMs
   Seconds gemm_tile_overhead;             // per tile at boost clock: prologue (pipeline fill) and epilogue
   Seconds gemm_ramp;                      // per kernel: the first wave's start and the last one's drain
 

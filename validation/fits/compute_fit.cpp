@@ -96,6 +96,10 @@ namespace {
 constexpr std::size_t MIN_RECORDS = 3;
 constexpr double LOSS_SCALE = 0.05;
 constexpr int EVALUATIONS = 4000;
+// Where the search starts, the same whatever the model's defaults are (they are this fit's last result): round
+// figures of the right order, so that the fit is reproducible and does not chase its own defaults.
+constexpr double START_EFFICIENCY = 0.9, START_UNALIGNED = 0.2, START_FEED = 20e12, START_US = 1;
+constexpr int ROUNDS = 3;
 
 struct GemmRecord {
   const TraceRecord* record;
@@ -145,7 +149,7 @@ void gemms(Fit& fit) {
   if (!fit.enough(used, 10, "the GEMM kernel model (compute.gemm_*)")) return;
   const double gap = fit.value_or("compute.queue_gap", fit.platform().defaults.compute->queue_gap.count());
   models::ComputeModel model = *fit.platform().defaults.compute;
-  double event_record = fit.platform().defaults.stream->event_record.count() * 1e6;  // us
+  double event_record = START_US;  // us, moved by the search
 
   using M = models::ComputeModel;
   const auto efficiency = [](std::string key, double M::*field, double start,
@@ -154,37 +158,31 @@ void gemms(Fit& fit) {
   };
   const auto tf32 = [](const GemmRecord& r) { return r.dtype == Dtype::tf32; };
   std::vector<Free> all{
-      efficiency("gemm_efficiency", &M::gemm_efficiency, model.gemm_efficiency,
+      efficiency("gemm_efficiency", &M::gemm_efficiency, START_EFFICIENCY,
                  [](const GemmRecord& r) { return aligned(r) && (r.dtype == Dtype::bf16 || r.dtype == Dtype::fp16); }),
-      efficiency("gemm_efficiency_fp8", &M::gemm_efficiency_fp8, model.gemm_efficiency_fp8,
+      efficiency("gemm_efficiency_fp8", &M::gemm_efficiency_fp8, START_EFFICIENCY,
                  [](const GemmRecord& r) { return aligned(r) && r.dtype == Dtype::fp8; }),
-      efficiency("gemm_efficiency_tf32", &M::gemm_efficiency_tf32, model.gemm_efficiency_tf32,
+      efficiency("gemm_efficiency_tf32", &M::gemm_efficiency_tf32, START_EFFICIENCY,
                  [&](const GemmRecord& r) { return aligned(r) && tf32(r) && r.gemm.layout == models::GemmLayout::tn; }),
-      efficiency("gemm_efficiency_tf32_one_transpose", &M::gemm_efficiency_tf32_one_transpose,
-                 model.gemm_efficiency_tf32_one_transpose,
+      efficiency("gemm_efficiency_tf32_one_transpose", &M::gemm_efficiency_tf32_one_transpose, START_EFFICIENCY,
                  [&](const GemmRecord& r) {
                    return aligned(r) && tf32(r) &&
                           (r.gemm.layout == models::GemmLayout::nn || r.gemm.layout == models::GemmLayout::tt);
                  }),
-      efficiency("gemm_efficiency_tf32_two_transposes", &M::gemm_efficiency_tf32_two_transposes,
-                 model.gemm_efficiency_tf32_two_transposes,
+      efficiency("gemm_efficiency_tf32_two_transposes", &M::gemm_efficiency_tf32_two_transposes, START_EFFICIENCY,
                  [&](const GemmRecord& r) { return aligned(r) && tf32(r) && r.gemm.layout == models::GemmLayout::nt; }),
-      efficiency("gemm_efficiency_unaligned", &M::gemm_efficiency_unaligned, model.gemm_efficiency_unaligned,
+      efficiency("gemm_efficiency_unaligned", &M::gemm_efficiency_unaligned, START_UNALIGNED,
                  [](const GemmRecord& r) { return !aligned(r); }),
-      Free{"gemm_operand_feed", std::log(model.gemm_operand_feed.count()), 0.3, true,
-           [](M& m, double v) { m.gemm_operand_feed = BytesPerSecond{std::exp(v)}; },
-           [&](const GemmRecord& r) { return !tf32(r); }},
-      Free{"gemm_operand_feed_tf32", std::log(model.gemm_operand_feed_tf32.count()), 0.3, true,
+      Free{"gemm_operand_feed_tf32", std::log(START_FEED), 0.3, true,
            [](M& m, double v) { m.gemm_operand_feed_tf32 = BytesPerSecond{std::exp(v)}; }, tf32},
-      Free{"gemm_tile_overhead", model.gemm_tile_overhead.count() * 1e6, 0.5, false,
+      Free{"gemm_tile_overhead", START_US, 0.5, false,
            [](M& m, double v) { m.gemm_tile_overhead = Seconds{std::max(0.0, v) * 1e-6}; },
            [](const GemmRecord&) { return true; }},
-      Free{"gemm_ramp", model.gemm_ramp.count() * 1e6, 0.5, false,
-           [](M& m, double v) { m.gemm_ramp = Seconds{std::max(0.0, v) * 1e-6}; },
+      Free{"gemm_ramp", START_US, 0.5, false, [](M& m, double v) { m.gemm_ramp = Seconds{std::max(0.0, v) * 1e-6}; },
            [](const GemmRecord&) { return true; }},
   };
   // The event between two GEMMs: the search moves it with the model's parameters (a member of no model of compute).
-  all.push_back(Free{"stream.event_record", event_record, 0.5, false,
+  all.push_back(Free{"stream.event_record", START_US, 0.5, false,
                      [&event_record](M&, double v) { event_record = std::max(0.0, v); },
                      [](const GemmRecord& r) { return !r.events; }});
   std::vector<Free> free;
@@ -216,9 +214,9 @@ void gemms(Fit& fit) {
     start.push_back(f.start);
     step.push_back(f.step);
   }
-  // Two rounds: a simplex restarted where the first stopped escapes the collapse that ends a long search early.
-  auto x = minimize(cost, start, step, EVALUATIONS);
-  x = minimize(cost, x, step, EVALUATIONS);
+  // Restarted where it stopped: a fresh simplex escapes the collapse that ends a long search early.
+  auto x = start;
+  for (int round = 0; round < ROUNDS; ++round) x = minimize(cost, x, step, EVALUATIONS);
   const std::string method = fmt::format(
       "simplex search on soft-L1 relative errors of queue_gap + gemm_time at the record's SM clock, {} GEMMs",
       used.size());
