@@ -101,3 +101,37 @@ TEST_CASE("validation: a parameter file with a key no model reads is refused") {
   CHECK_THROWS_WITH(check_params("models: {copy: {ce: {eficiency: 0.9}}}\n", "p.yaml"),
                     doctest::Contains("p.yaml:1:33: models.copy.ce.eficiency: unknown key"));
 }
+
+TEST_CASE("validation: the simplex search fits a line through an outlier on soft-L1 errors, and Rosenbrock's valley") {
+  // What the GEMM fit does: a soft-L1 loss on relative errors, here of t = a + b x through points of a = 2, b = 3,
+  // one of them 50 % off (a shape cuBLAS runs unlike the model): the others decide.
+  const auto soft_l1 = [](const std::vector<double>& p) {
+    double sum = 0;
+    for (double x : {1.0, 2.0, 4.0, 8.0, 16.0, 32.0}) {
+      const double measured = (2 + 3 * x) * (x == 8.0 ? 1.5 : 1.0);
+      const double z = ((p[0] + p[1] * x) / measured - 1) / 0.05;
+      sum += 2 * (std::sqrt(1 + z * z) - 1);
+    }
+    return sum;
+  };
+  auto a = std::vector<double>{1, 1};
+  for (int round = 0; round < 3; ++round) a = minimize(soft_l1, a, {0.5, 0.5}, 4000, 1e-15);
+  CHECK(a[0] == doctest::Approx(2).epsilon(0.02));
+  CHECK(a[1] == doctest::Approx(3).epsilon(0.02));
+  // A curved valley, restarted once where the first search stopped.
+  const auto valley = [](const std::vector<double>& p) {
+    return 100 * (p[1] - p[0] * p[0]) * (p[1] - p[0] * p[0]) + (1 - p[0]) * (1 - p[0]);
+  };
+  auto b = minimize(valley, {-1.2, 1}, {0.5, 0.5}, 4000, 1e-15);
+  b = minimize(valley, b, {0.1, 0.1}, 4000, 1e-15);
+  CHECK(b[0] == doctest::Approx(1).epsilon(1e-4));
+  CHECK(b[1] == doctest::Approx(1).epsilon(1e-4));
+  // The budget is a budget: one evaluation past the first simplex returns its best point.
+  int calls = 0;
+  const auto counted = [&calls](const std::vector<double>& p) {
+    ++calls;
+    return p[0] * p[0];
+  };
+  minimize(counted, {5}, {1}, 3);
+  CHECK(calls <= 4);
+}
