@@ -1,13 +1,17 @@
 // Twins of the probe's `compute` GEMMs (tools/probe/src/families/compute.cu): cuBLASLt GEMMs of one shape and
 // format timed back to back, each sample one GEMM queued behind the previous one (the device's queue gap, then the
 // kernel; an event recorded between two GEMMs adds stream.event_record, a graph's node the graph's per-node launch
-// instead of the queue gap). The SM clock the probe read during the record (sm_clock_mhz) is the kernel's: the capture
-// ran for minutes under its power cap, and which clock a record found depends on what ran before it, which the twin
-// does not replay; the power model is validated on its own records (gemm_sustained, the step family's duty bursts).
+// instead of the queue gap). A record without a clock reading runs after warm-up GEMMs, at the power model's clock. The
+// SM clock the probe read during the record (sm_clock_mhz) is the kernel's: the capture ran for minutes under its power
+// cap, and which clock a record found depends on what ran before it, which the twin does not replay; the power model is
+// validated on its own records (gemm_sustained, the step family's duty bursts).
 //
 //   gemm, gemm_batched      one (batched) GEMM per sample, events around a run of them
 //   gemm_method             the same GEMMs timed other ways: batch_events (a batch of calls between two events: no
 //                           event between GEMMs) and graph_replay (the calls captured in a CUDA graph)
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "validation/twins/twin_builders.hpp"
@@ -60,6 +64,13 @@ std::variant<Twin, std::string> compute(const TraceRecord& r, int gpus, const mo
     ops.push_back(op(workloads::ComputeOp{Flops{0}, Bytes{0}, models.stream->event_record}));
   if (method == "graph_replay") c.launch = models::Launch::graph;
   ops.push_back(op(c));
+  if (clock_mhz <= 0 && r.median > 0) {
+    // No clock read: the GEMMs ran back to back long enough for the power cap to settle, as the probe's warm-up
+    // calls; so do the twin's (five moving-average windows of the tensor duty, at most 2,000 GEMMs).
+    constexpr double WINDOWS = 5, MOST = 2000;
+    twin.warmup =
+        static_cast<int>(std::min(MOST, std::ceil(WINDOWS * models.compute->power_window.count() / r.median)));
+  }
   return twin;
 }
 

@@ -1,0 +1,108 @@
+// The `compute` family's GEMM twins (validation/twins/compute_twin.cpp) and their split by shape (validate.cpp).
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "models/models.hpp"
+#include "sim/config.hpp"
+#include "validation/twins.hpp"
+#include "validation/validate.hpp"
+
+using namespace snsim;
+using namespace snsim::validation;
+
+namespace {
+
+TraceRecord gemm(int m, int n, int k, const std::string& method = "events_back_to_back", double clock_mhz = 1500,
+                 const std::string& test = "gemm") {
+  TraceRecord r;
+  r.id = fmt::format("compute/{}/bf16/0/0/TN_m{}_n{}_k{}_{}", test, m, n, k, method);
+  r.family = Family::compute;
+  r.test = test;
+  r.variant = test == "gemm_method" ? method : "bf16";
+  r.ranks = {0};
+  r.median = r.p01 = r.p99 = r.min = r.max = 1e-4;
+  r.samples = {1e-4};
+  r.extra = {{"m", m}, {"n", n}, {"k", k}, {"dtype", "bf16"}, {"layout", "TN"}, {"method", method}};
+  if (clock_mhz > 0) r.extra["sm_clock_mhz"] = clock_mhz;
+  return r;
+}
+
+models::Models default_models() {
+  auto doc = ConfigDocument::load_string("{}", "t.yaml");
+  return models::Models::load(doc->root().section("models"));
+}
+
+Trace trace_of(std::vector<TraceRecord> records) {
+  Trace t;
+  t.source = "synthetic.jsonl";
+  t.header.gpus = {{0, "NVIDIA H200", "", Json::object()}};
+  t.records = std::move(records);
+  t.complete = true;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("compute twins: a GEMM at its read clock, behind the event between two GEMMs or none, or in a graph") {
+  const auto models = default_models();
+  const auto ops_of = [&](const TraceRecord& r) {
+    const auto made = make_twin(trace_of({r}), r, 1, models);
+    REQUIRE(std::holds_alternative<Twin>(made));
+    return std::get<Twin>(made);
+  };
+  const Twin events = ops_of(gemm(4096, 4096, 4096));
+  REQUIRE(events.sample[0].size() == 2);
+  const auto& event = std::get<workloads::ComputeOp>(events.sample[0][0].what);
+  CHECK(event.duration == models.stream->event_record);
+  const auto& kernel = std::get<workloads::ComputeOp>(events.sample[0][1].what);
+  REQUIRE(kernel.gemm);
+  CHECK(kernel.gemm->m == 4096);
+  CHECK(kernel.pipelined);
+  CHECK(kernel.clock_mhz == 1500);
+  CHECK(events.warmup == 0);  // the clock is the record's: no warm-up to settle it
+  // Batched between two events: the GEMM alone; replayed from a graph: a graph node.
+  const Twin batched = ops_of(gemm(4096, 4096, 4096, "batch_events", 1500, "gemm_method"));
+  REQUIRE(batched.sample[0].size() == 1);
+  const Twin graph = ops_of(gemm(4096, 4096, 4096, "graph_replay", 1500, "gemm_method"));
+  REQUIRE(graph.sample[0].size() == 1);
+  CHECK(std::get<workloads::ComputeOp>(graph.sample[0][0].what).launch == models::Launch::graph);
+  // No clock read: warm-up GEMMs first, so that the power model's clock settles (five windows of its duty).
+  const Twin unread = ops_of(gemm(4096, 4096, 4096, "events_back_to_back", 0));
+  CHECK_FALSE(std::get<workloads::ComputeOp>(unread.sample[0][1].what).clock_mhz);
+  CHECK(unread.warmup == static_cast<int>(std::ceil(5 * models.compute->power_window.count() / 1e-4)));
+  // What the model cannot time is said, not guessed.
+  const auto single = make_twin(trace_of({}), gemm(64, 64, 64, "single_shot_host", 1500, "gemm_method"), 1, models);
+  REQUIRE(std::holds_alternative<std::string>(single));
+  CHECK(std::get<std::string>(single) ==
+        "compute/gemm_method timed by single_shot_host: a lone GEMM's launch and host side are not modelled");
+}
+
+TEST_CASE("compute split: a GEMM shape calibrates or validates in every timing method alike, half and half") {
+  // Split by shape, not along a size curve: the same shape timed twice lands on the same side, and about half
+  // of many shapes calibrate.
+  std::vector<TraceRecord> records;
+  for (int m = 128; m <= 128 * 64; m += 128) {
+    records.push_back(gemm(m, 4096, 4096));
+    records.push_back(gemm(m, 4096, 4096, "events_back_to_back", 1700));
+  }
+  const Trace trace = trace_of(records);
+  std::vector<TracedRecord> all;
+  for (const auto& r : trace.records) all.push_back({&trace, &r});
+  const auto uses = split_records(all);
+  int calibration = 0;
+  for (std::size_t i = 0; i < uses.size(); i += 2) {
+    CHECK(uses[i] == uses[i + 1]);
+    calibration += uses[i] == Use::calibration;
+  }
+  CHECK(calibration > 20);
+  CHECK(calibration < 44);
+  // GEMMs batched between two events calibrate (with the event-per-GEMM records they tell the event's cost from
+  // the kernel's); the other methods validate.
+  const auto batch = gemm(1024, 1024, 1024, "batch_events", 1500, "gemm_method");
+  const auto replay = gemm(1024, 1024, 1024, "graph_replay", 1500, "gemm_method");
+  const Trace methods = trace_of({batch, replay});
+  const auto method_uses = split_records({{&methods, &methods.records[0]}, {&methods, &methods.records[1]}});
+  CHECK(method_uses[0] == Use::calibration);
+  CHECK(method_uses[1] == Use::validation);
+}
