@@ -315,9 +315,8 @@ namespace {
 /// must equal, channel for channel and in order.
 std::optional<Route> reference_route(const Fabric& f, DeviceId from, DeviceId to) {
   if (from == to) return Route{};
-  const auto& graph = f.graph();
   auto forwards = [&](DeviceId v) {
-    const auto kind = graph[v].kind;
+    const auto kind = f.device(v).kind;
     return kind == DeviceKind::nvswitch || kind == DeviceKind::pcie_switch || kind == DeviceKind::nic ||
            kind == DeviceKind::ib_switch;
   };
@@ -337,9 +336,9 @@ std::optional<Route> reference_route(const Fabric& f, DeviceId from, DeviceId to
           }
         };
         if (forward)
-          for (auto e : boost::make_iterator_range(boost::out_edges(u, graph))) visit(boost::target(e, graph));
+          for (auto c : f.out_channels(u)) visit(f.target(c));
         else
-          for (auto e : boost::make_iterator_range(boost::in_edges(u, graph))) visit(boost::source(e, graph));
+          for (auto c : f.in_channels(u)) visit(f.source(c));
       }
       frontier = std::move(next);
     }
@@ -354,11 +353,11 @@ std::optional<Route> reference_route(const Fabric& f, DeviceId from, DeviceId to
   for (std::size_t k = 0; k < length; ++k) {
     std::vector<DeviceId> next;
     for (auto u : level)
-      for (auto e : boost::make_iterator_range(boost::out_edges(u, graph))) {
-        const DeviceId v = boost::target(e, graph);
+      for (auto c : f.out_channels(u)) {
+        const DeviceId v = f.target(c);
         if (v != to && !forwards(v)) continue;
         if (to_target[v] == far || to_target[v] + k + 1 != length) continue;
-        route.hops[k].channels.push_back(e);
+        route.hops[k].channels.push_back(c);
         next.push_back(v);
       }
     std::ranges::sort(next);
@@ -387,7 +386,7 @@ TEST_CASE("Router: the search from both ends finds every shortest path, as a sea
     CAPTURE(yaml);
     const Fabric f = build_checked(yaml);
     std::vector<DeviceId> endpoints;
-    for (auto v : boost::make_iterator_range(boost::vertices(f.graph()))) {
+    for (auto v : f.devices()) {
       const auto kind = f.device(v).kind;
       if (kind == DeviceKind::gpu || kind == DeviceKind::host || kind == DeviceKind::nvme) endpoints.push_back(v);
     }
