@@ -370,7 +370,7 @@ double switch_reduction(const Fabric& fabric, const std::vector<DeviceId>& gpus)
   double efficiency = std::numeric_limits<double>::infinity();
   for (auto gpu : gpus) {
     bool has_switch = false;
-    for (auto e : boost::make_iterator_range(boost::out_edges(gpu, fabric.graph()))) {
+    for (auto e : fabric.out_channels(gpu)) {
       const Device& d = fabric.device(fabric.target(e));
       if (fabric.channel(e).kind != ChannelKind::nvlink || d.kind != DeviceKind::nvswitch) continue;
       has_switch = true;
@@ -392,7 +392,7 @@ std::vector<int> nodes_of(const Fabric& fabric, const std::vector<DeviceId>& gpu
     while (!frontier.empty()) {
       const DeviceId u = frontier.back();
       frontier.pop_back();
-      for (auto e : boost::make_iterator_range(boost::out_edges(u, fabric.graph()))) {
+      for (auto e : fabric.out_channels(u)) {
         const DeviceId v = fabric.target(e);
         const auto kind = fabric.device(v).kind;
         if (component[v] >= 0 || fabric.channel(e).kind == ChannelKind::ib || kind == DeviceKind::nic ||
@@ -412,7 +412,7 @@ std::vector<int> nodes_of(const Fabric& fabric, const std::vector<DeviceId>& gpu
 
 int switch_links(const Fabric& fabric, DeviceId gpu) {
   int links = 0;
-  for (auto e : boost::make_iterator_range(boost::out_edges(gpu, fabric.graph()))) {
+  for (auto e : fabric.out_channels(gpu)) {
     const auto kind = fabric.device(fabric.target(e)).kind;
     if (kind == DeviceKind::nvswitch || kind == DeviceKind::pcie_switch) links += fabric.channel(e).lanes;
   }

@@ -64,11 +64,11 @@ const CollectiveExecutor::Layout& CollectiveExecutor::layout(const std::vector<i
   int nics = 0;
   BytesPerSecond nic_rate{0};
   for (auto gpu : first_node)
-    for (auto e : boost::make_iterator_range(boost::out_edges(gpu, fabric.graph()))) {
+    for (auto e : fabric.out_channels(gpu)) {
       const DeviceId nic = fabric.target(e);
       if (fabric.device(nic).kind != DeviceKind::nic) continue;
       ++nics;
-      for (auto f : boost::make_iterator_range(boost::out_edges(nic, fabric.graph()))) {
+      for (auto f : fabric.out_channels(nic)) {
         if (fabric.channel(f).kind != ChannelKind::ib) continue;
         nic_rate = std::max(nic_rate, fabric.channel(f).lane_bandwidth * fabric.channel(f).lanes);
         l->sharp = l->sharp || fabric.device(fabric.target(f)).in_switch_reduction > 0;
@@ -80,7 +80,7 @@ const CollectiveExecutor::Layout& CollectiveExecutor::layout(const std::vector<i
   // keep snsim's own choice, which our 2-GPU traces calibrate.
   if (arch && l->ppn > 0 && (group.size() > 2 || l->nodes > 1)) {
     int nvlinks = 0;
-    for (auto e : boost::make_iterator_range(boost::out_edges(first_node.front(), fabric.graph())))
+    for (auto e : fabric.out_channels(first_node.front()))
       if (fabric.channel(e).kind == ChannelKind::nvlink && fabric.device(fabric.target(e)).kind == DeviceKind::nvswitch)
         nvlinks += fabric.channel(e).lanes;
     l->nccl = models::nccl::derive({.arch = *arch,

@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include <simgrid/s4u.hpp>
+#include <simgrid/forward.h>
 
 #include "program/program.hpp"
 #include "runtime/context.hpp"

@@ -71,9 +71,9 @@ Runner::Runner(Simulation& simulation, const models::Models& models, std::vector
     const auto kind = fabric.device(v).kind;
     if (kind != DeviceKind::nic && kind != DeviceKind::pcie_switch) continue;
     std::set<int> served;
-    for (auto e : boost::make_iterator_range(boost::out_edges(v, fabric.graph())))
+    for (auto e : fabric.out_channels(v))
       if (fabric.device(fabric.target(e)).kind == DeviceKind::gpu) served.insert(fabric.device(fabric.target(e)).index);
-    for (auto e : boost::make_iterator_range(boost::in_edges(v, fabric.graph())))
+    for (auto e : fabric.in_channels(v))
       if (fabric.device(fabric.source(e)).kind == DeviceKind::gpu) served.insert(fabric.device(fabric.source(e)).index);
     if (served.size() == 1) owner_[v] = *served.begin();
   }

@@ -23,10 +23,10 @@ bool is_switch(const Fabric& fabric, DeviceId v) {
 /// the Grace host is an NVLink channel too, but not one of the GPU's 18 fabric links.
 std::vector<ChannelId> fabric_links(const Fabric& fabric, DeviceId gpu) {
   std::vector<ChannelId> channels;
-  for (auto c : boost::make_iterator_range(boost::out_edges(gpu, fabric.graph())))
+  for (auto c : fabric.out_channels(gpu))
     if (fabric.channel(c).kind == ChannelKind::nvlink && fabric.device(fabric.target(c)).kind != DeviceKind::host)
       channels.push_back(c);
-  for (auto c : boost::make_iterator_range(boost::in_edges(gpu, fabric.graph())))
+  for (auto c : fabric.in_channels(gpu))
     if (fabric.channel(c).kind == ChannelKind::nvlink && fabric.device(fabric.source(c)).kind != DeviceKind::host)
       channels.push_back(c);
   return channels;
@@ -42,21 +42,21 @@ int lanes_up(const Fabric& fabric, DeviceId gpu, const std::set<DeviceId>& down)
 }
 
 std::optional<DeviceId> plane_switch(const Fabric& fabric, int plane) {
-  for (auto v : boost::make_iterator_range(boost::vertices(fabric.graph())))
+  for (auto v : fabric.devices())
     if (is_switch(fabric, v) && fabric.device(v).index == plane) return v;
   return std::nullopt;
 }
 
 int plane_count(const Fabric& fabric) {
   int n = 0;
-  for (auto v : boost::make_iterator_range(boost::vertices(fabric.graph()))) n += is_switch(fabric, v);
+  for (auto v : fabric.devices()) n += is_switch(fabric, v);
   return n;
 }
 
 /// Switch chips by tray (Device::tray), for the topologies that build trays.
 std::map<int, std::vector<DeviceId>> trays(const Fabric& fabric) {
   std::map<int, std::vector<DeviceId>> out;
-  for (auto v : boost::make_iterator_range(boost::vertices(fabric.graph())))
+  for (auto v : fabric.devices())
     if (is_switch(fabric, v) && fabric.device(v).tray >= 0) out[fabric.device(v).tray].push_back(v);
   return out;
 }
@@ -65,7 +65,7 @@ std::map<int, std::vector<DeviceId>> trays(const Fabric& fabric) {
 std::set<DeviceId> gpus_on(const Fabric& fabric, const std::vector<DeviceId>& chips) {
   std::set<DeviceId> gpus;
   for (auto chip : chips)
-    for (auto c : boost::make_iterator_range(boost::out_edges(chip, fabric.graph())))
+    for (auto c : fabric.out_channels(chip))
       if (fabric.device(fabric.target(c)).kind == DeviceKind::gpu) gpus.insert(fabric.target(c));
   return gpus;
 }
@@ -256,8 +256,8 @@ void apply(Simulation& simulation, const Failure& f, FailureLog& log, FabricStat
       // The GPUs on them have fewer live lanes, which changes the share a lost lane takes from the others.
       state.down.insert(f.chips.begin(), f.chips.end());
       for (auto chip : f.chips) {
-        for (auto c : boost::make_iterator_range(boost::out_edges(chip, fabric.graph()))) touched.push_back(c);
-        for (auto c : boost::make_iterator_range(boost::in_edges(chip, fabric.graph()))) touched.push_back(c);
+        for (auto c : fabric.out_channels(chip)) touched.push_back(c);
+        for (auto c : fabric.in_channels(chip)) touched.push_back(c);
       }
       for (auto gpu : gpus_on(fabric, f.chips))
         for (auto c : fabric_links(fabric, gpu)) touched.push_back(c);

@@ -15,11 +15,11 @@ namespace {
 auto hardware(const Fabric& fabric, DeviceId gpu) {
   const auto& spec = *fabric.device(gpu).gpu;
   std::vector<std::tuple<int, int, double, double>> channels;
-  for (auto e : boost::make_iterator_range(boost::out_edges(gpu, fabric.graph()))) {
+  for (auto e : fabric.out_channels(gpu)) {
     const auto& c = fabric.channel(e);
     channels.emplace_back(static_cast<int>(c.kind), c.lanes, c.lane_bandwidth.count(), c.latency.count());
   }
-  for (auto e : boost::make_iterator_range(boost::in_edges(gpu, fabric.graph()))) {
+  for (auto e : fabric.in_channels(gpu)) {
     const auto& c = fabric.channel(e);
     channels.emplace_back(100 + static_cast<int>(c.kind), c.lanes, c.lane_bandwidth.count(), c.latency.count());
   }
@@ -80,7 +80,7 @@ FoldingDecision decide_folding(const Replicas& proposed, const std::vector<Progr
     if (f.gpu >= 0) set_apart(f.gpu, fmt::format("failure: {}", f.what));
     // A plane or tray reaches every GPU with a channel to its chips.
     for (auto chip : f.chips)
-      for (auto e : boost::make_iterator_range(boost::in_edges(chip, fabric.graph()))) {
+      for (auto e : fabric.in_channels(chip)) {
         const DeviceId from = fabric.source(e);
         if (fabric.device(from).kind == DeviceKind::gpu)
           set_apart(fabric.device(from).index, fmt::format("failure: {}", f.what));

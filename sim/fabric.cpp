@@ -10,11 +10,8 @@
 
 #include <limits>
 
-#include <boost/graph/breadth_first_search.hpp>
-#include <boost/graph/filtered_graph.hpp>
+#include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/push_relabel_max_flow.hpp>
-#include <boost/graph/reverse_graph.hpp>
-#include <boost/graph/visitors.hpp>
 
 namespace snsim {
 
@@ -58,34 +55,34 @@ bool forwards(DeviceKind kind) {
 
 constexpr std::size_t unreached = std::numeric_limits<std::size_t>::max();
 
-/// Keeps the edges that traffic may take when leaving `origin`: out of the origin itself or out of a switch.
-template <class Graph>
-struct LeavesOriginOrSwitch {
-  const Graph* graph = nullptr;
-  DeviceId origin{};
-  template <class Edge>
-  bool operator()(const Edge& e) const {
-    const DeviceId from = boost::source(e, *graph);
-    return from == origin || forwards((*graph)[from].kind);
-  }
-};
-
-/// Hop counts from `origin` along edges of `graph` that only switches (or the origin) forward.
-template <class Graph>
-std::vector<std::size_t> hop_distances(const Graph& graph, DeviceId origin) {
-  std::vector<std::size_t> distance(boost::num_vertices(graph), unreached);
+/// Hop counts from `origin` along channels that only switches (or the origin) forward: a breadth-first search.
+std::vector<std::size_t> hop_distances(const Fabric& fabric, DeviceId origin) {
+  std::vector<std::size_t> distance(fabric.device_count(), unreached);
   distance[origin] = 0;
-  boost::filtered_graph<Graph, LeavesOriginOrSwitch<Graph>> usable(graph, LeavesOriginOrSwitch<Graph>{&graph, origin});
-  boost::breadth_first_search(
-      usable, origin,
-      boost::visitor(boost::make_bfs_visitor(boost::record_distances(distance.data(), boost::on_tree_edge()))));
+  std::vector<DeviceId> frontier{origin};
+  for (std::size_t depth = 1; !frontier.empty(); ++depth) {
+    std::vector<DeviceId> next;
+    for (auto u : frontier) {
+      if (u != origin && !forwards(fabric.device(u).kind)) continue;
+      for (auto c : fabric.out_channels(u)) {
+        const DeviceId v = fabric.target(c);
+        if (distance[v] != unreached) continue;
+        distance[v] = depth;
+        next.push_back(v);
+      }
+    }
+    frontier = std::move(next);
+  }
   return distance;
 }
 }  // namespace
 
 DeviceId Fabric::add_device(Device device) {
   const auto kind = device.kind;
-  const DeviceId id = boost::add_vertex(std::move(device), graph_);
+  const DeviceId id = devices_.size();
+  devices_.push_back(std::move(device));
+  out_.emplace_back();
+  in_.emplace_back();
   if (kind == DeviceKind::gpu) gpus_.push_back(id);
   if (kind == DeviceKind::host && !host_) host_ = id;
   if (kind == DeviceKind::nvme) nvme_.push_back(id);
@@ -93,7 +90,11 @@ DeviceId Fabric::add_device(Device device) {
 }
 
 ChannelId Fabric::add_channel(DeviceId from, DeviceId to, Channel channel) {
-  return boost::add_edge(from, to, channel, graph_).first;
+  const ChannelId id{channels_.size()};
+  channels_.push_back({from, to, channel});
+  out_[from].push_back(id);
+  in_[to].push_back(id);
+  return id;
 }
 
 void Fabric::add_duplex(DeviceId a, DeviceId b, Channel channel) {
@@ -102,8 +103,8 @@ void Fabric::add_duplex(DeviceId a, DeviceId b, Channel channel) {
 }
 
 std::optional<DeviceId> Fabric::find(std::string_view name) const {
-  for (auto v : boost::make_iterator_range(boost::vertices(graph_)))
-    if (graph_[v].name == name) return v;
+  for (auto v : devices())
+    if (devices_[v].name == name) return v;
   return std::nullopt;
 }
 
@@ -127,7 +128,7 @@ void Router::Search::reset() {
   levels.clear();
 }
 
-void Router::Search::expand(const FabricGraph& graph, bool forward) {
+void Router::Search::expand(const Fabric& fabric, bool forward) {
   const DeviceId end = levels.front().front();
   const std::size_t depth = levels.size();  // of the level labelled now
   if (depth + 1 >= FAR) throw std::logic_error("a route of more than 254 hops");
@@ -138,19 +139,18 @@ void Router::Search::expand(const FabricGraph& graph, bool forward) {
     next.push_back(v);
   };
   for (auto u : levels.back()) {
-    if (u != end && !forwards(graph[u].kind)) continue;  // endpoints do not forward
+    if (u != end && !forwards(fabric.device(u).kind)) continue;  // endpoints do not forward
     if (forward)
-      for (auto e : boost::make_iterator_range(boost::out_edges(u, graph))) label(boost::target(e, graph));
+      for (auto c : fabric.out_channels(u)) label(fabric.target(c));
     else
-      for (auto e : boost::make_iterator_range(boost::in_edges(u, graph))) label(boost::source(e, graph));
+      for (auto c : fabric.in_channels(u)) label(fabric.source(c));
   }
   levels.push_back(std::move(next));
 }
 
 std::optional<Route> Router::route(DeviceId from, DeviceId to) {
   if (from == to) return Route{};
-  const auto& graph = fabric_.graph();
-  auto passes = [&](DeviceId v) { return v == from || v == to || forwards(graph[v].kind); };
+  auto passes = [&](DeviceId v) { return v == from || v == to || forwards(fabric_.device(v).kind); };
   forward_.reset();
   backward_.reset();
   forward_.distance[from] = 0;
@@ -169,7 +169,7 @@ std::optional<Route> Router::route(DeviceId from, DeviceId to) {
         forward_open && (!backward_open || forward_.levels.back().size() <= backward_.levels.back().size());
     Search& grown = forward ? forward_ : backward_;
     const Search& other = forward ? backward_ : forward_;
-    grown.expand(graph, forward);
+    grown.expand(fabric_, forward);
     for (auto v : grown.levels.back())
       if (other.distance[v] != FAR && passes(v))
         length = std::min<std::size_t>(length, std::size_t{grown.distance[v]} + other.distance[v]);
@@ -193,8 +193,8 @@ std::optional<Route> Router::route(DeviceId from, DeviceId to) {
   for (std::size_t k = low; k-- > 0;)
     for (auto v : forward_.levels[k]) {
       if (!passes(v)) continue;
-      for (auto e : boost::make_iterator_range(boost::out_edges(v, graph)))
-        if (on_path_[boost::target(e, graph)] == k + 2) {
+      for (auto c : fabric_.out_channels(v))
+        if (on_path_[fabric_.target(c)] == k + 2) {
           mark(v, k);
           break;
         }
@@ -202,8 +202,8 @@ std::optional<Route> Router::route(DeviceId from, DeviceId to) {
   for (std::size_t k = high + 1; k <= length; ++k)
     for (auto v : backward_.levels[length - k]) {
       if (!passes(v)) continue;
-      for (auto e : boost::make_iterator_range(boost::in_edges(v, graph)))
-        if (on_path_[boost::source(e, graph)] == k) {
+      for (auto c : fabric_.in_channels(v))
+        if (on_path_[fabric_.source(c)] == k) {
           mark(v, k);
           break;
         }
@@ -211,15 +211,15 @@ std::optional<Route> Router::route(DeviceId from, DeviceId to) {
   Route route;
   route.hops.resize(length);
   // Walk the shortest-path DAG level by level: hop k holds every channel from a device at position k to one at
-  // position k + 1 (devices in rank order, as Fabric::graph lists them).
+  // position k + 1 (devices in id order, each device's channels in the order Fabric::out_channels lists them).
   std::vector<DeviceId> level{from};
   for (std::size_t k = 0; k < length; ++k) {
     std::vector<DeviceId> next;
     for (auto u : level)
-      for (auto e : boost::make_iterator_range(boost::out_edges(u, graph))) {
-        const DeviceId v = boost::target(e, graph);
+      for (auto c : fabric_.out_channels(u)) {
+        const DeviceId v = fabric_.target(c);
         if (on_path_[v] != k + 2) continue;
-        route.hops[k].channels.push_back(e);
+        route.hops[k].channels.push_back(c);
         next.push_back(v);
       }
     std::ranges::sort(next);
@@ -280,7 +280,7 @@ RouteCost Fabric::cost(DeviceId from, DeviceId to) const {
 
 BytesPerSecond Fabric::egress_bandwidth(DeviceId device) const {
   BytesPerSecond total{0};
-  for (auto e : boost::make_iterator_range(boost::out_edges(device, graph_))) total = total + graph_[e].bandwidth();
+  for (auto c : out_[device]) total = total + channel(c).bandwidth();
   return total;
 }
 
@@ -314,12 +314,12 @@ BytesPerSecond Fabric::bisection_bandwidth() const {
   auto whole = [](BytesPerSecond b) { return static_cast<Capacity>(std::llround(b.count())); };
   auto egress = [&](DeviceId d) {
     Capacity total = 0;
-    for (auto e : boost::make_iterator_range(boost::out_edges(d, graph_))) total += whole(graph_[e].bandwidth());
+    for (auto c : out_[d]) total += whole(channel(c).bandwidth());
     return total;
   };
   auto ingress = [&](DeviceId d) {
     Capacity total = 0;
-    for (auto e : boost::make_iterator_range(boost::in_edges(d, graph_))) total += whole(graph_[e].bandwidth());
+    for (auto c : in_[d]) total += whole(channel(c).bandwidth());
     return total;
   };
   // A GPU cannot send (or receive) more than its links carry: that bound stands for "unlimited" without overflow.
@@ -329,45 +329,43 @@ BytesPerSecond Fabric::bisection_bandwidth() const {
     else
       connect(gpus_[i], sink, ingress(gpus_[i]));
   }
-  for (auto e : boost::make_iterator_range(boost::edges(graph_))) {
-    const DeviceId u = boost::source(e, graph_), v = boost::target(e, graph_);
+  for (const auto& [u, v, c] : channels_) {
     // Only switches forward; a sending GPU only sends, a receiving GPU only receives.
-    const bool u_ok = forwards(graph_[u].kind) || half[u] == 0;
-    const bool v_ok = forwards(graph_[v].kind) || half[v] == 1;
-    if (u_ok && v_ok) connect(u, v, whole(graph_[e].bandwidth()));
+    const bool u_ok = forwards(devices_[u].kind) || half[u] == 0;
+    const bool v_ok = forwards(devices_[v].kind) || half[v] == 1;
+    if (u_ok && v_ok) connect(u, v, whole(c.bandwidth()));
   }
   return BytesPerSecond{static_cast<double>(boost::push_relabel_max_flow(flow, source, sink))};
 }
 
 int Fabric::lanes_attached(DeviceId device) const {
   int out = 0, in = 0;
-  for (auto e : boost::make_iterator_range(boost::out_edges(device, graph_))) out += graph_[e].lanes;
-  for (auto e : boost::make_iterator_range(boost::in_edges(device, graph_))) in += graph_[e].lanes;
+  for (auto c : out_[device]) out += channel(c).lanes;
+  for (auto c : in_[device]) in += channel(c).lanes;
   return std::max(out, in);
 }
 
 std::optional<std::string> Fabric::check() const {
   // Rates and latencies first, in the one range every quantity keeps (sim/units.hpp): a builder multiplies lanes by
   // a lane's rate, and a value out of range must be refused here, not by SimGrid's abort part way through a run.
-  for (auto v : boost::make_iterator_range(boost::vertices(graph_))) {
-    const Device& d = graph_[v];
+  for (const Device& d : devices_) {
     if (!d.gpu) continue;
     if (auto p = quantity_problem(d.gpu->dense_bf16); !p.empty() || !(d.gpu->dense_bf16 > FlopsPerSecond{0}))
       return fmt::format("{}: dense BF16 rate {} {}", d.name, d.gpu->dense_bf16, p.empty() ? "must be > 0" : p);
     if (auto p = quantity_problem(d.gpu->hbm_bandwidth); !p.empty() || !(d.gpu->hbm_bandwidth > BytesPerSecond{0}))
       return fmt::format("{}: HBM bandwidth {} {}", d.name, d.gpu->hbm_bandwidth, p.empty() ? "must be > 0" : p);
   }
-  for (auto e : boost::make_iterator_range(boost::edges(graph_))) {
-    const Channel& c = graph_[e];
-    const auto name = [&] { return fmt::format("{} -> {}", graph_[source(e)].name, graph_[target(e)].name); };
+  for (const ChannelEnds& ends : channels_) {
+    const Channel& c = ends.properties;
+    const auto name = [&] { return fmt::format("{} -> {}", devices_[ends.source].name, devices_[ends.target].name); };
     if (auto p = quantity_problem(c.bandwidth()); !p.empty() || !(c.bandwidth() > BytesPerSecond{0}))
       return fmt::format("channel {}: bandwidth {} {}", name(), c.bandwidth(), p.empty() ? "must be > 0" : p);
     if (auto p = quantity_problem(c.latency); !p.empty())
       return fmt::format("channel {}: latency {} {}", name(), c.latency, p);
   }
   // Ports next: a switch with too many lanes is a wiring mistake that explains itself better than what it breaks.
-  for (auto v : boost::make_iterator_range(boost::vertices(graph_))) {
-    const Device& d = graph_[v];
+  for (auto v : devices()) {
+    const Device& d = devices_[v];
     if (d.ports > 0 && lanes_attached(v) > d.ports)
       return fmt::format("{} has {} lanes attached, more than its {} ports", d.name, lanes_attached(v), d.ports);
   }
@@ -381,14 +379,12 @@ std::optional<std::string> Fabric::check() const {
     while (parent[x] != x) x = parent[x] = parent[parent[x]];
     return x;
   };
-  for (auto e : boost::make_iterator_range(boost::edges(graph_))) {
-    const DeviceId u = boost::source(e, graph_), v = boost::target(e, graph_);
-    if (forwards(graph_[u].kind) && forwards(graph_[v].kind)) parent[find_root(u)] = find_root(v);
-  }
+  for (const auto& [u, v, c] : channels_)
+    if (forwards(devices_[u].kind) && forwards(devices_[v].kind)) parent[find_root(u)] = find_root(v);
   std::vector<std::vector<std::size_t>> groups(gpus_.size());  // per GPU: the forwarding groups it is attached to
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
-    for (auto e : boost::make_iterator_range(boost::out_edges(gpus_[i], graph_)))
-      if (forwards(graph_[boost::target(e, graph_)].kind)) groups[i].push_back(find_root(boost::target(e, graph_)));
+    for (auto c : out_[gpus_[i]])
+      if (forwards(devices_[target(c)].kind)) groups[i].push_back(find_root(target(c)));
     std::ranges::sort(groups[i]);
     groups[i].erase(std::unique(groups[i].begin(), groups[i].end()), groups[i].end());
   }
@@ -400,8 +396,8 @@ std::optional<std::string> Fabric::check() const {
   }
   if (!common.empty()) return std::nullopt;  // one switched fabric joins every GPU
   auto direct = [&](DeviceId a, DeviceId b) {
-    for (auto e : boost::make_iterator_range(boost::out_edges(a, graph_)))
-      if (boost::target(e, graph_) == b) return true;
+    for (auto c : out_[a])
+      if (target(c) == b) return true;
     return false;
   };
   for (std::size_t i = 0; i < gpus_.size(); ++i)
@@ -410,8 +406,8 @@ std::optional<std::string> Fabric::check() const {
       std::vector<std::size_t> both;
       std::ranges::set_intersection(groups[i], groups[j], std::back_inserter(both));
       if (both.empty() && !direct(gpus_[i], gpus_[j]))
-        return fmt::format("{} cannot reach {}: no switch or direct link joins them", graph_[gpus_[i]].name,
-                           graph_[gpus_[j]].name);
+        return fmt::format("{} cannot reach {}: no switch or direct link joins them", devices_[gpus_[i]].name,
+                           devices_[gpus_[j]].name);
     }
   return std::nullopt;
 }
@@ -422,11 +418,11 @@ std::vector<std::vector<DeviceId>> Fabric::crossbar_domains() const {
   auto switches = [&](DeviceId gpu, bool out) {
     std::vector<DeviceId> s;
     if (out) {
-      for (auto e : boost::make_iterator_range(boost::out_edges(gpu, graph_)))
-        if (graph_[boost::target(e, graph_)].kind == DeviceKind::nvswitch) s.push_back(boost::target(e, graph_));
+      for (auto c : out_[gpu])
+        if (devices_[target(c)].kind == DeviceKind::nvswitch) s.push_back(target(c));
     } else {
-      for (auto e : boost::make_iterator_range(boost::in_edges(gpu, graph_)))
-        if (graph_[boost::source(e, graph_)].kind == DeviceKind::nvswitch) s.push_back(boost::source(e, graph_));
+      for (auto c : in_[gpu])
+        if (devices_[source(c)].kind == DeviceKind::nvswitch) s.push_back(source(c));
     }
     std::ranges::sort(s);
     s.erase(std::unique(s.begin(), s.end()), s.end());
@@ -445,16 +441,16 @@ std::vector<std::vector<DeviceId>> Fabric::crossbar_domains() const {
     for (auto p : planes.first) plane[p] = true;
     bool clean = true;
     for (auto m : members)
-      for (auto e : boost::make_iterator_range(boost::out_edges(m, graph_))) {
-        const DeviceId x = boost::target(e, graph_);
+      for (auto c : out_[m]) {
+        const DeviceId x = target(c);
         if (member[x]) clean = false;  // a direct channel between two members
-        if (plane[x] || !forwards(graph_[x].kind)) continue;
-        for (auto f : boost::make_iterator_range(boost::out_edges(x, graph_)))
-          if (boost::target(f, graph_) != m && member[boost::target(f, graph_)]) clean = false;
+        if (plane[x] || !forwards(devices_[x].kind)) continue;
+        for (auto f : out_[x])
+          if (target(f) != m && member[target(f)]) clean = false;
       }
     if (clean) domains.push_back(std::move(members));
   }
-  std::ranges::sort(domains, [&](const auto& a, const auto& b) { return graph_[a[0]].index < graph_[b[0]].index; });
+  std::ranges::sort(domains, [&](const auto& a, const auto& b) { return devices_[a[0]].index < devices_[b[0]].index; });
   return domains;
 }
 
@@ -466,11 +462,11 @@ std::vector<DeviceId> Fabric::nvlink_domain(DeviceId gpu) const {
   while (!frontier.empty()) {
     const DeviceId u = frontier.back();
     frontier.pop_back();
-    for (auto e : boost::make_iterator_range(boost::out_edges(u, graph_))) {
-      const DeviceId v = boost::target(e, graph_);
-      const auto kind = graph_[v].kind;
-      if (seen[v] || graph_[e].kind != ChannelKind::nvlink) continue;
-      if (kind != DeviceKind::nvswitch && !(kind == DeviceKind::gpu && graph_[u].kind == DeviceKind::nvswitch))
+    for (auto c : out_[u]) {
+      const DeviceId v = target(c);
+      const auto kind = devices_[v].kind;
+      if (seen[v] || channel(c).kind != ChannelKind::nvlink) continue;
+      if (kind != DeviceKind::nvswitch && !(kind == DeviceKind::gpu && devices_[u].kind == DeviceKind::nvswitch))
         continue;
       seen[v] = true;
       if (kind == DeviceKind::gpu) domain.push_back(v);
@@ -487,7 +483,7 @@ Fabric::HopCounts Fabric::gpu_hop_counts(std::size_t max_sources) const {
   counts.min = unreached;
   const std::size_t stride = (gpus_.size() + max_sources - 1) / max_sources;
   for (std::size_t i = 0; i < gpus_.size(); i += stride) {
-    const auto distance = hop_distances(graph_, gpus_[i]);
+    const auto distance = hop_distances(*this, gpus_[i]);
     for (auto other : gpus_) {
       if (other == gpus_[i] || distance[other] == unreached) continue;
       counts.min = std::min(counts.min, distance[other]);

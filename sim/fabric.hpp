@@ -1,4 +1,4 @@
-// Fabric: what a platform is made of, as plain data (a Boost.Graph of devices and directed channels).
+// Fabric: what a platform is made of, as plain data (a directed graph of devices and channels).
 //
 // Topology builders (topologies/) write a Fabric; `snsim topo` prints it; the Simulation (sim/simulation.hpp)
 // turns it into SimGrid zones, hosts and links. Nothing here knows SimGrid, so topologies are tested without it.
@@ -12,6 +12,7 @@
 // bandwidth. Only switches forward traffic; GPUs and hosts are endpoints.
 #pragma once
 
+#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -19,8 +20,6 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <boost/graph/adjacency_list.hpp>
 
 #include "sim/units.hpp"
 
@@ -79,9 +78,41 @@ struct Channel {
   BytesPerSecond bandwidth() const { return lane_bandwidth * static_cast<double>(lanes); }
 };
 
-using FabricGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Device, Channel>;
-using DeviceId = FabricGraph::vertex_descriptor;
-using ChannelId = FabricGraph::edge_descriptor;
+/// Devices are numbered from 0 in the order they were added.
+using DeviceId = std::size_t;
+
+/// Channels are numbered from 0 in the order they were added. A type of its own, so that a device's number cannot be
+/// passed for a channel's; ordered (and hashed) by that number, so maps keyed by channel list them in that order.
+struct ChannelId {
+  std::size_t index = 0;
+  friend auto operator<=>(const ChannelId&, const ChannelId&) = default;
+};
+
+/// The ids 0, 1, ..., count - 1 of devices or channels, for range-for.
+template <class Id>
+class IdRange {
+ public:
+  class iterator {
+   public:
+    explicit iterator(std::size_t index) : index_{index} {}
+    Id operator*() const { return Id{index_}; }
+    iterator& operator++() {
+      ++index_;
+      return *this;
+    }
+    bool operator==(const iterator&) const = default;
+
+   private:
+    std::size_t index_;
+  };
+  explicit IdRange(std::size_t count) : count_{count} {}
+  iterator begin() const { return iterator{0}; }
+  iterator end() const { return iterator{count_}; }
+  std::size_t size() const { return count_; }
+
+ private:
+  std::size_t count_;
+};
 
 /// A set of parallel channels that share one hop of a route; traffic is striped over them.
 struct Hop {
@@ -108,13 +139,20 @@ class Fabric {
   /// Adds both directions with the same properties.
   void add_duplex(DeviceId a, DeviceId b, Channel channel);
 
-  const FabricGraph& graph() const { return graph_; }
-  const Device& device(DeviceId id) const { return graph_[id]; }
-  const Channel& channel(ChannelId id) const { return graph_[id]; }
-  DeviceId source(ChannelId id) const { return boost::source(id, graph_); }
-  DeviceId target(ChannelId id) const { return boost::target(id, graph_); }
-  std::size_t device_count() const { return boost::num_vertices(graph_); }
-  std::size_t channel_count() const { return boost::num_edges(graph_); }
+  const Device& device(DeviceId id) const { return devices_[id]; }
+  const Channel& channel(ChannelId id) const { return channels_[id.index].properties; }
+  DeviceId source(ChannelId id) const { return channels_[id.index].source; }
+  DeviceId target(ChannelId id) const { return channels_[id.index].target; }
+  std::size_t device_count() const { return devices_.size(); }
+  std::size_t channel_count() const { return channels_.size(); }
+  /// Every device, in id order.
+  IdRange<DeviceId> devices() const { return IdRange<DeviceId>{devices_.size()}; }
+  /// Every channel, in id order (the order they were added).
+  IdRange<ChannelId> channels() const { return IdRange<ChannelId>{channels_.size()}; }
+  /// The channels leaving a device, in the order they were added; routes list a hop's channels in this order.
+  const std::vector<ChannelId>& out_channels(DeviceId id) const { return out_[id]; }
+  /// The channels arriving at a device, in the order they were added.
+  const std::vector<ChannelId>& in_channels(DeviceId id) const { return in_[id]; }
 
   /// GPUs in rank order.
   const std::vector<DeviceId>& gpus() const { return gpus_; }
@@ -167,7 +205,13 @@ class Fabric {
   std::vector<DeviceId> nvlink_domain(DeviceId gpu) const;
 
  private:
-  FabricGraph graph_;
+  struct ChannelEnds {
+    DeviceId source, target;
+    Channel properties;
+  };
+  std::vector<Device> devices_;
+  std::vector<ChannelEnds> channels_;
+  std::vector<std::vector<ChannelId>> out_, in_;  // by device
   std::vector<DeviceId> gpus_;
   std::optional<DeviceId> host_;
   std::vector<DeviceId> nvme_;
@@ -190,7 +234,7 @@ class Router {
     std::vector<std::vector<DeviceId>> levels;  // levels[d]: the devices at distance d
     /// Labels the next level: over out-channels (forward) or in-channels (backward) of the last level's devices that
     /// may be passed through (switches and NICs, and the search's own end).
-    void expand(const FabricGraph& graph, bool forward);
+    void expand(const Fabric& fabric, bool forward);
     void reset();
   };
 
@@ -200,3 +244,8 @@ class Router {
 };
 
 }  // namespace snsim
+
+template <>
+struct std::hash<snsim::ChannelId> {
+  std::size_t operator()(const snsim::ChannelId& id) const noexcept { return std::hash<std::size_t>{}(id.index); }
+};

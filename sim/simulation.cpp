@@ -180,13 +180,12 @@ Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& eng
 
   // The first zone created becomes the engine's root (as create_full_zone's FullZone would); the engine owns it.
   auto* zone = (new Zone("fabric", *this))->get_iface();
-  const auto& graph = fabric.graph();
   hosts_.assign(fabric.device_count(), nullptr);
   memory_links_.assign(fabric.device_count(), std::nullopt);
   sm_holders_.assign(fabric.device_count(), 0);
   std::vector<DeviceId> endpoints;
-  for (auto v : boost::make_iterator_range(boost::vertices(graph))) {
-    const Device& d = graph[v];
+  for (auto v : fabric.devices()) {
+    const Device& d = fabric.device(v);
     if (!is_endpoint(d.kind)) continue;
     const double speed = d.gpu ? d.gpu->dense_bf16.count() : HOST_CPU_FLOPS;
     // Pstate k: the speed left with k SM holders (hold_sms), while some is left.

@@ -43,8 +43,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include <simgrid/s4u/Comm.hpp>
-#include <simgrid/s4u/Exec.hpp>
+#include <simgrid/forward.h>
 
 #include "sim/fabric.hpp"
 #include "sim/units.hpp"

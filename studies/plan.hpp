@@ -23,8 +23,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "sim/fabric.hpp"
 #include "sim/units.hpp"
 #include "workloads/training/memory.hpp"

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include "sim/error.hpp"
 #include "studies/test_support.hpp"

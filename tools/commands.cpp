@@ -313,9 +313,8 @@ int topo_command(const TopoOptions& o) {
   if (o.summary) {
     std::map<std::string, int> devices;
     std::map<std::string, std::pair<int, BytesPerSecond>> channels;
-    for (auto v : boost::make_iterator_range(boost::vertices(f.graph())))
-      ++devices[std::string(to_string(f.device(v).kind))];
-    for (auto e : boost::make_iterator_range(boost::edges(f.graph()))) {
+    for (auto v : f.devices()) ++devices[std::string(to_string(f.device(v).kind))];
+    for (auto e : f.channels()) {
       auto& [count, bandwidth] = channels[std::string(to_string(f.channel(e).kind))];
       ++count;
       bandwidth = bandwidth + f.channel(e).bandwidth();
@@ -326,7 +325,7 @@ int topo_command(const TopoOptions& o) {
     for (const auto& [kind, c] : channels) fmt::print("  {:<12} {:>8}  {}\n", kind, c.first, c.second);
   } else {
     fmt::print("# devices\n");
-    for (auto v : boost::make_iterator_range(boost::vertices(f.graph()))) {
+    for (auto v : f.devices()) {
       const Device& d = f.device(v);
       std::string what{to_string(d.kind)};
       if (d.gpu)
@@ -335,7 +334,7 @@ int topo_command(const TopoOptions& o) {
       fmt::print("  {:<12} {:<60} out {}\n", d.name, what, f.egress_bandwidth(v));
     }
     fmt::print("# channels (bandwidth per direction)\n");
-    for (auto e : boost::make_iterator_range(boost::edges(f.graph()))) {
+    for (auto e : f.channels()) {
       const Channel& c = f.channel(e);
       fmt::print("  {:>12} -> {:<12} {:<7} {:>2} x {:<10} = {:<12} latency {}\n", f.device(f.source(e)).name,
                  f.device(f.target(e)).name, to_string(c.kind), c.lanes, c.lane_bandwidth, c.bandwidth(), c.latency);

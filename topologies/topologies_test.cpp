@@ -1,5 +1,7 @@
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <vector>
 
 #include <doctest/doctest.h>
 
@@ -315,9 +317,8 @@ namespace {
 /// must equal, channel for channel and in order.
 std::optional<Route> reference_route(const Fabric& f, DeviceId from, DeviceId to) {
   if (from == to) return Route{};
-  const auto& graph = f.graph();
   auto forwards = [&](DeviceId v) {
-    const auto kind = graph[v].kind;
+    const auto kind = f.device(v).kind;
     return kind == DeviceKind::nvswitch || kind == DeviceKind::pcie_switch || kind == DeviceKind::nic ||
            kind == DeviceKind::ib_switch;
   };
@@ -337,9 +338,9 @@ std::optional<Route> reference_route(const Fabric& f, DeviceId from, DeviceId to
           }
         };
         if (forward)
-          for (auto e : boost::make_iterator_range(boost::out_edges(u, graph))) visit(boost::target(e, graph));
+          for (auto c : f.out_channels(u)) visit(f.target(c));
         else
-          for (auto e : boost::make_iterator_range(boost::in_edges(u, graph))) visit(boost::source(e, graph));
+          for (auto c : f.in_channels(u)) visit(f.source(c));
       }
       frontier = std::move(next);
     }
@@ -354,11 +355,11 @@ std::optional<Route> reference_route(const Fabric& f, DeviceId from, DeviceId to
   for (std::size_t k = 0; k < length; ++k) {
     std::vector<DeviceId> next;
     for (auto u : level)
-      for (auto e : boost::make_iterator_range(boost::out_edges(u, graph))) {
-        const DeviceId v = boost::target(e, graph);
+      for (auto c : f.out_channels(u)) {
+        const DeviceId v = f.target(c);
         if (v != to && !forwards(v)) continue;
         if (to_target[v] == far || to_target[v] + k + 1 != length) continue;
-        route.hops[k].channels.push_back(e);
+        route.hops[k].channels.push_back(c);
         next.push_back(v);
       }
     std::ranges::sort(next);
@@ -387,7 +388,7 @@ TEST_CASE("Router: the search from both ends finds every shortest path, as a sea
     CAPTURE(yaml);
     const Fabric f = build_checked(yaml);
     std::vector<DeviceId> endpoints;
-    for (auto v : boost::make_iterator_range(boost::vertices(f.graph()))) {
+    for (auto v : f.devices()) {
       const auto kind = f.device(v).kind;
       if (kind == DeviceKind::gpu || kind == DeviceKind::host || kind == DeviceKind::nvme) endpoints.push_back(v);
     }
@@ -415,4 +416,39 @@ TEST_CASE("Router: the search from both ends finds every shortest path, as a sea
   const DeviceId b = split.add_device({"b", DeviceKind::gpu, 1, {}});
   CHECK_FALSE(Router(split).route(a, b).has_value());
   CHECK(Router(split).route(a, a).has_value());
+}
+
+TEST_CASE("Fabric: devices, channels and each device's out- and in-channels are listed in the order they were added") {
+  // Routes list a hop's channels in out_channels order, and maps keyed by ChannelId (failures' bandwidth shares)
+  // iterate by id: both must follow insertion, whatever the ids' values.
+  Fabric f;
+  const DeviceId sw = f.add_device({"nvswitch0", DeviceKind::nvswitch, 0, {}});
+  const DeviceId g0 = f.add_device({"gpu0", DeviceKind::gpu, 0, {}});
+  const DeviceId g1 = f.add_device({"gpu1", DeviceKind::gpu, 1, {}});
+  const Channel nvlink{ChannelKind::nvlink, 2, BytesPerSecond{25e9}, Seconds{1e-7}};
+  const ChannelId to_g1 = f.add_channel(sw, g1, nvlink);
+  const ChannelId from_g0 = f.add_channel(g0, sw, nvlink);
+  const ChannelId to_g0 = f.add_channel(sw, g0, nvlink);
+  const ChannelId from_g1 = f.add_channel(g1, sw, nvlink);
+  const ChannelId direct = f.add_channel(g0, g1, nvlink);
+
+  std::vector<DeviceId> devices;
+  for (auto v : f.devices()) devices.push_back(v);
+  CHECK(devices == std::vector<DeviceId>{sw, g0, g1});
+  std::vector<ChannelId> channels;
+  for (auto c : f.channels()) channels.push_back(c);
+  CHECK(channels == std::vector<ChannelId>{to_g1, from_g0, to_g0, from_g1, direct});
+  CHECK(f.channel_count() == 5);
+  CHECK(f.out_channels(sw) == std::vector<ChannelId>{to_g1, to_g0});
+  CHECK(f.out_channels(g0) == std::vector<ChannelId>{from_g0, direct});
+  CHECK(f.in_channels(sw) == std::vector<ChannelId>{from_g0, from_g1});
+  CHECK(f.in_channels(g1) == std::vector<ChannelId>{to_g1, direct});
+  CHECK(f.source(direct) == g0);
+  CHECK(f.target(direct) == g1);
+  CHECK(f.channel(direct).lanes == 2);
+
+  const std::map<ChannelId, int> by_channel{{direct, 4}, {to_g1, 0}, {from_g1, 3}, {from_g0, 1}};
+  std::vector<ChannelId> keys;
+  for (const auto& entry : by_channel) keys.push_back(entry.first);
+  CHECK(keys == std::vector<ChannelId>{to_g1, from_g0, from_g1, direct});
 }

@@ -6,6 +6,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "sim/error.hpp"
 #include "workloads/replay/kernels.hpp"
