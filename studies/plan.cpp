@@ -146,7 +146,7 @@ Seconds estimate_step(const ModelSpec& model, const PlanCandidate& candidate, Fl
   const double flops = step_flops + per_micro * p.micro_batches * p.dp;
   double compute = flops / (gpus * peak.count());
   compute *= 1 + static_cast<double>(p.pp - 1) / (p.vp * p.micro_batches);  // the (interleaved) 1F1B bubble
-  const double e = element_bytes(m.dtype);
+  const double e = models::element_size(m.dtype);
   // TP: four all-reduces (or reduce-scatter + all-gather pairs) of the layer's b s h activations per layer, forward
   // and backward, on the rank's layers and micro-batches; a ring moves 2 (t - 1) / t of the bytes.
   double tp_time = 0;

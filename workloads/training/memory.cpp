@@ -20,7 +20,7 @@ double mlp_activations(const ModelSpec& m, double tokens, double f, double t, do
 /// Everything layer `layer` keeps without recomputation.
 double kept(const ModelSpec& m, const ParallelPlan& plan, int layer) {
   const double b = m.micro_batch, s = m.sequence, h = m.hidden, a = m.heads, t = plan.tp;
-  const double e = element_bytes(m.dtype), tokens = b * s;
+  const double e = models::element_size(m.dtype), tokens = b * s;
   // Outside the TP regions (norms, residuals, the blocks' inputs, dropout masks): split only with SP.
   const double outside = plan.sequence_parallel ? t : 1;
   const auto w = attention_widths(m);
@@ -63,7 +63,7 @@ int in_flight(const ParallelPlan& plan, int stage) {
 Bytes layer_activations(const ModelSpec& model, const ParallelPlan& plan, int layer) {
   if (plan.recompute == Recompute::full) {
     const double outside = plan.sequence_parallel ? plan.tp : 1;
-    return bytes_of(element_bytes(model.dtype) * model.micro_batch * model.sequence * model.hidden / outside);
+    return bytes_of(models::element_size(model.dtype) * model.micro_batch * model.sequence * model.hidden / outside);
   }
   return bytes_of(kept(model, plan, layer));
 }
@@ -114,7 +114,7 @@ Footprint stage_footprint(const ModelSpec& model, const ParallelPlan& plan, cons
     f.gradients = bytes_of((sharded + largest_unit) * gradient_bytes(model.dtype));
   }
 
-  const double e = element_bytes(model.dtype), tokens = static_cast<double>(model.micro_batch) * model.sequence;
+  const double e = models::element_size(model.dtype), tokens = static_cast<double>(model.micro_batch) * model.sequence;
   const double outside = plan.sequence_parallel ? plan.tp : 1;
   // Interleaved, a chunk-micro-batch holds one chunk's layers: 1 / vp of the stage's (chunks alike on average).
   double activations = per_micro_batch * f.in_flight / plan.vp;

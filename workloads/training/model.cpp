@@ -96,28 +96,12 @@ int ep_rank(const ParallelPlan& plan, int rank) {
   return stage_index(plan, rank) % plan.ep;
 }
 
-double element_bytes(Dtype dtype) {
-  switch (dtype) {
-    case Dtype::fp64:
-      return 8;
-    case Dtype::fp32:
-    case Dtype::tf32:
-      return 4;
-    case Dtype::bf16:
-    case Dtype::fp16:
-      return 2;
-    case Dtype::fp8:
-      return 1;
-  }
-  return 2;
-}
-
 double gradient_bytes(Dtype dtype) {
-  return dtype == Dtype::fp8 ? 2 : element_bytes(dtype);
+  return dtype == Dtype::fp8 ? 2 : models::element_size(dtype);
 }
 
 double activation_bytes(Dtype dtype) {
-  return dtype == Dtype::fp8 ? 2 : element_bytes(dtype);
+  return dtype == Dtype::fp8 ? 2 : models::element_size(dtype);
 }
 
 std::uint64_t routed_tokens(const ModelSpec& model, const ParallelPlan& plan) {
@@ -214,7 +198,7 @@ Bytes bytes_of(double x) {
 LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer) {
   if (plan.cp > 1) return context_parallel_forward(model, plan, moe_layer);
   const double b = model.micro_batch, s = model.sequence, h = model.hidden, a = model.heads;
-  const double t = plan.tp, e = element_bytes(model.dtype);
+  const double t = plan.tp, e = models::element_size(model.dtype);
   const double tokens = b * s;
   const auto w = attention_widths(model);
   const double f = moe_layer ? shared_ffn(model) : model.ffn_hidden;
@@ -245,7 +229,7 @@ LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, boo
 
 Kernel expert_forward(const ModelSpec& model, std::uint64_t tokens) {
   const double n = static_cast<double>(tokens), h = model.hidden, f = expert_ffn(model);
-  const double e = element_bytes(model.dtype);
+  const double e = models::element_size(model.dtype);
   const Kernel up = gemm(n, h, (mlp_matrices(model.mlp) - 1) * f, e), down = gemm(n, f, h, e);
   return {Flops{up.flops.count() + down.flops.count()},
           up.bytes + down.bytes + bytes_of(activation_passes(model.mlp) * n * f * e), true};
@@ -253,7 +237,8 @@ Kernel expert_forward(const ModelSpec& model, std::uint64_t tokens) {
 
 Kernel logits_forward(const ModelSpec& model, const ParallelPlan& plan) {
   const double tokens = static_cast<double>(model.micro_batch) * model.sequence / plan.cp;
-  Kernel k = gemm(tokens, model.hidden, static_cast<double>(model.vocabulary) / plan.tp, element_bytes(model.dtype));
+  Kernel k =
+      gemm(tokens, model.hidden, static_cast<double>(model.vocabulary) / plan.tp, models::element_size(model.dtype));
   // The softmax cross-entropy reads the logits once more (fp32).
   k.bytes += Bytes{static_cast<std::uint64_t>(std::llround(tokens * model.vocabulary / plan.tp * 4))};
   return k;

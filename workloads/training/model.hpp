@@ -57,6 +57,7 @@
 #include <string>
 #include <vector>
 
+#include "models/compute.hpp"
 #include "sim/config.hpp"
 #include "sim/fabric.hpp"
 #include "sim/units.hpp"
@@ -180,8 +181,6 @@ struct LayerForward {
   Kernel qkv, attention, projection, mlp_up, mlp_down, elementwise, router;
 };
 
-/// Bytes per element of `dtype`.
-double element_bytes(Dtype dtype);
 /// Bytes per gradient element: 16-bit formats (and fp8, whose master weights are bf16) reduce in bf16.
 double gradient_bytes(Dtype dtype);
 /// Bytes per element of the activations between kernels, as the TP collectives, the pipeline and the CP ring move

@@ -334,7 +334,7 @@ class RankEmitter {
     const auto& moe = *c_.model.moe;
     const MoeRoute& r = route(layer, mb);
     const double scale = backward ? 2 : 1;
-    const double token_bytes = c_.model.hidden * element_bytes(c_.model.dtype);
+    const double token_bytes = c_.model.hidden * models::element_size(c_.model.dtype);
     const int ep = c_.plan.ep, local = moe.experts / ep, mine = ep_rank(c_.plan, rank_), first = mine * local;
     if (!backward) compute(moe_kernels_.router, 1, info);
     if (!pgas_) {
