@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -315,6 +316,12 @@ void derive_matmul(const json& op, TraceNode& node) {
   const double m = a->dims[rank - 2], k = a->dims[rank - 1], n = b->dims[rank - 1];
   node.dtype = dtype_of(a->type);
   node.flops = Flops{2 * batch * m * k * n};
+  // Row-major PyTorch operands are cuBLAS's column-major ones transposed: the layout the GEMM model reads only
+  // matters for tf32, whose K-major operands PyTorch's contiguous [m,k] x [k,n] make NN.
+  const auto whole = [](double x) { return x >= 1 && x < 0x1p24 && x == std::floor(x); };
+  if (whole(m) && whole(n) && whole(k) && whole(batch))
+    node.gemm = models::Gemm{static_cast<std::int64_t>(m), static_cast<std::int64_t>(n), static_cast<std::int64_t>(k),
+                             static_cast<std::int64_t>(batch), models::GemmLayout::nn};
   node.hbm_bytes = whole_bytes(a->element_bytes * batch * (m * k + k * n + m * n));
 }
 

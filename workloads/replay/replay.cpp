@@ -284,7 +284,10 @@ std::vector<Program> build_programs(const std::vector<RankTrace>& traces, const 
           case TraceNode::Kind::kernel:
           case TraceNode::Kind::memory: {
             if (derived) {
-              push(ComputeOp{*n.flops, n.hbm_bytes, std::nullopt, n.dtype, true});
+              ComputeOp c{*n.flops, n.hbm_bytes, std::nullopt, n.dtype, true};
+              const bool shaped = n.gemm && n.dtype != Dtype::fp32 && n.dtype != Dtype::fp64;
+              if (shaped) c.gemm = n.gemm;  // timed by its tiles; fp32 GEMMs (no tensor cores) stay roofline
+              push(c);
               break;
             }
             const auto kind = n.kind == TraceNode::Kind::memory ? KernelClass::memory : classify(n.name);

@@ -373,11 +373,18 @@ TEST_CASE("replay: cost derived takes GEMM and attention FLOPs and elementwise b
       "topology: {type: hgx, gpus: 2}\nworkloads: [{type: program, ops: "
       "[barrier: {}]}]\n");
   const auto programs = build_programs(traces, scenario.fabric(), {.cost = KernelCost::derived}, 0, "t");
-  int roofline = 0;
+  int roofline = 0, shaped = 0;
   for (const auto& lane : std::get<StreamsOp>(programs[0].ops.front().what).streams)
     for (const auto& op : lane)
-      if (const auto* c = std::get_if<ComputeOp>(&op.what); c && !c->duration && op.tag >= 0) ++roofline;
+      if (const auto* c = std::get_if<ComputeOp>(&op.what); c && !c->duration && op.tag >= 0) {
+        ++roofline;
+        if (c->gemm) {  // a GEMM keeps its shape, for the GEMM model: its FLOPs are its shape's
+          ++shaped;
+          CHECK(c->gemm->flops().count() == doctest::Approx(c->flops.count()).epsilon(1e-12));
+        }
+      }
   CHECK(roofline == 81 + 12 + 216);
+  CHECK(shaped == 81);
 }
 
 TEST_CASE("replay: snsim replay runs a trace on its captured platform and on a platform scenario") {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/collective.hpp"
+#include "models/compute.hpp"
 #include "sim/fabric.hpp"
 #include "sim/units.hpp"
 
@@ -58,6 +59,7 @@ struct TraceNode {
   bool to_host = false;                         // host_copy: device -> host
   std::optional<TraceCollective> collective{};  // collective
   std::optional<Flops> flops{};                 // kernel: its work, where the trace has its operator's shapes
+  std::optional<models::Gemm> gemm{};           // kernel: a matrix multiply's shape (timed by the GEMM model)
   Bytes hbm_bytes{0};                           // kernel: its operands' bytes, with flops
   Dtype dtype = Dtype::bf16;                    // kernel: the number format of its flops
   std::vector<std::size_t> deps{};
