@@ -1,4 +1,6 @@
 // Parsing and records of kernels and copies (program/device_ops.hpp).
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "program/program.hpp"
@@ -48,8 +50,19 @@ void parse_compute(const ConfigNode& op, const OpParse& at) {
     if (!layout) shape->fail_key("layout", fmt::format("expected TN, NN, NT or TT, found '{}'", layout_name));
     g.layout = *layout;
     g.backward = shape->optional<bool>("backward", false);
-    if (fabric.device(fabric.gpus().front()).gpu->sms <= 0)
-      op.fail_key("gemm", "the GPU preset does not say how many SMs it has; give flops and bytes");
+    const auto& gpu = *fabric.device(fabric.gpus().front()).gpu;
+    if (gpu.sms <= 0) op.fail_key("gemm", "the GPU preset does not say how many SMs it has; give flops and bytes");
+    // The operands live in the GPU's memory: a shape whose A, B and C do not fit is no GEMM this GPU runs (and its
+    // byte count would not fit in 64 bits long before it stopped fitting in a double).
+    const double operands =
+        (static_cast<double>(g.m) * static_cast<double>(g.k) + static_cast<double>(g.k) * static_cast<double>(g.n) +
+         static_cast<double>(g.m) * static_cast<double>(g.n)) *
+        models::element_size(c.dtype) * static_cast<double>(g.batch);
+    if (operands > static_cast<double>(gpu.memory.count()))
+      shape->fail(fmt::format("its operands ({}) do not fit in one GPU's memory ({})",
+                              operands < 0x1p63 ? fmt::format("{}", Bytes{static_cast<std::uint64_t>(operands)})
+                                                : fmt::format("{:.3g} B", operands),
+                              gpu.memory));
     c.gemm = g;
     c.flops = g.flops();
     c.bytes = g.operand_bytes(models::element_size(c.dtype));

@@ -99,6 +99,12 @@ TEST_CASE("workloads: a gemm op's mistakes name the key, what was found and what
         "t.yaml:2:83: workloads[0].ops[0].compute.clock_mhz: must be between 100 and 1980, got 5000");
   CHECK(error("{time: 1us, launch: graph}") ==
         "t.yaml:2:65: workloads[0].ops[0].compute.launch: applies to computed kernels");
+  CHECK(error("{gemm: {m: 16777216, n: 16777216, k: 16777216, batch: 1048576}}") ==
+        "t.yaml:2:52: workloads[0].ops[0].compute.gemm: its operands (1.77e+21 B) do not fit in one GPU's memory "
+        "(140.401 GiB)");
+  CHECK(error("{gemm: {m: 262144, n: 262144, k: 262144}}") ==
+        "t.yaml:2:52: workloads[0].ops[0].compute.gemm: its operands (384 GiB) do not fit in one GPU's memory "
+        "(140.401 GiB)");
   CHECK(
       error("{gemm: {m: 8, n: 8, k: 8, size: 3}}") ==
       "t.yaml:2:71: workloads[0].ops[0].compute.gemm.size: unknown key; known keys: backward, batch, k, layout, m, n");
