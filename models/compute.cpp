@@ -208,10 +208,10 @@ GemmPlan ComputeModel::plan_gemm(const GpuSpec& gpu, const Gemm& g, Dtype dtype,
     }
     return gemm_efficiency_tf32;
   };
-  double efficiency = !(aligned(g.m) && aligned(g.n) && aligned(g.k)) ? gemm_efficiency_unaligned
-                      : dtype == Dtype::fp8                           ? gemm_efficiency_fp8
-                      : tf32                                          ? tf32_efficiency(g.layout)
-                                                                      : gemm_efficiency;
+  const double efficiency = !(aligned(g.m) && aligned(g.n) && aligned(g.k)) ? gemm_efficiency_unaligned
+                            : dtype == Dtype::fp8                           ? gemm_efficiency_fp8
+                            : tf32                                          ? tf32_efficiency(g.layout)
+                                                                            : gemm_efficiency;
   const double sm_rate = gpu.peak(dtype).value_or(gpu.dense_bf16).count() / sms * clock * efficiency;
   // Operand panels feed the tiles at a rate that binds 32-bit operands only: with 16- and 8-bit ones, no record of
   // ours ran slower than its MMA work (a fitted bound drifted past 200 TB/s).
