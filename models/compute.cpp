@@ -181,21 +181,29 @@ Flops Gemm::flops() const {
   return Flops{one * static_cast<double>(batch) * (backward ? 2 : 1)};
 }
 
-Bytes Gemm::operand_bytes(double element) const {
+double Gemm::operand_elements() const {
   const double mk = static_cast<double>(m) * static_cast<double>(k),
                kn = static_cast<double>(k) * static_cast<double>(n),
                mn = static_cast<double>(m) * static_cast<double>(n);
-  const double one = (mk + kn + mn) * element * static_cast<double>(batch);
-  return Bytes{static_cast<std::uint64_t>(std::llround(one * (backward ? 2 : 1)))};
+  return (mk + kn + mn) * static_cast<double>(batch) * (backward ? 2 : 1);
+}
+
+Bytes Gemm::operand_bytes(double element) const {
+  return Bytes{static_cast<std::uint64_t>(std::llround(operand_elements() * element))};
+}
+
+bool Gemm::tma_aligned(Dtype dtype) const {
+  const double element = element_size(dtype);
+  const auto aligned = [element](std::int64_t d) {
+    return static_cast<std::int64_t>(static_cast<double>(d) * element) % 16 == 0;
+  };
+  return aligned(m) && aligned(n) && aligned(k);
 }
 
 GemmPlan ComputeModel::plan_gemm(const GpuSpec& gpu, const Gemm& g, Dtype dtype, double clock) const {
   const bool tf32 = dtype == Dtype::tf32 || dtype == Dtype::fp32 || dtype == Dtype::fp64;
   const double element = element_size(dtype);
   const double sms = gpu.sms > 0 ? gpu.sms : 1;
-  // Leading dimensions in 16-byte multiples let TMA feed the tensor cores; otherwise cuBLAS falls back to kernels
-  // without it.
-  const auto aligned = [&](std::int64_t d) { return static_cast<std::int64_t>(d * element) % 16 == 0; };
   const auto tf32_efficiency = [this](GemmLayout layout) {
     switch (layout) {
       case GemmLayout::tn:
@@ -208,10 +216,10 @@ GemmPlan ComputeModel::plan_gemm(const GpuSpec& gpu, const Gemm& g, Dtype dtype,
     }
     return gemm_efficiency_tf32;
   };
-  const double efficiency = !(aligned(g.m) && aligned(g.n) && aligned(g.k)) ? gemm_efficiency_unaligned
-                            : dtype == Dtype::fp8                           ? gemm_efficiency_fp8
-                            : tf32                                          ? tf32_efficiency(g.layout)
-                                                                            : gemm_efficiency;
+  const double efficiency = !g.tma_aligned(dtype) ? gemm_efficiency_unaligned
+                            : dtype == Dtype::fp8 ? gemm_efficiency_fp8
+                            : tf32                ? tf32_efficiency(g.layout)
+                                                  : gemm_efficiency;
   const double sm_rate = gpu.peak(dtype).value_or(gpu.dense_bf16).count() / sms * clock * efficiency;
   // Operand panels feed the tiles at a rate that binds 32-bit operands only: with 16- and 8-bit ones, no record of
   // ours ran slower than its MMA work (a fitted bound drifted past 200 TB/s).

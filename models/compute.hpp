@@ -30,6 +30,9 @@ enum class GemmLayout { tn, nn, nt, tt };
 std::string_view to_string(GemmLayout layout);
 std::optional<GemmLayout> gemm_layout(std::string_view name);
 
+/// Bytes per element of a GEMM operand in `dtype` (tf32 is stored as fp32).
+double element_size(Dtype dtype);
+
 /// A GEMM: C (m x n) = A (m x k) B (k x n), `batch` times. `backward`: the two GEMMs of its backward pass instead,
 /// the input's gradient (m x k = m x n by n x k) and the weight's (k x n = k x m by m x n), as a linear layer's
 /// backward runs them.
@@ -41,12 +44,14 @@ struct Gemm {
 
   /// 2 m n k per GEMM, twice for `backward`.
   Flops flops() const;
+  /// Elements of A, B and C of one pass (all batches; twice for `backward`), as a double: no 64-bit overflow.
+  double operand_elements() const;
+  /// Every dimension a 16-byte multiple in `dtype`: TMA feeds the tensor cores; otherwise cuBLAS falls back to
+  /// kernels without it.
+  bool tma_aligned(Dtype dtype) const;
   /// A, B and C read or written once per GEMM, `element` bytes each.
   Bytes operand_bytes(double element) const;
 };
-
-/// Bytes per element of a GEMM operand in `dtype` (tf32 is stored as fp32).
-double element_size(Dtype dtype);
 
 /// How the model runs one GEMM: its tile, split-K and the tiles the busiest SM runs.
 struct GemmPlan {

@@ -54,10 +54,9 @@ void parse_compute(const ConfigNode& op, const OpParse& at) {
     if (gpu.sms <= 0) op.fail_key("gemm", "the GPU preset does not say how many SMs it has; give flops and bytes");
     // The operands live in the GPU's memory: a shape whose A, B and C do not fit is no GEMM this GPU runs (and its
     // byte count would not fit in 64 bits long before it stopped fitting in a double).
-    const double operands =
-        (static_cast<double>(g.m) * static_cast<double>(g.k) + static_cast<double>(g.k) * static_cast<double>(g.n) +
-         static_cast<double>(g.m) * static_cast<double>(g.n)) *
-        models::element_size(c.dtype) * static_cast<double>(g.batch);
+    models::Gemm one_pass = g;  // the backward pass's two GEMMs read the same tensors
+    one_pass.backward = false;
+    const double operands = one_pass.operand_elements() * models::element_size(c.dtype);
     if (operands > static_cast<double>(gpu.memory.count()))
       shape->fail(fmt::format("its operands ({}) do not fit in one GPU's memory ({})",
                               operands < 0x1p63 ? fmt::format("{}", Bytes{static_cast<std::uint64_t>(operands)})

@@ -121,9 +121,7 @@ struct Free {
 };
 
 bool aligned(const GemmRecord& r) {
-  const double e = models::element_size(r.dtype);
-  const auto ok = [e](std::int64_t d) { return static_cast<std::int64_t>(static_cast<double>(d) * e) % 16 == 0; };
-  return ok(r.gemm.m) && ok(r.gemm.n) && ok(r.gemm.k);
+  return r.gemm.tma_aligned(r.dtype);
 }
 
 }  // namespace

@@ -9,9 +9,6 @@
 //   gemm, gemm_batched      one (batched) GEMM per sample, events around a run of them
 //   gemm_method             the same GEMMs timed other ways: batch_events (a batch of calls between two events: no
 //                           event between GEMMs) and graph_replay (the calls captured in a CUDA graph)
-#include <algorithm>
-#include <cmath>
-
 #include <fmt/format.h>
 
 #include "validation/twins/twin_builders.hpp"
@@ -64,13 +61,8 @@ std::variant<Twin, std::string> compute(const TraceRecord& r, int gpus, const mo
     ops.push_back(op(workloads::ComputeOp{Flops{0}, Bytes{0}, models.stream->event_record}));
   if (method == "graph_replay") c.launch = models::Launch::graph;
   ops.push_back(op(c));
-  if (clock_mhz <= 0 && r.median > 0) {
-    // No clock read: the GEMMs ran back to back long enough for the power cap to settle, as the probe's warm-up
-    // calls; so do the twin's (five moving-average windows of the tensor duty, at most 2,000 GEMMs).
-    constexpr double WINDOWS = 5, MOST = 2000;
-    twin.warmup =
-        static_cast<int>(std::min(MOST, std::ceil(WINDOWS * models.compute->power_window.count() / r.median)));
-  }
+  // No clock read: the GEMMs ran back to back long enough for the power cap to settle; so do the twin's.
+  if (clock_mhz <= 0 && r.median > 0) twin.warmup = power_warmup(r.median, models);
   return twin;
 }
 

@@ -31,11 +31,6 @@ using workloads::Op;
 using workloads::PutOp;
 using workloads::SignalWaitOp;
 
-// Warm-up of a twin: this many moving-average windows of the tensor duty cycle (it then holds > 99 % of its
-// steady value), in at most this many samples.
-constexpr double WARMUP_WINDOWS = 5;
-constexpr double MAX_WARMUP = 2000;
-
 constexpr int SCATTERED = 0;  // the probe's signals: chunks scattered to their owner, averaged chunks gathered back
 constexpr int GATHERED = 1;
 
@@ -52,14 +47,17 @@ std::variant<Twin, std::string> layout(const TraceRecord& r, int gpus, const mod
 
 }  // namespace
 
+int power_warmup(double sample, const models::Models& models) {
+  constexpr double WINDOWS = 5, MOST = 2000;
+  return static_cast<int>(std::min(MOST, std::ceil(WINDOWS * models.compute->power_window.count() / sample)));
+}
+
 std::variant<Twin, std::string> step(const TraceRecord& r, int gpus, const models::Models& models) {
   auto made = layout(r, gpus, models);
   if (auto* twin = std::get_if<Twin>(&made)) {
     // Warm-up samples, as the probe ran warm-up iterations: enough for the power-capped clock to settle.
     const double sample = r.median * twin->repetitions;
-    if (sample > 0)
-      twin->warmup = static_cast<int>(
-          std::min(MAX_WARMUP, std::ceil(WARMUP_WINDOWS * models.compute->power_window.count() / sample)));
+    if (sample > 0) twin->warmup = power_warmup(sample, models);
   }
   return made;
 }

@@ -14,6 +14,10 @@ inline workloads::Op op(auto what) {
   return workloads::Op{std::move(what), 0, -1};
 }
 
+/// Warm-up samples before a twin's measured ones, as the probe's warm-up calls: five moving-average windows of the
+/// tensor duty (the power-capped clock then holds > 99 % of its steady value), at most 2,000 samples of `sample`.
+int power_warmup(double sample, const models::Models& models);
+
 /// The record's i-th rank, or 0.
 int rank_at(const TraceRecord& record, std::size_t i);
 /// An environment variable of the capture, or "".
