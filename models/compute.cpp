@@ -59,6 +59,15 @@ const ParamTable<ComputeModel>& compute_params() {
                 .check = positive,
                 .doc = "moving-average window of the tensor duty cycle"},
                [](ComputeModel& m) { return &m.power_window; });
+    // A tensor core's power follows its operands' toggling bits: on H200, bf16 GEMMs of constants or small
+    // integers hold higher clocks than on normal data at the same power cap (docs/models-and-validation.md#power-data).
+    params.add(
+        {.key = "low_entropy_power",
+         .unit = "fraction",
+         .fallback = 1.0,
+         .check = between(0.05, 1.0),
+         .doc = "power per tensor duty on low-entropy operands (constants, small integers), relative to normal data"},
+        [](ComputeModel& m) { return &m.low_entropy_power; });
     // Share of the SMs that an SM-driven copy or a collective kernel holds while it runs [estimate: NCCL runs
     // one CTA per channel, one SM each, and uses 16-32 channels on NVLink4 machines (NCCL_MIN/MAX_CTAS);
     // DeepEP's intranode kernels are tuned at 24 SMs (docs/hardware.md#gpus, DeepEP); 24 of the H100/H200's
@@ -176,6 +185,16 @@ std::optional<GemmLayout> gemm_layout(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view to_string(OperandData data) {
+  return data == OperandData::normal ? "normal" : "low_entropy";
+}
+
+std::optional<OperandData> operand_data(std::string_view name) {
+  for (const auto d : {OperandData::normal, OperandData::low_entropy})
+    if (to_string(d) == name) return d;
+  return std::nullopt;
+}
+
 Flops Gemm::flops() const {
   const double one = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   return Flops{one * static_cast<double>(batch) * (backward ? 2 : 1)};
@@ -267,11 +286,12 @@ double ComputeModel::clock_factor(const TensorDuty& duty, Seconds now) const {
   return d <= power_duty ? 1.0 : std::pow(power_duty / d, 1 / power_exponent);
 }
 
-void ComputeModel::account(TensorDuty& duty, Seconds start, Seconds end, double tensor_share) const {
+void ComputeModel::account(TensorDuty& duty, Seconds start, Seconds end, double tensor_share, OperandData data) const {
   if (power_duty >= 1) return;
   const double span = (end - duty.updated).count();
   if (!(span > 0)) return;
-  const double busy = std::min(1.0, tensor_share * (end - start).count() / span);
+  const double power = data == OperandData::normal ? 1.0 : low_entropy_power;
+  const double busy = std::min(1.0, tensor_share * power * (end - start).count() / span);
   const double keep = std::exp(-span / power_window.count());
   duty.value = duty.value * keep + busy * (1 - keep);
   duty.updated = end;

@@ -30,6 +30,13 @@ enum class GemmLayout { tn, nn, nt, tt };
 std::string_view to_string(GemmLayout layout);
 std::optional<GemmLayout> gemm_layout(std::string_view name);
 
+/// What a kernel's operands hold, for the power they draw: a tensor core's power follows how many operand bits
+/// toggle. `normal`: values with full mantissas, as a training job's activations and weights (and randomly
+/// initialised benchmarks) hold; `low_entropy`: constants, small integers or other values with few mantissa bits.
+enum class OperandData { normal, low_entropy };
+std::string_view to_string(OperandData data);
+std::optional<OperandData> operand_data(std::string_view name);
+
 /// Bytes per element of a GEMM operand in `dtype` (tf32 is stored as fp32).
 double element_size(Dtype dtype);
 
@@ -79,10 +86,12 @@ class ComputeModel final : public Model {
   // Power-capped clocks: a GPU keeps its boost clock while its tensor duty cycle stays at or below `power_duty`
   // (what its power limit sustains at full clock); above, the clock drops to (power_duty / duty)^(1/power_exponent)
   // of boost (dynamic power grows with the clock faster than linearly). The duty is a moving average over
-  // `power_window`. power_duty >= 1: never throttled.
+  // `power_window`. power_duty >= 1: never throttled. The duty counts a kernel's tensor time at the power its
+  // operands draw: normal data at 1, low-entropy data at `low_entropy_power`.
   double power_duty = 0;
   double power_exponent = 0;
   Seconds power_window;
+  double low_entropy_power = 0;
   // GEMMs by shape (gemm_time): the share of the SM's peak MMA rate a tile reaches, per operand format (bf16 and
   // fp16 share one). Hopper's tensor cores read tf32 operands K-major only, so a tf32 GEMM with one operand to
   // transpose (NN, TT) and one with both (NT) have their own.
@@ -105,8 +114,10 @@ class ComputeModel final : public Model {
 
   /// The clock factor (<= 1) of a kernel starting at `now` on a GPU with this recent duty.
   double clock_factor(const TensorDuty& duty, Seconds now) const;
-  /// Adds a kernel that ran from `start` to `end` with its tensor cores busy `tensor_share` of the time.
-  void account(TensorDuty& duty, Seconds start, Seconds end, double tensor_share) const;
+  /// Adds a kernel that ran from `start` to `end` with its tensor cores busy `tensor_share` of the time on
+  /// operands holding `data`.
+  void account(TensorDuty& duty, Seconds start, Seconds end, double tensor_share,
+               OperandData data = OperandData::normal) const;
 
   /// The FLOP side alone: flops / (the dtype's peak x efficiency x flop_rate), flop_rate the GPU's rate factor. The
   /// GPU must have a peak for `dtype` (checked when programs are parsed).

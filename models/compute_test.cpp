@@ -40,6 +40,27 @@ TEST_CASE("compute: always busy, the clock drops to (power_duty / 1)^(1 / expone
   CHECK(half.value == doctest::Approx(0.5).epsilon(1e-6));
 }
 
+TEST_CASE("compute: low-entropy operands count at low_entropy_power of their tensor time in the duty") {
+  const auto m =
+      load("models: {compute: {power_duty: 0.5, power_exponent: 2.5, power_window: 10ms, low_entropy_power: 0.6}}\n");
+  const auto& c = *m.compute;
+  TensorDuty normal, low;
+  for (int i = 0; i < 200; ++i) {
+    c.account(normal, Seconds{i * 1e-3}, Seconds{(i + 1) * 1e-3}, 1.0, OperandData::normal);
+    c.account(low, Seconds{i * 1e-3}, Seconds{(i + 1) * 1e-3}, 1.0, OperandData::low_entropy);
+  }
+  CHECK(normal.value == doctest::Approx(1.0).epsilon(1e-6));
+  CHECK(low.value == doctest::Approx(0.6).epsilon(1e-6));
+  // Always busy: normal data settles at (0.5 / 1)^(1/2.5) of boost, low-entropy data at (0.5 / 0.6)^(1/2.5).
+  CHECK(c.clock_factor(normal, Seconds{0.2}) == doctest::Approx(std::pow(0.5, 1 / 2.5)).epsilon(1e-6));
+  CHECK(c.clock_factor(low, Seconds{0.2}) == doctest::Approx(std::pow(0.5 / 0.6, 1 / 2.5)).epsilon(1e-6));
+  CHECK(to_string(OperandData::low_entropy) == "low_entropy");
+  CHECK(operand_data("normal") == OperandData::normal);
+  CHECK_FALSE(operand_data("zeros"));
+  CHECK(error("models: {compute: {low_entropy_power: 0}}\n") ==
+        "t.yaml:1:39: models.compute.low_entropy_power: must be between 0.05 and 1, got 0");
+}
+
 TEST_CASE("compute: power and queue-gap keys are checked") {
   CHECK(error("models: {compute: {power_duty: 1.5}}\n") ==
         "t.yaml:1:32: models.compute.power_duty: must be between 0.05 and 1, got 1.5");

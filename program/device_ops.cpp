@@ -78,6 +78,13 @@ void parse_compute(const ConfigNode& op, const OpParse& at) {
     c.clock_mhz = op.required<double>("clock_mhz");
     check_between(op, "clock_mhz", *c.clock_mhz, 100.0, boost);
   }
+  if (op.has("operands")) {
+    if (c.duration) op.fail_key("operands", "applies to computed kernels, not to a fixed time");
+    const auto name = op.required<std::string>("operands");
+    const auto data = models::operand_data(name);
+    if (!data) op.fail_key("operands", fmt::format("expected normal or low_entropy, found '{}'", name));
+    c.operands = *data;
+  }
   at.for_each_rank([&](int) { return c; });
 }
 

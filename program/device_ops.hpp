@@ -28,6 +28,7 @@ struct ComputeOp {
   // A locked SM clock in MHz (nvidia-smi -lgc, or the clock a record was read at): replaces the power-capped clock
   // for this kernel; the peaks are the preset's boost clock's.
   std::optional<double> clock_mhz{};
+  models::OperandData operands = models::OperandData::normal;  // what the operands hold: the power they draw
 };
 
 struct CopyOp {

@@ -6,6 +6,7 @@
 #include "scenario/scenario.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include <fmt/format.h>
@@ -97,6 +98,10 @@ TEST_CASE("workloads: a gemm op's mistakes name the key, what was found and what
         "not fp64; give flops and bytes");
   CHECK(error("{gemm: {m: 8, n: 8, k: 8}, clock_mhz: 5000}") ==
         "t.yaml:2:83: workloads[0].ops[0].compute.clock_mhz: must be between 100 and 1980, got 5000");
+  CHECK(error("{gemm: {m: 8, n: 8, k: 8}, operands: zeros}") ==
+        "t.yaml:2:82: workloads[0].ops[0].compute.operands: expected normal or low_entropy, found 'zeros'");
+  CHECK(error("{time: 1us, operands: normal}") ==
+        "t.yaml:2:67: workloads[0].ops[0].compute.operands: applies to computed kernels, not to a fixed time");
   CHECK(error("{time: 1us, launch: graph}") ==
         "t.yaml:2:65: workloads[0].ops[0].compute.launch: applies to computed kernels");
   CHECK(error("{gemm: {m: 16777216, n: 16777216, k: 16777216, batch: 1048576}}") ==
@@ -151,4 +156,35 @@ TEST_CASE("workloads: a gemm op runs for the compute model's gemm_time at its lo
   backward.backward = true;
   CHECK(run("{gemm: {m: 8192, n: 8192, k: 8192, backward: true}}") ==
         doctest::Approx((c.launch + c.gemm_time(h200, backward, Dtype::bf16)).count()).epsilon(1e-9));
+}
+
+TEST_CASE("workloads: under the power cap, GEMMs on low-entropy operands hold a higher clock than on normal data") {
+  // 400 back-to-back 8192^3 GEMMs (~0.6 s) under a cap that sustains a tensor duty of 0.5 on normal data.
+  const auto run = [](const std::string& operands) {
+    return std::stod(run_isolated([&] {
+      std::string ops = "[";
+      for (int i = 0; i < 400; ++i)
+        ops += fmt::format("{}{{compute: {{gemm: {{m: 8192, n: 8192, k: 8192}}, pipelined: true, operands: {}}}}}",
+                           i ? ", " : "", operands);
+      const std::string yaml =
+          "topology: {type: hgx, gpus: 2}\n"
+          "models: {compute: {power_duty: 0.5, power_exponent: 2.5, power_window: 10ms, low_entropy_power: 0.6}}\n"
+          "workloads: [{type: program, ranks: 0, ops: " +
+          ops + "]}]\n";
+      return fmt::format("{:.17g}", span(load(yaml).run()));
+    }));
+  };
+  const auto models = models::Models::load(ConfigDocument::load_string("{}", "m.yaml")->root().section("models"));
+  const auto& presets = topologies::gpu_presets();
+  const GpuSpec h200 = *std::ranges::find_if(presets, [](const GpuSpec& g) { return g.model == "h200"; });
+  const double gemm = models.compute->gemm_time(h200, models::Gemm{8192, 8192, 8192}, Dtype::bf16).count();
+  const double normal = run("normal"), low = run("low_entropy");
+  // The first power window runs near boost; after it, each GEMM takes its boost time over the steady clock:
+  // (0.5 / 1)^(1/2.5) of boost on normal data, (0.5 / 0.6)^(1/2.5) on low-entropy data.
+  const double steady_normal = 400 * gemm / std::pow(0.5, 1 / 2.5),
+               steady_low = 400 * gemm / std::pow(0.5 / 0.6, 1 / 2.5);
+  CHECK(normal < steady_normal);
+  CHECK(normal > 0.97 * steady_normal);
+  CHECK(low < steady_low);
+  CHECK(low > 0.97 * steady_low);
 }

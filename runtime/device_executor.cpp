@@ -30,7 +30,7 @@ void DeviceExecutor::run(int rank, const ComputeOp& op) {
       jitter;
   const Seconds memory = model.memory_time(spec, op.bytes, variability_.hbm_rate(gpu)) * jitter;
   simulation_.kernel(gpu, math, memory, op.bytes);
-  model.account(duty, start, Simulation::now(), math >= memory ? 1.0 : math / memory);
+  model.account(duty, start, Simulation::now(), math >= memory ? 1.0 : math / memory, op.operands);
 }
 
 void DeviceExecutor::run(int rank, const CopyOp& op) {

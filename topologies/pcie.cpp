@@ -31,7 +31,12 @@ const ParamTable<PcieSwitch>& pcie_params() {
     ParamTable<PcieSwitch> params;
     params.add({.key = "gpu", .unit = "h100|h200", .fallback = std::string("h200"), .doc = "GPU model"},
                [](PcieSwitch& t) { return &t.gpu_model; });
-    params.add({.key = "gpus", .unit = "GPUs", .fallback = 8, .check = between(2, 8), .doc = "number of GPUs"},
+    // One GPU is a workstation's or a cloud instance's single GPU: the machine single-GPU steps are measured on.
+    params.add({.key = "gpus",
+                .unit = "GPUs",
+                .fallback = 8,
+                .check = between(1, 8),
+                .doc = "number of GPUs (1: one GPU in its host)"},
                [](PcieSwitch& t) { return &t.gpus; });
     params.add({.key = "pcie_bandwidth",
                 .unit = "bytes/s per direction",

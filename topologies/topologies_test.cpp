@@ -73,6 +73,17 @@ TEST_CASE("pcie: peers talk through the switch") {
   CHECK(f.bisection_bandwidth().count() == doctest::Approx(2 * 63e9));
 }
 
+TEST_CASE("pcie: one GPU in its host, the single-GPU machine") {
+  const Fabric f = build("topology: {type: pcie, gpus: 1}");
+  REQUIRE(f.gpus().size() == 1);
+  REQUIRE(f.host());
+  const auto to_host = f.route(f.gpus()[0], *f.host());
+  REQUIRE(to_host);
+  CHECK(to_host->hops.size() == 2);  // GPU -> PCIe switch -> host
+  CHECK_THROWS_WITH_AS(build("topology: {type: pcie, gpus: 0}"),
+                       "t.yaml:1:30: topology.gpus: must be between 1 and 8, got 0", InputError);
+}
+
 TEST_CASE("topologies: bad parameters are pinned errors") {
   CHECK_THROWS_WITH_AS(build("topology: {type: hgx, gpus: 9}"),
                        "t.yaml:1:29: topology.gpus: must be between 2 and 8, got 9", InputError);

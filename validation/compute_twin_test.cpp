@@ -106,3 +106,43 @@ TEST_CASE("compute split: a GEMM shape calibrates or validates in every timing m
   CHECK(method_uses[0] == Use::calibration);
   CHECK(method_uses[1] == Use::validation);
 }
+
+TEST_CASE("compute twins: sustained GEMMs run at the power model's clock with the power their operands draw") {
+  const auto models = default_models();
+  auto data = [](const std::string& pattern) {
+    TraceRecord r = gemm(8192, 8192, 8192, "events_per_chunk", 1486, "gemm_data");
+    r.variant = pattern;
+    r.extra["pattern"] = pattern == "normal_again" ? "normal" : pattern;
+    r.extra["gemms_per_sample"] = 8;
+    r.extra.erase("layout");  // the probe's gemm_data records name no layout: TN
+    return r;
+  };
+  const auto twin_of = [&](const TraceRecord& r) {
+    const auto made = make_twin(trace_of({r}), r, 1, models);
+    REQUIRE(std::holds_alternative<Twin>(made));
+    return std::get<Twin>(made);
+  };
+  for (const auto& [pattern, operands] :
+       {std::pair{"normal", models::OperandData::normal}, std::pair{"uniform", models::OperandData::normal},
+        std::pair{"small_int", models::OperandData::low_entropy},
+        std::pair{"zeros", models::OperandData::low_entropy}}) {
+    CAPTURE(pattern);
+    const Twin t = twin_of(data(pattern));
+    REQUIRE(t.sample[0].size() == 8);  // a chunk: gemms_per_sample GEMMs queued back to back
+    CHECK(t.repetitions == 8);
+    const auto& kernel = std::get<workloads::ComputeOp>(t.sample[0][0].what);
+    CHECK(kernel.operands == operands);
+    CHECK_FALSE(kernel.clock_mhz);  // the clock read is what the power model must predict, not an input
+    REQUIRE(kernel.gemm);
+    CHECK(kernel.gemm->layout == models::GemmLayout::tn);
+    CHECK(t.warmup > 0);
+  }
+  const auto unknown = make_twin(trace_of({}), data("checkerboard"), 1, models);
+  REQUIRE(std::holds_alternative<std::string>(unknown));
+  CHECK(std::get<std::string>(unknown) == "compute/gemm_data: operand pattern 'checkerboard' is not modelled");
+  // The sustained record fits the power cap; the patterns check it.
+  const Trace uses = trace_of({gemm(8192, 8192, 8192, "events_per_chunk", 1489, "gemm_sustained"), data("normal")});
+  const auto split = split_records({{&uses, &uses.records[0]}, {&uses, &uses.records[1]}});
+  CHECK(split[0] == Use::calibration);
+  CHECK(split[1] == Use::validation);
+}

@@ -14,6 +14,15 @@ int rank_at(const TraceRecord& r, std::size_t i) {
   return r.ranks.size() > i ? r.ranks[i] : 0;
 }
 
+std::optional<models::OperandData> recorded_operands(const TraceRecord& r, models::OperandData missing) {
+  const std::string data = r.extra.value("data", r.extra.value("pattern", std::string()));
+  if (data.empty()) return missing;
+  if (data == "normal" || data == "random" || data == "uniform") return models::OperandData::normal;
+  if (data == "zeros" || data == "ones" || data == "small_int" || data == "low_entropy")
+    return models::OperandData::low_entropy;
+  return std::nullopt;
+}
+
 std::string env(const Trace& trace, const char* name) {
   const auto it = trace.header.env.find(name);
   return it != trace.header.env.end() && it->is_string() ? it->get<std::string>() : std::string();

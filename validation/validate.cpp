@@ -33,9 +33,9 @@ namespace {
 constexpr int JITTER_SAMPLES = 50'000;
 
 /// The use of records that do not alternate along their curve: jitter distributions and training steps only
-/// validate (what the models compose to), the step family's lone GEMMs only calibrate (the compute rate, as the
-/// probe's launch records are the launch costs and crosscheck's host clocks the host's; launches timed other ways
-/// validate them).
+/// validate (what the models compose to), the probe's lone GEMMs of the step family only calibrate (the compute rate
+/// and the power model, as the probe's launch records are the launch costs and crosscheck's host clocks the host's;
+/// launches and GEMMs timed by other programs validate them).
 std::optional<Use> fixed_use(const TracedRecord& t) {
   const auto& r = *t.record;
   if (r.family == Family::launch) {
@@ -45,13 +45,19 @@ std::optional<Use> fixed_use(const TracedRecord& t) {
     return fitted ? Use::calibration : Use::validation;
   }
   if (r.family == Family::jitter) return Use::validation;
-  if (r.family == Family::step) return r.test == "gemm" ? Use::calibration : Use::validation;
+  // The probe's lone GEMMs fit the compute rate and the power model; other programs' GEMMs (other operand data, other
+  // timing) check them.
+  if (r.family == Family::step)
+    return r.test == "gemm" && timing_method(*t.trace, r) == "probe" ? Use::calibration : Use::validation;
   if (r.family == Family::compute) {
     // GEMMs split by shape, not along a curve: half the shapes fit the kernel model, the other half check it, so a
     // shape is never predicted from its own time (nor its neighbours' in the file). GEMMs batched between two
     // events fit the event's cost apart from the kernel's (with the GEMMs timed an event each); the other methods
     // validate.
     if (r.test == "gemm_method") return r.variant == "batch_events" ? Use::calibration : Use::validation;
+    // Sustained normal-data GEMMs fit the power cap's clock; the same GEMM on each operand pattern checks it.
+    if (r.test == "gemm_sustained") return Use::calibration;
+    if (r.test == "gemm_data") return Use::validation;
     const std::string shape =
         fmt::format("{}/{}/{}x{}x{}x{}", r.extra.value("dtype", ""), r.extra.value("layout", ""), extra_number(r, "m"),
                     extra_number(r, "n"), extra_number(r, "k"), extra_number(r, "batch", 1));

@@ -7,7 +7,11 @@
 //   1. The bursts with the longest gaps run at boost clock (their GEMMs take the least time, and the two longest
 //      gaps agree): flop_efficiency from them.
 //   2. The others are throttled: ln(t' / t'_boost) = (ln duty - ln power_duty) / k on the kernel part t' = t -
-//      queue_gap, a line in ln duty: k and power_duty from its slope and intercept (least squares).
+//      queue_gap, a line in ln duty: k and the bursts' power_duty from its slope and intercept (least squares).
+//   3. The bursts' operands are low-entropy (k/1024 - 1: few mantissa bits), which draw less power than a training
+//      job's data. compute/gemm_sustained ran 25 s of GEMMs on normal-distributed operands at a duty of 1, with the SM
+//      clock read every second: its clock share f gives power_duty = f^k for normal data, and the bursts' duty over
+//      it low_entropy_power (a duty d of low-entropy data draws what d x low_entropy_power of normal data does).
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -26,6 +30,49 @@ namespace {
 constexpr std::string_view DUTY_PREFIX = "duty_gap_";
 // GEMMs within this share of the fastest run at the same clock (the probe's run-to-run spread is ~0.3 %).
 constexpr double SAME_CLOCK = 0.01;
+
+/// Step 3: power_duty on normal data, from the clocks sustained GEMMs held, and low_entropy_power from the throttled
+/// `bursts`' duty (`bursts_duty`, on low-entropy data) over it. Without sustained records, the bursts' duty stands for
+/// both.
+void normal_data_power(Fit& fit, double exponent, double bursts_duty, const std::vector<TracedRecord>& bursts) {
+  const auto sustained = fit.select(
+      Family::compute, {"gemm_sustained"}, std::nullopt,
+      [](const TraceRecord& r) {
+        return extra_number(r, "sm_clock_mhz") > 0 && extra_number(r, "max_sm_clock_mhz") > 0;
+      },
+      "events_per_chunk");
+  if (sustained.empty()) {
+    fit.note("compute.power_duty: no sustained GEMMs on normal data: the low-entropy bursts' duty stands for it");
+    fit.add_number(
+        "compute.power_duty", bursts_duty,
+        "ln(t / t_boost) = (ln duty - ln power_duty) / exponent, least squares over the throttled GEMM bursts", bursts);
+    return;
+  }
+  double log_share = 0;  // the mean of ln f over the records, each weighted by its seconds of telemetry
+  double seconds = 0;
+  for (const auto& t : sustained) {
+    const double f =
+        std::min(1.0, extra_number(*t.record, "sm_clock_mhz") / extra_number(*t.record, "max_sm_clock_mhz"));
+    const double w = std::max(1.0, extra_number(*t.record, "seconds", 1));
+    log_share += w * std::log(f);
+    seconds += w;
+  }
+  const double duty = std::min(1.0, std::exp(exponent * log_share / seconds));
+  fit.add_number("compute.power_duty", duty,
+                 fmt::format("f^exponent, f the SM clock over its maximum read while normal-data GEMMs ran back to "
+                             "back (duty 1), exponent from the GEMM bursts ({:.3g})",
+                             exponent),
+                 sustained);
+  fit.add_number("compute.low_entropy_power", std::clamp(duty / bursts_duty, 0.05, 1.0),
+                 fmt::format("power_duty on normal data over the low-entropy GEMM bursts' power_duty ({:.3g}): "
+                             "the bursts throttle at a duty that many times higher",
+                             bursts_duty),
+                 [&] {
+                   auto both = sustained;
+                   both.insert(both.end(), bursts.begin(), bursts.end());
+                   return both;
+                 }());
+}
 
 }  // namespace
 
@@ -72,11 +119,11 @@ void compute(Fit& fit) {
     return;
   }
   const double exponent = 1 / line[0];
-  const double duty = std::exp(-line[1] * exponent);
-  const std::string method =
-      "ln(t / t_boost) = (ln duty - ln power_duty) / exponent, least squares over the throttled GEMM bursts";
-  fit.add_number("compute.power_exponent", exponent, method, throttled);
-  fit.add_number("compute.power_duty", std::min(1.0, duty), method, throttled);
+  const double bursts_duty = std::min(1.0, std::exp(-line[1] * exponent));
+  fit.add_number("compute.power_exponent", exponent,
+                 "ln(t / t_boost) = (ln duty - ln power_duty) / exponent, least squares over the throttled GEMM bursts",
+                 throttled);
+  normal_data_power(fit, exponent, bursts_duty, throttled);
 }
 
 }  // namespace snsim::validation::fits

@@ -4,11 +4,17 @@
 // instead of the queue gap). A record without a clock reading runs after warm-up GEMMs, at the power model's clock. The
 // SM clock the probe read during the record (sm_clock_mhz) is the kernel's: the capture ran for minutes under its power
 // cap, and which clock a record found depends on what ran before it, which the twin does not replay; the power model is
-// validated on its own records (gemm_sustained, the step family's duty bursts).
+// checked on its own records (gemm_sustained and gemm_data, below).
 //
 //   gemm, gemm_batched      one (batched) GEMM per sample, events around a run of them
 //   gemm_method             the same GEMMs timed other ways: batch_events (a batch of calls between two events: no
 //                           event between GEMMs) and graph_replay (the calls captured in a CUDA graph)
+//   gemm_sustained,         8192^3 GEMMs back to back for seconds, a sample the time per GEMM of a chunk of
+//   gemm_data               gemms_per_sample between two events (events_per_chunk), on normal-distributed operands
+//                           or (gemm_data) each `pattern` in turn: these run at the power model's clock, not the
+//                           clock read, with the power their operands draw -- the power model's own check
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "validation/twins/twin_builders.hpp"
@@ -37,9 +43,37 @@ std::variant<RecordedGemm, std::string> recorded_gemm(const TraceRecord& r) {
 }
 
 namespace twins {
+namespace {
+
+/// The GEMMs of one chunk, queued back to back at the power model's clock.
+std::variant<Twin, std::string> sustained(const TraceRecord& r, int gpus, const models::Models& models) {
+  auto recorded = recorded_gemm(r);
+  if (auto* reason = std::get_if<std::string>(&recorded)) return *reason;
+  const auto operands = recorded_operands(r, models::OperandData::normal);
+  if (!operands) return fmt::format("compute/{}: operand pattern '{}' is not modelled", r.test, r.variant);
+  const auto& g = std::get<RecordedGemm>(recorded);
+  workloads::ComputeOp c;
+  c.gemm = g.gemm;
+  c.dtype = g.dtype;
+  c.flops = g.gemm.flops();
+  c.bytes = g.gemm.operand_bytes(models::element_size(g.dtype));
+  c.pipelined = true;
+  c.operands = *operands;
+  Twin twin;
+  twin.sample.resize(static_cast<std::size_t>(gpus));
+  const int count = std::max(1, static_cast<int>(extra_number(r, "gemms_per_sample", 1)));
+  auto& ops = twin.sample[static_cast<std::size_t>(rank_at(r, 0))];
+  for (int i = 0; i < count; ++i) ops.push_back(op(c));
+  twin.repetitions = count;
+  if (r.median > 0) twin.warmup = power_warmup(r.median * count, models);
+  return twin;
+}
+
+}  // namespace
 
 std::variant<Twin, std::string> compute(const TraceRecord& r, int gpus, const models::Models& models,
                                         const std::string& method) {
+  if (r.test == "gemm_sustained" || r.test == "gemm_data") return sustained(r, gpus, models);
   if (r.test != "gemm" && r.test != "gemm_batched" && r.test != "gemm_method")
     return fmt::format("compute/{}: only GEMMs are modelled by kernel yet", r.test);
   if (method != "events_back_to_back" && method != "batch_events" && method != "graph_replay")

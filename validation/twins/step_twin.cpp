@@ -34,8 +34,9 @@ using workloads::SignalWaitOp;
 constexpr int SCATTERED = 0;  // the probe's signals: chunks scattered to their owner, averaged chunks gathered back
 constexpr int GATHERED = 1;
 
-ComputeOp gemm(double n) {
+ComputeOp gemm(double n, models::OperandData operands) {
   ComputeOp c;
+  c.operands = operands;
   c.flops = Flops{2 * n * n * n};
   c.bytes = Bytes{static_cast<std::uint64_t>(3 * n * n * 2)};  // A, B and C in bf16
   c.dtype = Dtype::bf16;
@@ -43,7 +44,8 @@ ComputeOp gemm(double n) {
   return c;
 }
 
-std::variant<Twin, std::string> layout(const TraceRecord& r, int gpus, const models::Models& models);
+std::variant<Twin, std::string> layout(const TraceRecord& r, int gpus, const models::Models& models,
+                                       models::OperandData operands);
 
 }  // namespace
 
@@ -53,7 +55,12 @@ int power_warmup(double sample, const models::Models& models) {
 }
 
 std::variant<Twin, std::string> step(const TraceRecord& r, int gpus, const models::Models& models) {
-  auto made = layout(r, gpus, models);
+  if (r.extra.value("method", std::string()) == "events_single")
+    return std::string("one GEMM per host synchronisation: the host's time between samples is not recorded");
+  // snsim-probe's step family fills its operands with k/1024 - 1 (few mantissa bits); other programs say theirs.
+  const auto operands = recorded_operands(r, models::OperandData::low_entropy);
+  if (!operands) return fmt::format("operand data '{}' is not modelled", r.extra.value("data", std::string()));
+  auto made = layout(r, gpus, models, *operands);
   if (auto* twin = std::get_if<Twin>(&made)) {
     // Warm-up samples, as the probe ran warm-up iterations: enough for the power-capped clock to settle.
     const double sample = r.median * twin->repetitions;
@@ -64,7 +71,8 @@ std::variant<Twin, std::string> step(const TraceRecord& r, int gpus, const model
 
 namespace {
 
-std::variant<Twin, std::string> layout(const TraceRecord& r, int gpus, const models::Models& models) {
+std::variant<Twin, std::string> layout(const TraceRecord& r, int gpus, const models::Models& models,
+                                       models::OperandData operands) {
   Twin twin;
   twin.sample.resize(static_cast<std::size_t>(gpus));
   if (r.test == "gemm") {
@@ -74,7 +82,7 @@ std::variant<Twin, std::string> layout(const TraceRecord& r, int gpus, const mod
       return std::string("gemm record without square m, n, k extras");
     const int count =
         std::max(1, static_cast<int>(extra_number(r, r.variant == "bf16" ? "gemms_per_sample" : "gemms_per_burst", 1)));
-    ComputeOp c = gemm(n);
+    ComputeOp c = gemm(n, operands);
     c.bytes = r.bytes;
     auto& ops = twin.sample[static_cast<std::size_t>(rank_at(r, 0))];
     for (int i = 0; i < count; ++i) ops.push_back(op(c));
@@ -101,7 +109,7 @@ std::variant<Twin, std::string> layout(const TraceRecord& r, int gpus, const mod
   for (int i = 0; i < ranks; ++i) {
     const int rank = r.ranks[static_cast<std::size_t>(i)];
     auto& ops = twin.sample[static_cast<std::size_t>(rank)];
-    for (int g = 0; g < (rank == slow_rank ? slow_gemms : gemms); ++g) ops.push_back(op(gemm(n)));
+    for (int g = 0; g < (rank == slow_rank ? slow_gemms : gemms); ++g) ops.push_back(op(gemm(n, operands)));
     if (r.test == "bsp") {
       CollectiveOp all_reduce;
       all_reduce.kind = models::CollectiveKind::all_reduce;

@@ -1,9 +1,11 @@
 // What the per-family twin builders share (validation/twins/*.cpp); not for use outside validation/.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <variant>
 
+#include "models/compute.hpp"
 #include "models/pgas.hpp"
 #include "validation/twins.hpp"
 
@@ -17,6 +19,11 @@ inline workloads::Op op(auto what) {
 /// Warm-up samples before a twin's measured ones, as the probe's warm-up calls: five moving-average windows of the
 /// tensor duty (the power-capped clock then holds > 99 % of its steady value), at most 2,000 samples of `sample`.
 int power_warmup(double sample, const models::Models& models);
+
+/// What a record's GEMM operands held (extra `data` or `pattern`: normal, random and uniform have full mantissas;
+/// zeros, ones, small_int and low_entropy few), `missing` without either, nullopt for a pattern the model does not
+/// know.
+std::optional<models::OperandData> recorded_operands(const TraceRecord& record, models::OperandData missing);
 
 /// The record's i-th rank, or 0.
 int rank_at(const TraceRecord& record, std::size_t i);

@@ -43,9 +43,17 @@ int stage_index(const ParallelPlan& plan, int rank) {
   return rank % (plan.tp * plan.cp * plan.dp);
 }
 
-/// A GEMM (m x k) by (k x n): 2mkn FLOPs; both operands read and the result written once.
+/// A GEMM (m x k) by (k x n): 2mkn FLOPs; both operands read and the result written once. Its shape is cuBLAS's view
+/// of a linear layer y = x W^T on m tokens (PyTorch's F.linear): TN, with cuBLAS's m the n output features and its n
+/// the m tokens.
 Kernel gemm(double m, double k, double n, double element) {
-  return {Flops{2 * m * k * n}, Bytes{static_cast<std::uint64_t>(std::llround((m * k + k * n + m * n) * element))}};
+  Kernel out{Flops{2 * m * k * n}, Bytes{static_cast<std::uint64_t>(std::llround((m * k + k * n + m * n) * element))}};
+  models::Gemm g;
+  g.m = std::llround(n);
+  g.n = std::llround(m);
+  g.k = std::llround(k);
+  if (g.m >= 1 && g.n >= 1 && g.k >= 1) out.gemm = g;
+  return out;
 }
 
 int positive_int(const ConfigNode& node, std::string_view key, int high) {
@@ -237,10 +245,13 @@ Kernel expert_forward(const ModelSpec& model, std::uint64_t tokens) {
 
 Kernel logits_forward(const ModelSpec& model, const ParallelPlan& plan) {
   const double tokens = static_cast<double>(model.micro_batch) * model.sequence / plan.cp;
-  Kernel k =
-      gemm(tokens, model.hidden, static_cast<double>(model.vocabulary) / plan.tp, models::element_size(model.dtype));
+  // Megatron pads the vocabulary to a multiple of 128 x TP (--make-vocab-size-divisible-by 128), so that every TP
+  // shard of the logits GEMM has aligned, tile-friendly columns.
+  const std::int64_t multiple = 128 * std::int64_t{plan.tp};
+  const double padded = static_cast<double>((model.vocabulary + multiple - 1) / multiple * multiple);
+  Kernel k = gemm(tokens, model.hidden, padded / plan.tp, models::element_size(model.dtype));
   // The softmax cross-entropy reads the logits once more (fp32).
-  k.bytes += Bytes{static_cast<std::uint64_t>(std::llround(tokens * model.vocabulary / plan.tp * 4))};
+  k.bytes += Bytes{static_cast<std::uint64_t>(std::llround(tokens * padded / plan.tp * 4))};
   return k;
 }
 

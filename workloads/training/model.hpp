@@ -174,6 +174,9 @@ struct Kernel {
   // A linear layer of the transformer layer (QKV, projection, MLP, experts): in fp8 when the model trains in fp8, as
   // TransformerEngine's linear layers; attention, the memory-bound kernels, the router and the logits stay in bf16.
   bool fp8 = false;
+  // The GEMM's shape (its forward pass) when the kernel is one GEMM of known shape: timed by its tiles
+  // (ComputeModel::gemm_time) rather than the roofline; its backward is the same shape with `backward` set.
+  std::optional<models::Gemm> gemm{};
 };
 
 /// One layer's forward kernels on one rank for one micro-batch (the MLP ones are 0 for a MoE layer).

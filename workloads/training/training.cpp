@@ -227,6 +227,12 @@ class RankEmitter {
     const Dtype dtype = c_.model.dtype == Dtype::fp8 && !k.fp8 ? Dtype::bf16 : c_.model.dtype;
     ComputeOp c{Flops{k.flops.count() * scale}, bytes_of(static_cast<double>(k.bytes.count()) * scale), std::nullopt,
                 dtype};
+    // A linear layer's forward (scale 1) or its backward's two GEMMs (scale 2), by shape.
+    if (k.gemm && t_.gemm_by_shape() && (scale == 1 || scale == 2)) {
+      c.gemm = *k.gemm;
+      c.gemm->backward = scale == 2;
+      c.flops = c.gemm->flops();
+    }
     c.pipelined = !out_->empty();
     add(c, info);
   }
@@ -919,6 +925,10 @@ Training::Training(TrainingConfig config, const Fabric& fabric) : config_{std::m
   const auto& gpu = *fabric.device(fabric.gpus().front()).gpu;
   peak_ = *gpu.peak(config_.model.dtype);
   hbm_ = gpu.memory;
+  // The GEMM model's tiles and rates are Hopper's, fitted at its published boost clock: presets without one (the
+  // Blackwell ones, whose tiles also differ) keep the roofline.
+  gemm_by_shape_ =
+      gpu.sms > 0 && gpu.boost_mhz > 0 && config_.model.dtype != Dtype::fp32 && config_.model.dtype != Dtype::fp64;
   footprints_ = training::footprints(config_.model, config_.plan, config_.memory);
 }
 

@@ -2,6 +2,7 @@
 // process); the determinism test runs its simulations in forked children (sim/isolated.hpp).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "scenario/test_support.hpp"
@@ -174,6 +175,63 @@ TEST_CASE("training: the same seed gives identical records, another seed other r
   CHECK(a == run(3));
   CHECK(a != run(4));
   CHECK(nlohmann::json::parse(a)["outcome"] == "completed");
+}
+
+namespace {
+/// The GEMMs of `ops` (into streams and repeats), and the other compute ops' count.
+void collect_gemms(const std::vector<Op>& ops, std::vector<models::Gemm>& gemms, int& others) {
+  for (const auto& op : ops) {
+    if (const auto* c = std::get_if<ComputeOp>(&op.what)) {
+      if (c->gemm) {
+        CHECK(c->flops.count() == doctest::Approx(c->gemm->flops().count()));
+        gemms.push_back(*c->gemm);
+      } else {
+        ++others;
+      }
+    }
+    if (const auto* s = std::get_if<StreamsOp>(&op.what))
+      for (const auto& stream : s->streams) collect_gemms(stream, gemms, others);
+    if (const auto* r = std::get_if<RepeatOp>(&op.what)) collect_gemms(r->body, gemms, others);
+  }
+}
+}  // namespace
+
+TEST_CASE("training: linear layers run as GEMMs by shape on Hopper, forward and backward, on the roofline elsewhere") {
+  // One GPT layer (h 1024, 8 heads, MLP 4h), TP 2, 2,048 tokens, vocabulary 50,257: per micro-batch QKV, projection,
+  // MLP up and down and the logits forward, and the same five shapes backward.
+  const auto gemms_of = [](const std::string& gpu) {
+    const std::string yaml = "topology: {type: " + std::string(gpu == "gb200" ? "nvl72" : "hgx") + ", gpu: " + gpu +
+                             ", gpus: 2}\n"
+                             "workloads:\n"
+                             "  - type: training\n"
+                             "    steps: 1\n"
+                             "    model: {layers: 1, hidden: 1024, heads: 8, sequence: 2048, vocabulary: 50257}\n"
+                             "    parallel: {tp: 2}\n";
+    std::vector<Program> programs(2);
+    decoder(yaml)->emit(programs, 0);
+    std::vector<models::Gemm> gemms;
+    int others = 0;
+    collect_gemms(programs[0].ops, gemms, others);
+    return std::pair{gemms, others};
+  };
+  const auto [gemms, others] = gemms_of("h200");
+  REQUIRE(gemms.size() == 10);
+  const auto count = [&](std::int64_t m, std::int64_t n, std::int64_t k, bool backward) {
+    return std::ranges::count_if(gemms, [&](const models::Gemm& g) {
+      return g.m == m && g.n == n && g.k == k && g.backward == backward && g.layout == models::GemmLayout::tn;
+    });
+  };
+  for (const bool backward : {false, true}) {
+    CAPTURE(backward);
+    CHECK(count(3 * 1024 / 2, 2048, 1024, backward) == 1);  // QKV: 3h / tp output features of 2,048 tokens
+    CHECK(count(1024, 2048, 1024 / 2, backward) == 1);      // projection
+    CHECK(count(4096 / 2, 2048, 1024, backward) == 1);      // MLP up
+    CHECK(count(1024, 2048, 4096 / 2, backward) == 1);      // MLP down
+    CHECK(count(50432 / 2, 2048, 1024, backward) == 1);     // logits: 50,257 padded to 128 x tp = 256's multiple
+  }
+  CHECK(others > 0);  // attention, the memory-bound kernels and the optimizer stay on the roofline
+  // Blackwell presets publish no boost clock and run other tiles: every kernel on the roofline.
+  CHECK(gemms_of("gb200").first.empty());
 }
 
 TEST_CASE("training: the dense GPT example on 8 x H200 completes at a plausible MFU") {

@@ -49,10 +49,10 @@
 #include "../common/nvshmem_check.h"
 #endif
 
-#define CHECK_CUBLAS(call)                                                                                \
-  do {                                                                                                    \
-    const cublasStatus_t probe_cublas_status_ = (call);                                                   \
-    if (probe_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                                    \
+#define CHECK_CUBLAS(call)                                                                                 \
+  do {                                                                                                     \
+    const cublasStatus_t probe_cublas_status_ = (call);                                                    \
+    if (probe_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                                     \
       ::probe::throw_call_failure(__FILE__, __LINE__, #call, cublasGetStatusString(probe_cublas_status_)); \
   } while (0)
 
@@ -60,21 +60,23 @@ namespace probe {
 namespace {
 
 constexpr int kGemmsPerStep = 20;
-constexpr int kStepGemm = 4096;                   // n of the step's GEMMs: 137 GFLOP each
+constexpr int kStepGemm = 4096;                      // n of the step's GEMMs: 137 GFLOP each
 constexpr int kSlowdownsPercent[] = {0, 5, 10, 20};  // of rank 1
 constexpr std::uint64_t kGradientBytes[] = {64 * MiB, 256 * MiB};
 constexpr int kGemmSizes[] = {2048, 4096, 6144, 8192, 12288};
 // Idle gaps after every burst of kGemmsPerStep GEMMs of kStepGemm^3 (~3.5 ms): tensor duty cycles from 1 to ~0.6.
 constexpr int kDutyGapsUs[] = {0, 250, 500, 1000, 2000};
 constexpr double kDutySeconds = 1.5;  // per gap: long enough for the GPU's power management to settle
-constexpr int kPutBlocks = 32;  // blocks putting one peer's chunk (as the nvshmem family's put_rate)
+constexpr int kPutBlocks = 32;        // blocks putting one peer's chunk (as the nvshmem family's put_rate)
 constexpr int kPutThreads = 256;
 constexpr int kSlowRank = 1;
 
 __global__ void fill_operand_kernel(__nv_bfloat16* data, std::size_t elements, std::uint32_t seed) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < elements; i += stride) {
-    // Values in [-1, 1): realistic operands (all-zero data would draw less power and run faster).
+    // Values in [-1, 1) that repeat every 2048 elements (h % 2048 depends on i % 2048 only): low-entropy operands,
+    // which draw less power than a training job's and run at higher clocks under the power cap
+    // (docs/models-and-validation.md#power-data). Records say so in their `data` extra.
     const std::uint32_t h = (static_cast<std::uint32_t>(i) * 2654435761u) ^ (seed * 40503u);
     data[i] = __float2bfloat16(static_cast<float>(h % 2048u) / 1024.0f - 1.0f);
   }
@@ -209,7 +211,8 @@ class StepFamily {
     // Receive slots: one chunk (largest / n) per sender.
     shmem_received_ = static_cast<__nv_bfloat16*>(nvshmem_malloc(largest));
     signals_ = static_cast<std::uint64_t*>(nvshmem_calloc(2, sizeof(std::uint64_t)));
-    PROBE_REQUIRE(shmem_gradient_ && shmem_received_ && signals_, "nvshmem_malloc failed (raise NVSHMEM_SYMMETRIC_SIZE)");
+    PROBE_REQUIRE(shmem_gradient_ && shmem_received_ && signals_,
+                  "nvshmem_malloc failed (raise NVSHMEM_SYMMETRIC_SIZE)");
     nvshmem_barrier_all();
     for (std::uint64_t bytes : gradients)
       for (int slowdown : kSlowdownsPercent) measure_step(true, bytes, slowdown);
@@ -231,7 +234,9 @@ class StepFamily {
                               CUBLAS_GEMM_DEFAULT));
   }
 
-  static double gemm_flops(int size) { return 2.0 * size * size * static_cast<double>(size); }
+  static double gemm_flops(int size) {
+    return 2.0 * size * size * static_cast<double>(size);
+  }
 
   void nccl_barrier() {
     CHECK_NCCL(ncclAllReduce(wrong_.get(), wrong_.get(), 1, ncclFloat32, ncclSum, comm_, *stream_));
@@ -251,6 +256,7 @@ class StepFamily {
     for (const char* dimension : {"m", "n", "k"}) record.extra(dimension, static_cast<std::int64_t>(size));
     record.extra("flops", gemm_flops(size));
     record.extra("dtype", std::string("bf16"));
+    record.extra("data", std::string("low_entropy"));
     return record;
   }
 
@@ -338,12 +344,12 @@ class StepFamily {
     const int me = context_.rank, n = context_.nranks;
     const std::size_t chunk = elements / n;
     const dim3 put_grid(kPutBlocks, n - 1);
-    put_chunks_kernel<<<put_grid, kPutThreads, 0, *stream_>>>(shmem_received_, shmem_gradient_, chunk, &signals_[0],
-                                                              me, n, true, chunk);
+    put_chunks_kernel<<<put_grid, kPutThreads, 0, *stream_>>>(shmem_received_, shmem_gradient_, chunk, &signals_[0], me,
+                                                              n, true, chunk);
     CHECK_LAUNCH();
     expected_scattered_ += static_cast<std::uint64_t>(kPutBlocks) * (n - 1);
     reduce_chunk_kernel<<<2 * sm_count(me), 512, 0, *stream_>>>(shmem_gradient_, shmem_received_, chunk, &signals_[0],
-                                                               expected_scattered_, me, n);
+                                                                expected_scattered_, me, n);
     CHECK_LAUNCH();
     put_chunks_kernel<<<put_grid, kPutThreads, 0, *stream_>>>(shmem_gradient_, shmem_gradient_, chunk, &signals_[1], me,
                                                               n, false, chunk);
@@ -415,6 +421,7 @@ class StepFamily {
     record.extra("slow_rank_gemms", static_cast<std::int64_t>(kGemmsPerStep * (100 + slowdown_percent) / 100));
     record.extra("slowdown", slowdown_percent / 100.0);
     record.extra("dtype", std::string("bf16"));
+    record.extra("data", std::string("low_entropy"));
     if (pgas) {
       record.extra("put_blocks", static_cast<std::int64_t>(kPutBlocks));
       record.extra("put_threads", static_cast<std::int64_t>(kPutThreads));
