@@ -5,7 +5,17 @@
 #include <limits>
 #include <span>
 
+#include <fmt/format.h>
+
 namespace snsim::models {
+namespace {
+
+constexpr MemoryKernel ALL_MEMORY_KERNELS[] = {
+    MemoryKernel::stream,        MemoryKernel::widen, MemoryKernel::layernorm, MemoryKernel::rmsnorm,
+    MemoryKernel::softmax,       MemoryKernel::gelu,  MemoryKernel::swiglu,    MemoryKernel::rotary,
+    MemoryKernel::cross_entropy, MemoryKernel::adamw};
+
+}  // namespace
 
 const ParamTable<ComputeModel>& compute_params() {
   static const ParamTable<ComputeModel> table = [] {
@@ -28,6 +38,30 @@ const ParamTable<ComputeModel>& compute_params() {
                 .doc = "share of HBM bandwidth reached",
                 .source = "meas 4.3/4.8 TB/s H200"},
                [](ComputeModel& m) { return &m.hbm_efficiency; });
+    // The other memory-bound kinds: like a streaming kernel unless a parameter set says otherwise
+    // (validation/params/h200.yaml fits them on PyTorch's kernels, compute/memory_bound).
+    for (const auto kernel : ALL_MEMORY_KERNELS) {
+      if (kernel == MemoryKernel::stream) continue;
+      const auto index = static_cast<std::size_t>(kernel);
+      params.add({.key = fmt::format("memory_efficiency.{}", to_string(kernel)),
+                  .unit = "fraction",
+                  .fallback = 0.9,
+                  .check = between(0.01, 1.0),
+                  .doc = fmt::format("share of HBM bandwidth a {} kernel reaches", to_string(kernel))},
+                 [index](ComputeModel& m) { return &m.memory_efficiency[index]; });
+      if (!has_backward(kernel)) continue;
+      params.add({.key = fmt::format("memory_efficiency.{}_backward", to_string(kernel)),
+                  .unit = "fraction",
+                  .fallback = 0.9,
+                  .check = between(0.01, 1.0),
+                  .doc = fmt::format("share of HBM bandwidth a {} backward kernel reaches", to_string(kernel))},
+                 [index](ComputeModel& m) { return &m.memory_efficiency_backward[index]; });
+    }
+    params.add({.key = "memory_ramp",
+                .fallback = 0_us,
+                .check = non_negative,
+                .doc = "per memory-bound kernel: the first wave's start and the last one's drain"},
+               [](ComputeModel& m) { return &m.memory_ramp; });
     // Kernel launch overhead [unverified default; the probe's `launch` family measures it].
     params.add({.key = "launch", .fallback = 2.5_us, .doc = "kernel launch overhead per compute op"},
                [](ComputeModel& m) { return &m.launch; });
@@ -185,6 +219,42 @@ std::optional<GemmLayout> gemm_layout(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view to_string(MemoryKernel kernel) {
+  switch (kernel) {
+    case MemoryKernel::stream:
+      return "stream";
+    case MemoryKernel::widen:
+      return "widen";
+    case MemoryKernel::layernorm:
+      return "layernorm";
+    case MemoryKernel::rmsnorm:
+      return "rmsnorm";
+    case MemoryKernel::softmax:
+      return "softmax";
+    case MemoryKernel::gelu:
+      return "gelu";
+    case MemoryKernel::swiglu:
+      return "swiglu";
+    case MemoryKernel::rotary:
+      return "rotary";
+    case MemoryKernel::cross_entropy:
+      return "cross_entropy";
+    case MemoryKernel::adamw:
+      return "adamw";
+  }
+  return "stream";
+}
+
+std::optional<MemoryKernel> memory_kernel(std::string_view name) {
+  for (const auto k : ALL_MEMORY_KERNELS)
+    if (to_string(k) == name) return k;
+  return std::nullopt;
+}
+
+bool has_backward(MemoryKernel kernel) {
+  return kernel != MemoryKernel::stream && kernel != MemoryKernel::widen && kernel != MemoryKernel::adamw;
+}
+
 std::string_view to_string(OperandData data) {
   return data == OperandData::normal ? "normal" : "low_entropy";
 }
@@ -276,8 +346,15 @@ Seconds ComputeModel::math_time(const GpuSpec& gpu, Flops flops, double flop_rat
   return flops / (gpu.peak(dtype).value_or(gpu.dense_bf16) * (flop_efficiency * flop_rate));
 }
 
-Seconds ComputeModel::memory_time(const GpuSpec& gpu, Bytes bytes, double hbm_rate) const {
-  return bytes / (gpu.hbm_bandwidth * (hbm_efficiency * hbm_rate));
+double ComputeModel::efficiency(MemoryKind kind) const {
+  if (kind.kernel == MemoryKernel::stream) return hbm_efficiency;
+  const auto index = static_cast<std::size_t>(kind.kernel);
+  return kind.backward && has_backward(kind.kernel) ? memory_efficiency_backward[index] : memory_efficiency[index];
+}
+
+Seconds ComputeModel::memory_time(const GpuSpec& gpu, Bytes bytes, double hbm_rate, MemoryKind kind) const {
+  if (bytes.count() == 0) return Seconds{0};
+  return memory_ramp + bytes / (gpu.hbm_bandwidth * (efficiency(kind) * hbm_rate));
 }
 
 double ComputeModel::clock_factor(const TensorDuty& duty, Seconds now) const {

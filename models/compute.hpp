@@ -15,6 +15,7 @@
 // a share of the SMs, each side slows by what it loses (max-min), as on the chip.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -36,6 +37,22 @@ std::optional<GemmLayout> gemm_layout(std::string_view name);
 enum class OperandData { normal, low_entropy };
 std::string_view to_string(OperandData data);
 std::optional<OperandData> operand_data(std::string_view name);
+
+/// What a memory-bound kernel does, for the share of HBM bandwidth it reaches: on our H200, PyTorch's streaming add
+/// reaches 4.4 TB/s, its row-wise softmax 1.2 (docs/models-and-validation.md#memory-kernels). `stream`: element-wise
+/// kernels reading and writing as many bytes (adds, copies, casts to a narrower format); `widen`: casts to a wider
+/// one (bf16 to fp32); `rotary`: HF Llama's eager x cos + rotate_half(x) sin, five kernels (fused rotary is
+/// `stream`); `adamw`: PyTorch's fused AdamW over fp32 parameters, gradients and moments.
+enum class MemoryKernel { stream, widen, layernorm, rmsnorm, softmax, gelu, swiglu, rotary, cross_entropy, adamw };
+std::string_view to_string(MemoryKernel kernel);
+std::optional<MemoryKernel> memory_kernel(std::string_view name);
+/// A memory-bound kernel's kind and pass (the backward of a kernel reaches its own share).
+struct MemoryKind {
+  MemoryKernel kernel = MemoryKernel::stream;
+  bool backward = false;
+};
+/// Kinds with a backward of their own rate (element-wise streams, widening casts and AdamW have none).
+bool has_backward(MemoryKernel kernel);
 
 /// Bytes per element of a GEMM operand in `dtype` (tf32 is stored as fp32).
 double element_size(Dtype dtype);
@@ -80,9 +97,14 @@ class ComputeModel final : public Model {
  public:
   double flop_efficiency = 0;  // achieved share of the peak tensor rate on large GEMMs
   double hbm_efficiency = 0;   // achieved share of peak HBM bandwidth on streaming kernels
-  Seconds launch;              // kernel launch overhead per compute op (the host submits it)
-  Seconds queue_gap;           // per kernel queued behind another on the same stream (the host is ahead)
-  double comm_sm_share = 0;    // share of the SMs an SM-driven copy or a collective kernel takes from compute
+  // The share other memory-bound kinds reach, forward and backward (MemoryKernel order; stream's is hbm_efficiency),
+  // and what every memory-bound kernel adds to its bytes' time: its first wave's start and its last one's drain.
+  std::array<double, 10> memory_efficiency{};
+  std::array<double, 10> memory_efficiency_backward{};
+  Seconds memory_ramp;
+  Seconds launch;            // kernel launch overhead per compute op (the host submits it)
+  Seconds queue_gap;         // per kernel queued behind another on the same stream (the host is ahead)
+  double comm_sm_share = 0;  // share of the SMs an SM-driven copy or a collective kernel takes from compute
   // Power-capped clocks: a GPU keeps its boost clock while its tensor duty cycle stays at or below `power_duty`
   // (what its power limit sustains at full clock); above, the clock drops to (power_duty / duty)^(1/power_exponent)
   // of boost (dynamic power grows with the clock faster than linearly). The duty is a moving average over
@@ -122,8 +144,10 @@ class ComputeModel final : public Model {
   /// The FLOP side alone: flops / (the dtype's peak x efficiency x flop_rate), flop_rate the GPU's rate factor. The
   /// GPU must have a peak for `dtype` (checked when programs are parsed).
   Seconds math_time(const GpuSpec& gpu, Flops flops, double flop_rate = 1, Dtype dtype = Dtype::bf16) const;
-  /// The HBM side alone: bytes / (HBM bandwidth x efficiency x hbm_rate).
-  Seconds memory_time(const GpuSpec& gpu, Bytes bytes, double hbm_rate = 1) const;
+  /// The share of HBM bandwidth a memory-bound kernel of `kind` reaches.
+  double efficiency(MemoryKind kind) const;
+  /// The HBM side alone: bytes / (HBM bandwidth x efficiency(kind) x hbm_rate), plus memory_ramp when there are bytes.
+  Seconds memory_time(const GpuSpec& gpu, Bytes bytes, double hbm_rate = 1, MemoryKind kind = {}) const;
   /// The fixed cost of a kernel: its launch, or the queue gap when it is queued behind another (`pipelined`).
   Seconds fixed_cost(bool pipelined) const { return pipelined ? queue_gap : launch; }
   /// A lone kernel: launch + max(math_time, memory_time).

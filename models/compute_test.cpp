@@ -61,6 +61,33 @@ TEST_CASE("compute: low-entropy operands count at low_entropy_power of their ten
         "t.yaml:1:39: models.compute.low_entropy_power: must be between 0.05 and 1, got 0");
 }
 
+TEST_CASE("compute: a memory-bound kernel takes the ramp plus its bytes at its kind's share of HBM bandwidth") {
+  const auto m = load(
+      "models: {compute: {hbm_efficiency: 0.9, memory_ramp: 1us,\n"
+      "  memory_efficiency: {layernorm: 0.5, layernorm_backward: 0.25, adamw: 0.6}}}\n");
+  const auto& c = *m.compute;
+  const GpuSpec gpu{"g", FlopsPerSecond{1e15}, BytesPerSecond{4e12}, Bytes{1ull << 36}};
+  const Bytes bytes{400'000'000};
+  const auto t = [&](MemoryKernel k, bool backward) { return c.memory_time(gpu, bytes, 1, {k, backward}).count(); };
+  CHECK(t(MemoryKernel::stream, false) == doctest::Approx(1e-6 + 4e8 / (4e12 * 0.9)));
+  CHECK(t(MemoryKernel::layernorm, false) == doctest::Approx(1e-6 + 4e8 / (4e12 * 0.5)));
+  CHECK(t(MemoryKernel::layernorm, true) == doctest::Approx(1e-6 + 4e8 / (4e12 * 0.25)));
+  // AdamW has no backward of its own: a backward flag changes nothing.
+  CHECK(t(MemoryKernel::adamw, true) == t(MemoryKernel::adamw, false));
+  CHECK(t(MemoryKernel::adamw, false) == doctest::Approx(1e-6 + 4e8 / (4e12 * 0.6)));
+  // No bytes, no memory side (and no ramp).
+  CHECK(c.memory_time(gpu, Bytes{0}, 1, {MemoryKernel::layernorm, false}).count() == 0);
+  // Kinds not set run like a stream by default.
+  CHECK(t(MemoryKernel::softmax, false) == t(MemoryKernel::stream, false));
+  CHECK(memory_kernel("cross_entropy") == MemoryKernel::cross_entropy);
+  CHECK_FALSE(memory_kernel("dropout"));
+  CHECK_FALSE(has_backward(MemoryKernel::widen));
+  CHECK(error("models: {compute: {memory_efficiency: {adamw_backward: 0.5}}}\n") ==
+        "t.yaml:1:40: models.compute.memory_efficiency.adamw_backward: unknown key; known keys: adamw, cross_entropy, "
+        "cross_entropy_backward, gelu, gelu_backward, layernorm, layernorm_backward, rmsnorm, rmsnorm_backward, "
+        "rotary, rotary_backward, softmax, softmax_backward, swiglu, swiglu_backward, widen");
+}
+
 TEST_CASE("compute: power and queue-gap keys are checked") {
   CHECK(error("models: {compute: {power_duty: 1.5}}\n") ==
         "t.yaml:1:32: models.compute.power_duty: must be between 0.05 and 1, got 1.5");

@@ -85,6 +85,20 @@ void parse_compute(const ConfigNode& op, const OpParse& at) {
     if (!data) op.fail_key("operands", fmt::format("expected normal or low_entropy, found '{}'", name));
     c.operands = *data;
   }
+  if (op.has("kernel")) {
+    if (c.duration) op.fail_key("kernel", "applies to computed kernels, not to a fixed time");
+    if (c.gemm) op.fail_key("kernel", "a gemm is timed by its shape; `kernel` names a memory-bound kernel's kind");
+    const auto name = op.required<std::string>("kernel");
+    constexpr std::string_view BACKWARD = "_backward";
+    const bool backward = name.ends_with(BACKWARD);
+    const auto kernel = models::memory_kernel(backward ? name.substr(0, name.size() - BACKWARD.size()) : name);
+    if (!kernel || (backward && !models::has_backward(*kernel)))
+      op.fail_key("kernel", fmt::format("expected stream, widen, layernorm, rmsnorm, softmax, gelu, swiglu, rotary, "
+                                        "cross_entropy or adamw (norms, softmax, gelu, swiglu, rotary and "
+                                        "cross_entropy also with _backward), found '{}'",
+                                        name));
+    c.memory = {*kernel, backward};
+  }
   at.for_each_rank([&](int) { return c; });
 }
 
@@ -120,7 +134,10 @@ OpDescription describe(const ComputeOp& op) {
                         op.gemm->batch > 1 ? fmt::format(" x{}", op.gemm->batch) : std::string(),
                         models::to_string(op.gemm->layout), to_string(op.dtype), op.gemm->backward ? " backward" : ""),
             op.bytes};
-  return {fmt::format("compute {} {} {}", op.flops, op.bytes, to_string(op.dtype)), op.bytes};
+  const bool kind = op.memory.kernel != models::MemoryKernel::stream;
+  return {fmt::format("compute {} {} {}{}{}{}", op.flops, op.bytes, to_string(op.dtype), kind ? " " : "",
+                      kind ? models::to_string(op.memory.kernel) : "", op.memory.backward ? "_backward" : ""),
+          op.bytes};
 }
 
 OpDescription describe(const CopyOp& op) {

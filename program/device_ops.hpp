@@ -29,6 +29,7 @@ struct ComputeOp {
   // for this kernel; the peaks are the preset's boost clock's.
   std::optional<double> clock_mhz{};
   models::OperandData operands = models::OperandData::normal;  // what the operands hold: the power they draw
+  models::MemoryKind memory{};  // what its memory side does: the share of HBM bandwidth it reaches
 };
 
 struct CopyOp {

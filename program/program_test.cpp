@@ -102,6 +102,18 @@ TEST_CASE("workloads: a gemm op's mistakes name the key, what was found and what
         "t.yaml:2:82: workloads[0].ops[0].compute.operands: expected normal or low_entropy, found 'zeros'");
   CHECK(error("{time: 1us, operands: normal}") ==
         "t.yaml:2:67: workloads[0].ops[0].compute.operands: applies to computed kernels, not to a fixed time");
+  const std::string kinds =
+      "expected stream, widen, layernorm, rmsnorm, softmax, gelu, swiglu, rotary, cross_entropy or adamw (norms, "
+      "softmax, gelu, swiglu, rotary and cross_entropy also with _backward), found ";
+  CHECK(error("{bytes: 1MiB, kernel: dropout}") ==
+        "t.yaml:2:67: workloads[0].ops[0].compute.kernel: " + kinds + "'dropout'");
+  CHECK(error("{bytes: 1MiB, kernel: adamw_backward}") ==
+        "t.yaml:2:67: workloads[0].ops[0].compute.kernel: " + kinds + "'adamw_backward'");
+  CHECK(error("{time: 1us, kernel: gelu}") ==
+        "t.yaml:2:65: workloads[0].ops[0].compute.kernel: applies to computed kernels, not to a fixed time");
+  CHECK(error("{gemm: {m: 8, n: 8, k: 8}, kernel: layernorm}") ==
+        "t.yaml:2:80: workloads[0].ops[0].compute.kernel: a gemm is timed by its shape; `kernel` names a "
+        "memory-bound kernel's kind");
   CHECK(error("{time: 1us, launch: graph}") ==
         "t.yaml:2:65: workloads[0].ops[0].compute.launch: applies to computed kernels");
   CHECK(error("{gemm: {m: 16777216, n: 16777216, k: 16777216, batch: 1048576}}") ==
@@ -187,4 +199,24 @@ TEST_CASE("workloads: under the power cap, GEMMs on low-entropy operands hold a 
   CHECK(normal > 0.97 * steady_normal);
   CHECK(low < steady_low);
   CHECK(low > 0.97 * steady_low);
+}
+
+TEST_CASE("workloads: a memory-bound kernel of a kind runs its launch, the ramp and its bytes at its kind's rate") {
+  const auto run = [](const std::string& op) {
+    return std::stod(run_isolated([&] {
+      const std::string yaml =
+          "topology: {type: hgx, gpus: 2}\n"
+          "models: {compute: {memory_ramp: 1us, memory_efficiency: {layernorm_backward: 0.3}}}\n"
+          "workloads: [{type: program, ranks: 0, ops: [{compute: " +
+          op + "}]}]\n";
+      return fmt::format("{:.17g}", span(load(yaml).run()));
+    }));
+  };
+  const auto models = models::Models::load(ConfigDocument::load_string("{}", "m.yaml")->root().section("models"));
+  const double hbm = 4.8e12, bytes = 256.0 * (1 << 20);
+  const double launch = models.compute->launch.count();
+  CHECK(run("{bytes: 256MiB, kernel: layernorm_backward}") ==
+        doctest::Approx(launch + 1e-6 + bytes / (hbm * 0.3)).epsilon(1e-9));
+  CHECK(run("{bytes: 256MiB}") ==
+        doctest::Approx(launch + 1e-6 + bytes / (hbm * models.compute->hbm_efficiency)).epsilon(1e-9));
 }

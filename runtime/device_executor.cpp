@@ -28,7 +28,7 @@ void DeviceExecutor::run(int rank, const ComputeOp& op) {
   const Seconds math =
       (op.gemm ? model.gemm_time(spec, *op.gemm, op.dtype, rate) : model.math_time(spec, op.flops, rate, op.dtype)) *
       jitter;
-  const Seconds memory = model.memory_time(spec, op.bytes, variability_.hbm_rate(gpu)) * jitter;
+  const Seconds memory = model.memory_time(spec, op.bytes, variability_.hbm_rate(gpu), op.memory) * jitter;
   simulation_.kernel(gpu, math, memory, op.bytes);
   model.account(duty, start, Simulation::now(), math >= memory ? 1.0 : math / memory, op.operands);
 }

@@ -273,6 +273,7 @@ Calibration calibrate(const std::vector<Trace>& traces, const PlatformChoice& ch
   fits::uvm(fit);
   fits::compute(fit);
   fits::gemms(fit);
+  fits::memory_kernels(fit);
   return result;
 }
 

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <set>
+#include <tuple>
 
 #include "models/models.hpp"
 #include "sim/config.hpp"
@@ -145,4 +146,47 @@ TEST_CASE("compute twins: sustained GEMMs run at the power model's clock with th
   const auto split = split_records({{&uses, &uses.records[0]}, {&uses, &uses.records[1]}});
   CHECK(split[0] == Use::calibration);
   CHECK(split[1] == Use::validation);
+}
+
+TEST_CASE("compute twins: PyTorch's memory-bound kernels run as one kernel of their kind behind an event") {
+  const auto models = default_models();
+  const auto record = [](const std::string& test, const std::string& variant, const std::string& op) {
+    TraceRecord r;
+    r.id = fmt::format("compute/{}/{}/0/67108864/x", test, variant);
+    r.family = Family::compute;
+    r.test = test;
+    r.variant = variant;
+    r.ranks = {0};
+    r.bytes = Bytes{64ull << 20};
+    r.median = r.p01 = r.p99 = r.min = r.max = 3e-5;
+    r.samples = {3e-5};
+    r.extra = {{"op", op}, {"method", "events_queued"}};
+    return r;
+  };
+  for (const auto& [variant, op, kernel, backward] :
+       {std::tuple{"layernorm_bwd", "layernorm", models::MemoryKernel::layernorm, true},
+        std::tuple{"rmsnorm_fwd", "rmsnorm", models::MemoryKernel::rmsnorm, false},
+        std::tuple{"add", "add", models::MemoryKernel::stream, false},
+        std::tuple{"cast_fp32_bf16", "cast_fp32_bf16", models::MemoryKernel::stream, false},
+        std::tuple{"cast_bf16_fp32", "cast_bf16_fp32", models::MemoryKernel::widen, false},
+        std::tuple{"cross_entropy_bwd", "cross_entropy", models::MemoryKernel::cross_entropy, true}}) {
+    CAPTURE(variant);
+    const auto r = record("memory_bound", variant, op);
+    const auto made = make_twin(trace_of({r}), r, 1, models);
+    REQUIRE(std::holds_alternative<Twin>(made));
+    const auto& ops = std::get<Twin>(made).sample[0];
+    REQUIRE(ops.size() == 2);
+    CHECK(std::get<workloads::ComputeOp>(ops[0].what).duration == models.stream->event_record);
+    const auto& kernel_op = std::get<workloads::ComputeOp>(ops[1].what);
+    CHECK(kernel_op.memory.kernel == kernel);
+    CHECK(kernel_op.memory.backward == backward);
+    CHECK(kernel_op.bytes == r.bytes);
+    CHECK(kernel_op.pipelined);
+  }
+  const auto adam = record("adamw", "fused_fp32", "adamw");
+  CHECK(memory_kernel_of(adam)->kernel == models::MemoryKernel::adamw);
+  const auto dropout = record("memory_bound", "dropout_fwd", "dropout");
+  const auto none = make_twin(trace_of({dropout}), dropout, 1, models);
+  REQUIRE(std::holds_alternative<std::string>(none));
+  CHECK(std::get<std::string>(none) == "compute/memory_bound: kernel 'dropout_fwd' is not modelled");
 }

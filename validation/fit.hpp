@@ -77,6 +77,7 @@ void pgas(Fit& fit);
 void uvm(Fit& fit);
 void compute(Fit& fit);
 void gemms(Fit& fit);
+void memory_kernels(Fit& fit);
 }  // namespace fits
 
 }  // namespace snsim::validation

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "models/models.hpp"
 #include "sim/config.hpp"
@@ -70,4 +71,39 @@ TEST_CASE("power fit: bursts on low-entropy data and sustained normal-data GEMMs
   bool noted = false;
   for (const auto& note : bursts_only.notes) noted |= note.starts_with("compute.power_duty: no sustained GEMMs");
   CHECK(noted);
+}
+
+TEST_CASE("memory kernel fit: PyTorch-style kernels of known rates give back the ramp and each kind's share") {
+  // Written with the model's own time: the default event and queue gap + ramp + bytes / (4.8 TB/s x share), streams at
+  // 0.9.
+  const double ramp = 1.2e-6, hbm = 4.8e12;
+  const auto defaults = models::Models::load(ConfigDocument::load_string("{}", "m.yaml")->root().section("models"));
+  const double fixed = defaults.stream->event_record.count() + defaults.compute->queue_gap.count();
+  Trace t;
+  t.source = "synthetic-torch.jsonl";
+  t.header.gpus = {{0, "NVIDIA H200", "", Json::object()}};
+  t.complete = true;
+  for (const auto& [variant, op, share] :
+       {std::tuple{"add", "add", 0.9}, std::tuple{"layernorm_fwd", "layernorm", 0.5},
+        std::tuple{"layernorm_bwd", "layernorm", 0.3}, std::tuple{"softmax_fwd", "softmax", 0.25}}) {
+    // The curve alternates calibration and validation along its sizes.
+    for (double bytes = 1 << 22; bytes <= (1 << 30); bytes *= 2) {
+      auto r = record(Family::compute, "memory_bound", variant, fixed + ramp + bytes / (hbm * share));
+      r.id = fmt::format("compute/memory_bound/{}/0/{}/x", variant, bytes);
+      r.bytes = Bytes{static_cast<std::uint64_t>(bytes)};
+      r.extra = {{"op", op}, {"method", "events_queued"}};
+      t.records.push_back(r);
+    }
+  }
+  const auto calibration = calibrate({t});
+  auto params = ConfigDocument::load_string(calibration.to_yaml("test"), "p.yaml");
+  auto overlay = ConfigDocument::load_string("{}", "<t>");
+  overlay->overlay(*params, "models");
+  const auto fitted = models::Models::load(overlay->root().section("models"));
+  const auto& m = *fitted.compute;
+  CHECK(m.memory_ramp.count() == doctest::Approx(ramp).epsilon(1e-3));
+  CHECK(m.efficiency({models::MemoryKernel::layernorm, false}) == doctest::Approx(0.5).epsilon(1e-4));
+  CHECK(m.efficiency({models::MemoryKernel::layernorm, true}) == doctest::Approx(0.3).epsilon(1e-4));
+  CHECK(m.efficiency({models::MemoryKernel::softmax, false}) == doctest::Approx(0.25).epsilon(1e-4));
+  CHECK(m.hbm_efficiency == doctest::Approx(0.9));  // streams keep the model's share: they fix the ramp
 }

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <string>
 #include <variant>
 #include <vector>
@@ -278,6 +279,72 @@ void gemms(Fit& fit) {
       fit.add_time(key, Seconds{std::max(0.0, x[i]) * 1e-6}, how, from);
     else
       fit.add_number(key, x[i], how, from);
+  }
+}
+
+}  // namespace snsim::validation::fits
+
+// Memory-bound kernels by kind (ComputeModel::efficiency, memory_ramp) on the calibration half of PyTorch's kernels
+// (compute/memory_bound and compute/adamw, tools/probe/torch/compute_kernels.py: every other size of each kernel).
+// A sample is one call queued behind the previous one with an event between them, so the model's time is
+//   t = stream.event_record + queue_gap + memory_ramp + bytes / (HBM bandwidth x efficiency of the kind)
+// linear in memory_ramp and in the 1 / efficiency of each kind: least squares on relative errors. Streaming kernels
+// (adds, copies, narrowing casts) keep compute.hbm_efficiency (their bytes' time is known) and help fix the ramp.
+namespace snsim::validation::fits {
+
+void memory_kernels(Fit& fit) {
+  const auto records = fit.select(
+      Family::compute, {"memory_bound", "adamw"}, std::nullopt,
+      [](const TraceRecord& r) { return memory_kernel_of(r).has_value() && r.bytes.count() > 0; }, "events_queued");
+  if (!fit.enough(records, 4, "compute.memory_efficiency and memory_ramp")) return;
+  const auto& defaults = *fit.platform().defaults.compute;
+  const double hbm = fit.platform().gpu.hbm_bandwidth.count();
+  const double fixed = fit.value_or("stream.event_record", fit.platform().defaults.stream->event_record.count()) +
+                       fit.value_or("compute.queue_gap", defaults.queue_gap.count());
+  // One column per kind and pass with records (at least MIN_RECORDS), after the ramp's.
+  const auto column_of = [](models::MemoryKind k) {
+    return 2 * static_cast<std::size_t>(k.kernel) + (k.backward ? 1 : 0);
+  };
+  std::map<std::size_t, std::vector<TracedRecord>> by_kind;
+  std::vector<TracedRecord> used;
+  for (const auto& t : records) by_kind[column_of(*memory_kernel_of(*t.record))].push_back(t);
+  std::map<std::size_t, std::size_t> column;  // kind's index -> column of x
+  for (const auto& [index, kind_records] : by_kind) {
+    if (index != 0 && kind_records.size() < MIN_RECORDS) continue;
+    if (index != 0) column.emplace(index, column.size() + 1);
+    used.insert(used.end(), kind_records.begin(), kind_records.end());
+  }
+  const auto x = Fit::relative_least_squares(
+      used,
+      [&](const TraceRecord& r) {
+        std::vector<double> row(column.size() + 1, 0.0);
+        row[0] = 1;
+        const auto it = column.find(column_of(*memory_kernel_of(r)));
+        if (it != column.end()) row[it->second] = static_cast<double>(r.bytes.count()) / hbm;
+        return row;
+      },
+      [&](const TraceRecord& r) {
+        const bool stream = memory_kernel_of(r)->kernel == models::MemoryKernel::stream;
+        return r.median - fixed -
+               (stream ? static_cast<double>(r.bytes.count()) / (hbm * defaults.hbm_efficiency) : 0.0);
+      });
+  if (x.size() != column.size() + 1) {
+    fit.note("compute.memory_efficiency: the least squares did not solve: defaults kept");
+    return;
+  }
+  const std::string method =
+      "event + queue_gap + memory_ramp + bytes / (HBM x efficiency), least squares on relative errors over PyTorch's "
+      "memory-bound kernels of every kind";
+  fit.add_time("compute.memory_ramp", fit.non_negative(Seconds{x[0]}, "compute.memory_ramp"), method, used);
+  for (const auto& [index, col] : column) {
+    const models::MemoryKind kind{static_cast<models::MemoryKernel>(index / 2), index % 2 == 1};
+    const std::string key =
+        fmt::format("compute.memory_efficiency.{}{}", models::to_string(kind.kernel), kind.backward ? "_backward" : "");
+    if (!(x[col] > 1)) {
+      fit.note(fmt::format("{}: the fit gives an efficiency of at least 1: default kept", key));
+      continue;
+    }
+    fit.add_number(key, 1 / x[col], method, by_kind[index]);
   }
 }
 

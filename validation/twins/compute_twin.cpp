@@ -9,6 +9,9 @@
 //   gemm, gemm_batched      one (batched) GEMM per sample, events around a run of them
 //   gemm_method             the same GEMMs timed other ways: batch_events (a batch of calls between two events: no
 //                           event between GEMMs) and graph_replay (the calls captured in a CUDA graph)
+//   memory_bound, adamw     PyTorch's memory-bound kernels (tools/probe/torch/compute_kernels.py, events_queued: an
+//                           event between calls queued behind each other), a call a kernel of its kind
+//                           (memory_kernel_of) over the record's bytes
 //   gemm_sustained,         8192^3 GEMMs back to back for seconds, a sample the time per GEMM of a chunk of
 //   gemm_data               gemms_per_sample between two events (events_per_chunk), on normal-distributed operands
 //                           or (gemm_data) each `pattern` in turn: these run at the power model's clock, not the
@@ -40,6 +43,17 @@ std::variant<RecordedGemm, std::string> recorded_gemm(const TraceRecord& r) {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0) return std::string("GEMM record without m, n and k");
   out.clock_mhz = extra_number(r, "sm_clock_mhz");
   return out;
+}
+
+std::optional<models::MemoryKind> memory_kernel_of(const TraceRecord& r) {
+  if (r.test == "adamw") return models::MemoryKind{models::MemoryKernel::adamw, false};
+  const std::string name = r.extra.value("op", std::string());
+  if (name == "add" || name == "copy" || name == "cast_fp32_bf16" || name == "cast_bf16_fp8" || name == "cast_fp32_fp8")
+    return models::MemoryKind{models::MemoryKernel::stream, false};
+  if (name == "cast_bf16_fp32") return models::MemoryKind{models::MemoryKernel::widen, false};
+  const auto kernel = models::memory_kernel(name);
+  if (!kernel || !models::has_backward(*kernel)) return std::nullopt;
+  return models::MemoryKind{*kernel, r.variant.ends_with("_bwd")};
 }
 
 namespace twins {
@@ -74,6 +88,19 @@ std::variant<Twin, std::string> sustained(const TraceRecord& r, int gpus, const 
 std::variant<Twin, std::string> compute(const TraceRecord& r, int gpus, const models::Models& models,
                                         const std::string& method) {
   if (r.test == "gemm_sustained" || r.test == "gemm_data") return sustained(r, gpus, models);
+  if (r.test == "memory_bound" || r.test == "adamw") {
+    const auto kind = memory_kernel_of(r);
+    if (!kind) return fmt::format("compute/{}: kernel '{}' is not modelled", r.test, r.variant);
+    Twin twin;
+    twin.sample.resize(static_cast<std::size_t>(gpus));
+    auto& ops = twin.sample[static_cast<std::size_t>(rank_at(r, 0))];
+    ops.push_back(op(workloads::ComputeOp{Flops{0}, Bytes{0}, models.stream->event_record}));
+    workloads::ComputeOp c{Flops{0}, r.bytes};
+    c.pipelined = true;
+    c.memory = *kind;
+    ops.push_back(op(c));
+    return twin;
+  }
   if (r.test != "gemm" && r.test != "gemm_batched" && r.test != "gemm_method")
     return fmt::format("compute/{}: only GEMMs are modelled by kernel yet", r.test);
   if (method != "events_back_to_back" && method != "batch_events" && method != "graph_replay")

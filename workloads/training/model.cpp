@@ -219,13 +219,19 @@ LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, boo
   if (!model.flash_attention) attention_bytes += 4 * b * (a / t) * s * s * e;
   l.attention.bytes = bytes_of(attention_bytes);
   l.projection = gemm(tokens, w.o / t, h, e);
-  double elementwise = plan.sequence_parallel ? 10 * tokens * h / t : 10 * tokens * h;
-  elementwise += activation_passes(model.mlp) * tokens * f / t;
+  // Per token: two norms read and write h, two residual adds read 2 h and write h (over 1 / t of the tokens with
+  // sequence parallelism); the activation is the MLP's.
+  const double per_token = plan.sequence_parallel ? h / t : h;
+  l.norms.bytes = bytes_of(4 * tokens * per_token * e);
+  l.norms.memory = model.norm == Norm::rmsnorm ? models::MemoryKernel::rmsnorm : models::MemoryKernel::layernorm;
+  double residual = 6 * tokens * per_token;
   if (model.rotary) {  // RoPE reads and writes the rotated part of Q and K
     const double rotated = model.mla ? (a + 1) * model.mla->qk_rope_head_dim : w.q + w.k;
-    elementwise += 2 * tokens * rotated / t;
+    residual += 2 * tokens * rotated / t;
   }
-  l.elementwise.bytes = bytes_of(elementwise * e);
+  l.residual.bytes = bytes_of(residual * e);
+  l.activation.bytes = bytes_of(activation_passes(model.mlp) * tokens * f / t * e);
+  l.activation.memory = mlp_matrices(model.mlp) == 3 ? models::MemoryKernel::swiglu : models::MemoryKernel::gelu;
   if (moe_layer) l.router = gemm(static_cast<double>(routed_tokens(model, plan)), h, model.moe->experts, e);
   if (f > 0) {
     l.mlp_up = gemm(tokens, h, (mats - 1) * f / t, e);
@@ -249,9 +255,14 @@ Kernel logits_forward(const ModelSpec& model, const ParallelPlan& plan) {
   // shard of the logits GEMM has aligned, tile-friendly columns.
   const std::int64_t multiple = 128 * std::int64_t{plan.tp};
   const double padded = static_cast<double>((model.vocabulary + multiple - 1) / multiple * multiple);
-  Kernel k = gemm(tokens, model.hidden, padded / plan.tp, models::element_size(model.dtype));
-  // The softmax cross-entropy reads the logits once more (fp32).
-  k.bytes += Bytes{static_cast<std::uint64_t>(std::llround(tokens * padded / plan.tp * 4))};
+  return gemm(tokens, model.hidden, padded / plan.tp, models::element_size(model.dtype));
+}
+
+Kernel loss_forward(const ModelSpec& model, const ParallelPlan& plan) {
+  const double tokens = static_cast<double>(model.micro_batch) * model.sequence / plan.cp;
+  // Reads this rank's share of the logits in fp32 (vocabulary-parallel cross-entropy with TP).
+  Kernel k{Flops{0}, Bytes{static_cast<std::uint64_t>(std::llround(tokens * model.vocabulary / plan.tp * 4))}};
+  k.memory = models::MemoryKernel::cross_entropy;
   return k;
 }
 

@@ -177,11 +177,15 @@ struct Kernel {
   // The GEMM's shape (its forward pass) when the kernel is one GEMM of known shape: timed by its tiles
   // (ComputeModel::gemm_time) rather than the roofline; its backward is the same shape with `backward` set.
   std::optional<models::Gemm> gemm{};
+  // What its memory side does, when it is a memory-bound kernel (its backward reaches that kind's backward share).
+  models::MemoryKernel memory = models::MemoryKernel::stream;
 };
 
-/// One layer's forward kernels on one rank for one micro-batch (the MLP ones are 0 for a MoE layer).
+/// One layer's forward kernels on one rank for one micro-batch (the MLP ones are 0 for a MoE layer). The
+/// memory-bound ones: the two norms, the residual adds with RoPE (fused: one read and write of Q and K's rotated
+/// part), and the MLP's activation.
 struct LayerForward {
-  Kernel qkv, attention, projection, mlp_up, mlp_down, elementwise, router;
+  Kernel qkv, attention, projection, mlp_up, mlp_down, norms, residual, activation, router;
 };
 
 /// Bytes per gradient element: 16-bit formats (and fp8, whose master weights are bf16) reduce in bf16.
@@ -195,8 +199,10 @@ double activation_bytes(Dtype dtype);
 LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer);
 /// Experts' forward (up, activation and down) on `tokens` routed tokens together, on one rank.
 Kernel expert_forward(const ModelSpec& model, std::uint64_t tokens);
-/// The logits GEMM and the loss on the last stage, one rank, one micro-batch.
+/// The logits GEMM on the last stage, one rank, one micro-batch (the vocabulary padded to 128 x TP, as Megatron).
 Kernel logits_forward(const ModelSpec& model, const ParallelPlan& plan);
+/// The softmax cross-entropy over those logits (fp32), its own kernel.
+Kernel loss_forward(const ModelSpec& model, const ParallelPlan& plan);
 /// Tokens of one micro-batch that one rank routes in a MoE layer: b s / (cp tp) (its sequence-parallel shard).
 std::uint64_t routed_tokens(const ModelSpec& model, const ParallelPlan& plan);
 

@@ -347,8 +347,8 @@ TEST_CASE("training: SwiGLU is three h x f matrices, squared ReLU and GeLU two")
   // A gated activation reads two f-wide inputs and writes one: T f more elements than GeLU's read and write.
   ModelSpec gelu = llama_layer(), swiglu = llama_layer();
   gelu.mlp = Mlp::gelu;
-  CHECK(static_cast<double>(layer_forward(swiglu, p, false).elementwise.bytes.count() -
-                            layer_forward(gelu, p, false).elementwise.bytes.count()) == doctest::Approx(2 * T * f));
+  CHECK(static_cast<double>(layer_forward(swiglu, p, false).activation.bytes.count() -
+                            layer_forward(gelu, p, false).activation.bytes.count()) == doctest::Approx(2 * T * f));
 }
 
 TEST_CASE("training: tied embeddings hold one V x h matrix on a single stage, two across stages") {

@@ -233,6 +233,7 @@ class RankEmitter {
       c.gemm->backward = scale == 2;
       c.flops = c.gemm->flops();
     }
+    c.memory = {k.memory, scale == 2};
     c.pipelined = !out_->empty();
     add(c, info);
   }
@@ -428,10 +429,12 @@ class RankEmitter {
       attention(k.attention, false, info);
       compute(k.projection, 1, info);
       after();
-      compute(k.elementwise, 1, info);
+      compute(k.norms, 1, info);
+      compute(k.residual, 1, info);
       if (mlp) {
         before();
         compute(k.mlp_up, 1, info);
+        compute(k.activation, 1, info);
         compute(k.mlp_down, 1, info);
         after();
       }
@@ -448,10 +451,12 @@ class RankEmitter {
     if (mlp) {
       before();
       compute(k.mlp_down, 2, info);
+      compute(k.activation, 2, info);
       compute(k.mlp_up, 2, info);
       after();
     }
-    compute(k.elementwise, 2, info);
+    compute(k.residual, 2, info);
+    compute(k.norms, 2, info);
     before();
     compute(k.projection, 2, info);
     // Selective recomputation: the attention core's forward again, its s^2 scores not kept (§5).
@@ -517,10 +522,12 @@ class RankEmitter {
       if (c_.plan.fsdp) fsdp_gather(unit, info);
       if (unit == 0)
         compute(embedding(), 1, info);
-      else if (unit == layers_ + 1)
+      else if (unit == layers_ + 1) {
         compute(logits_forward(c_.model, c_.plan), 1, info);
-      else
+        compute(loss_forward(c_.model, c_.plan), 1, info);
+      } else {
         layer(unit - 1, mb, false);
+      }
     }
   }
 
@@ -531,10 +538,12 @@ class RankEmitter {
       if (c_.plan.fsdp) fsdp_gather(unit, info);
       if (unit == 0)
         compute(embedding(), 2, info);
-      else if (unit == layers_ + 1)
+      else if (unit == layers_ + 1) {
+        compute(loss_forward(c_.model, c_.plan), 2, info);
         compute(logits_forward(c_.model, c_.plan), 2, info);
-      else
+      } else {
         layer(unit - 1, mb, true);
+      }
       if (c_.plan.fsdp) fsdp_reduce(unit, info);
       // The last micro-batch's backward completes the gradients: tell stream 1 which bucket is ready.
       if (mb == c_.plan.micro_batches - 1 && reduces())
@@ -787,7 +796,11 @@ class RankEmitter {
   /// A member's share of a part of a bucket: what it owns in the reduce-scatter and sends in the all-gather.
   Bytes chunk(const Part& p) const { return Bytes{gradient(p.params).count() / p.group->size()}; }
 
-  Kernel adam(double params) const { return {Flops{0}, bytes_of(params * ADAM_BYTES_PER_PARAMETER)}; }
+  Kernel adam(double params) const {
+    Kernel k{Flops{0}, bytes_of(params * ADAM_BYTES_PER_PARAMETER)};
+    k.memory = models::MemoryKernel::adamw;
+    return k;
+  }
 
   void gather_waits(int unit, const OpInfo& info) {
     for (std::size_t b = 0; b < buckets_.size(); ++b)

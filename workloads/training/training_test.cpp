@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <string>
 
 #include "scenario/test_support.hpp"
 #include "sim/isolated.hpp"
@@ -178,15 +180,16 @@ TEST_CASE("training: the same seed gives identical records, another seed other r
 }
 
 namespace {
-/// The GEMMs of `ops` (into streams and repeats), and the other compute ops' count.
-void collect_gemms(const std::vector<Op>& ops, std::vector<models::Gemm>& gemms, int& others) {
+/// The GEMMs of `ops` (into streams and repeats), and the other compute ops' memory kinds ("layernorm_backward").
+void collect_gemms(const std::vector<Op>& ops, std::vector<models::Gemm>& gemms, std::multiset<std::string>& others) {
   for (const auto& op : ops) {
     if (const auto* c = std::get_if<ComputeOp>(&op.what)) {
       if (c->gemm) {
         CHECK(c->flops.count() == doctest::Approx(c->gemm->flops().count()));
         gemms.push_back(*c->gemm);
       } else {
-        ++others;
+        others.insert(std::string(models::to_string(c->memory.kernel)) +
+                      (c->memory.backward && models::has_backward(c->memory.kernel) ? "_backward" : ""));
       }
     }
     if (const auto* s = std::get_if<StreamsOp>(&op.what))
@@ -196,7 +199,8 @@ void collect_gemms(const std::vector<Op>& ops, std::vector<models::Gemm>& gemms,
 }
 }  // namespace
 
-TEST_CASE("training: linear layers run as GEMMs by shape on Hopper, forward and backward, on the roofline elsewhere") {
+TEST_CASE(
+    "training: linear layers run as GEMMs by shape on Hopper, memory-bound kernels by kind, forward and backward") {
   // One GPT layer (h 1024, 8 heads, MLP 4h), TP 2, 2,048 tokens, vocabulary 50,257: per micro-batch QKV, projection,
   // MLP up and down and the logits forward, and the same five shapes backward.
   const auto gemms_of = [](const std::string& gpu) {
@@ -210,7 +214,7 @@ TEST_CASE("training: linear layers run as GEMMs by shape on Hopper, forward and 
     std::vector<Program> programs(2);
     decoder(yaml)->emit(programs, 0);
     std::vector<models::Gemm> gemms;
-    int others = 0;
+    std::multiset<std::string> others;
     collect_gemms(programs[0].ops, gemms, others);
     return std::pair{gemms, others};
   };
@@ -229,7 +233,14 @@ TEST_CASE("training: linear layers run as GEMMs by shape on Hopper, forward and 
     CHECK(count(1024, 2048, 4096 / 2, backward) == 1);      // MLP down
     CHECK(count(50432 / 2, 2048, 1024, backward) == 1);     // logits: 50,257 padded to 128 x tp = 256's multiple
   }
-  CHECK(others > 0);  // attention, the memory-bound kernels and the optimizer stay on the roofline
+  // The memory-bound kernels by kind, forward and backward: the two norms (one kernel), the activation, the loss, and
+  // AdamW once; residual adds and the embedding stream; attention is a roofline kernel (a stream here).
+  for (const char* kind : {"layernorm", "layernorm_backward", "gelu", "gelu_backward", "cross_entropy",
+                           "cross_entropy_backward", "adamw"}) {
+    CAPTURE(kind);
+    CHECK(others.count(kind) == 1);
+  }
+  CHECK(others.count("stream") > 0);
   // Blackwell presets publish no boost clock and run other tiles: every kernel on the roofline.
   CHECK(gemms_of("gb200").first.empty());
 }
