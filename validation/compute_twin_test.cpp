@@ -190,3 +190,43 @@ TEST_CASE("compute twins: PyTorch's memory-bound kernels run as one kernel of th
   REQUIRE(std::holds_alternative<std::string>(none));
   CHECK(std::get<std::string>(none) == "compute/memory_bound: kernel 'dropout_fwd' is not modelled");
 }
+
+TEST_CASE("compute twins: a PyTorch training step is the training workload's step of its model on its GPU") {
+  const auto models = default_models();
+  TraceRecord r;
+  r.id = "compute/train_step/gpt-h1024-l2/0/0/b1_s1024";
+  r.family = Family::compute;
+  r.test = "train_step";
+  r.variant = "gpt-h1024-l2";
+  r.ranks = {0};
+  r.median = r.p01 = r.p99 = r.min = r.max = 5e-3;
+  r.samples = {5e-3};
+  r.extra = {{"arch", "gpt"},
+             {"layers", 2},
+             {"hidden", 1024},
+             {"heads", 8},
+             {"kv_heads", 8},
+             {"head_dim", 128},
+             {"ffn", 4096},
+             {"vocab", 50304},
+             {"micro_batch", 1},
+             {"seq", 1024},
+             {"method", "events_between_steps"},
+             {"warmup_steps", 3}};
+  const auto made = make_twin(trace_of({r}), r, 1, models);
+  REQUIRE(std::holds_alternative<Twin>(made));
+  const Twin& twin = std::get<Twin>(made);
+  int gemms = 0, adamw = 0;
+  for (const auto& op : twin.sample[0])
+    if (const auto* c = std::get_if<workloads::ComputeOp>(&op.what)) {
+      gemms += c->gemm.has_value();
+      adamw += c->memory.kernel == models::MemoryKernel::adamw;
+    }
+  CHECK(gemms == 2 * (2 * 4 + 1));  // per layer QKV, projection, MLP up and down, and the logits; forward and backward
+  CHECK(adamw == 1);
+  CHECK(twin.warmup >= 3);
+  r.extra["arch"] = "bert";
+  const auto bert = make_twin(trace_of({r}), r, 1, models);
+  REQUIRE(std::holds_alternative<std::string>(bert));
+  CHECK(std::get<std::string>(bert) == "compute/train_step: architecture 'bert' is not modelled");
+}

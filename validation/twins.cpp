@@ -83,7 +83,8 @@ std::variant<Twin, std::string> make_twin(const Trace& trace, const TraceRecord&
       twin = twins::launch(record, gpus, models, timing_method(trace, record));
       break;
     case Family::compute:
-      twin = twins::compute(record, gpus, models, timing_method(trace, record));
+      twin = record.test == "train_step" ? twins::train_step(trace, record, gpus, models)
+                                         : twins::compute(record, gpus, models, timing_method(trace, record));
       break;
     default:
       return fmt::format("snsim does not model the {} family yet", to_string(record.family));

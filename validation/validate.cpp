@@ -57,6 +57,8 @@ std::optional<Use> fixed_use(const TracedRecord& t) {
     if (r.test == "gemm_method") return r.variant == "batch_events" ? Use::calibration : Use::validation;
     // Sustained normal-data GEMMs fit the power cap's clock; the same GEMM on each operand pattern checks it.
     if (r.test == "gemm_sustained") return Use::calibration;
+    // Whole training steps only validate (what the kernel models compose to), as the step family's.
+    if (r.test == "train_step") return Use::validation;
     // PyTorch's memory-bound kernels: every other size of each kernel, along its curve.
     if (r.test == "memory_bound" || r.test == "adamw") return std::nullopt;
     if (r.test == "gemm_data") return Use::validation;

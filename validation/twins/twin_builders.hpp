@@ -44,6 +44,9 @@ std::variant<Twin, std::string> step(const TraceRecord& record, int gpus, const 
 /// `method`: the record's timing method (timing_method()).
 std::variant<Twin, std::string> compute(const TraceRecord& record, int gpus, const models::Models& models,
                                         const std::string& method);
+/// compute/train_step: the training workload's step on one GPU of the record's model.
+std::variant<Twin, std::string> train_step(const Trace& trace, const TraceRecord& record, int gpus,
+                                           const models::Models& models);
 /// Records of other tools' output (twins/imported_twin.cpp); `run_gpus` are the GPUs of the record's run.
 std::variant<Twin, std::string> imported(const Trace& trace, const TraceRecord& record, int gpus,
                                          const models::Models& models, const std::vector<int>& run_gpus);
