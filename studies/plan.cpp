@@ -161,7 +161,7 @@ Seconds estimate_step(const ModelSpec& model, const PlanCandidate& candidate, Fl
   if (p.dp * p.cp > 1) {
     double params = 0;
     for (int l = 0; l < m.layers / p.pp; ++l) params += dense_layer_params(m, p, l) + expert_layer_params(m, p, l);
-    const double bytes = params * gradient_bytes(m.dtype);
+    const double bytes = params * gradient_bytes(m);
     const double n = p.dp * p.cp;
     // FSDP moves the parameters twice and the gradients once per micro-batch, (n - 1) / n of each in a ring.
     const double passes = p.fsdp ? 3.0 * p.micro_batches : 2.0;

@@ -1,9 +1,10 @@
 // Twins of whole single-GPU training steps (tools/probe/torch/train_steps.py, compute/train_step): a GPT- or
 // Llama-style model trained in PyTorch on one GPU, each sample one step between two events (events_between_steps).
 // The twin is the training workload's own step on one GPU of the record's shape (workloads/training): the same
-// kernels a capacity-planning run times, so the record checks training's compute end to end. What PyTorch does that
-// the training model does not (autocast's fp32 master weights cast to bf16 each forward and their gradients cast
-// back, HF's eager RoPE, the eager host launching every kernel) is not in the twin: its error says how much that is.
+// kernels a capacity-planning run times, so the record checks training's compute end to end, with autocast's casts of
+// fp32 parameters as the record's `precision` says (model.autocast) and HF's eager RoPE (model.eager_rope). What
+// PyTorch does that the training model does not (the eager host launching every kernel, autocast's fp32 norms) is
+// not in the twin: its error says how much that is.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -38,10 +39,14 @@ std::variant<workloads::training::ModelSpec, std::string> recorded_model(const T
   m.dtype = Dtype::bf16;
   m.flash_attention = true;
   m.tied_embeddings = r.extra.value("tied_embeddings", false);
+  // torch.autocast over fp32 parameters, as the probe trains (extra `precision`).
+  m.autocast = r.extra.value("precision", std::string()).find("autocast") != std::string::npos;
   if (arch == "llama") {
     m.mlp = workloads::training::Mlp::swiglu;
     m.norm = workloads::training::Norm::rmsnorm;
     m.rotary = true;
+    // HF Llama's rotate_half, eager: the record's `positions` names it.
+    m.eager_rope = r.extra.value("positions", std::string()).find("rotary") != std::string::npos;
   }
   return m;
 }

@@ -47,8 +47,8 @@ double kept(const ModelSpec& m, const ParallelPlan& plan, int layer) {
   return bytes;
 }
 
-double optimizer_bytes_per_param(Dtype dtype) {
-  const double weight = gradient_bytes(dtype);
+double optimizer_bytes_per_param(const ModelSpec& model) {
+  const double weight = gradient_bytes(model);
   return weight < 4 ? 12 : 2 * weight;
 }
 
@@ -97,11 +97,11 @@ Footprint stage_footprint(const ModelSpec& model, const ParallelPlan& plan, cons
   if (first_stage) dense += embedding_params(model, plan);
   if (last_stage) dense += logits_params(model, plan);
   f.params = dense + experts;
-  f.weights = bytes_of(f.params * gradient_bytes(model.dtype));
-  f.gradients = bytes_of(f.params * gradient_bytes(model.dtype));
+  f.weights = bytes_of(f.params * gradient_bytes(model));
+  f.gradients = bytes_of(f.params * gradient_bytes(model));
   const double dp = plan.zero || plan.fsdp ? plan.dp : 1,
                expert_dp = plan.zero ? static_cast<double>(plan.tp) * plan.dp / plan.ep : 1;
-  f.optimizer = bytes_of((dense / dp + experts / expert_dp) * optimizer_bytes_per_param(model.dtype));
+  f.optimizer = bytes_of((dense / dp + experts / expert_dp) * optimizer_bytes_per_param(model));
   if (plan.fsdp) {
     // A shard of every dense parameter and gradient, and whole: the unit computing and the one prefetched (their
     // gathered parameters) and the gradient of the unit being reduced.
@@ -110,8 +110,8 @@ Footprint stage_footprint(const ModelSpec& model, const ParallelPlan& plan, cons
     for (int local = 0; local < layers; ++local)
       largest_unit = std::max(largest_unit, dense_layer_params(model, plan, global_layer(model, plan, stage, local)));
     const double sharded = dense / plan.dp + experts;
-    f.weights = bytes_of((sharded + 2 * largest_unit) * gradient_bytes(model.dtype));
-    f.gradients = bytes_of((sharded + largest_unit) * gradient_bytes(model.dtype));
+    f.weights = bytes_of((sharded + 2 * largest_unit) * gradient_bytes(model));
+    f.gradients = bytes_of((sharded + largest_unit) * gradient_bytes(model));
   }
 
   const double e = models::element_size(model.dtype), tokens = static_cast<double>(model.micro_batch) * model.sequence;

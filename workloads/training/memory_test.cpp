@@ -110,6 +110,23 @@ TEST_CASE("memory: the footprint of a pipelined GQA model, counted by hand") {
   CHECK(t->fits());
 }
 
+TEST_CASE("memory: autocast keeps fp32 weights and gradients and two fp32 moments, no second master copy") {
+  const std::string yaml =
+      "topology: {type: hgx, gpu: h100, gpus: 2}\n"
+      "workloads:\n"
+      "  - type: training\n"
+      "    steps: 1\n"
+      "    model: {layers: 2, hidden: 1024, heads: 8, vocabulary: 32000, sequence: 1024, autocast: true}\n"
+      "    parallel: {dp: 2, zero: true}\n";
+  const auto s = load(yaml);
+  const auto doc = ConfigDocument::load_string(yaml, "t.yaml");
+  const auto t = make_training(doc->root().child("workloads").elements().front(), s.fabric());
+  const auto& f = t->footprints().front();
+  CHECK(static_cast<double>(f.weights.count()) == doctest::Approx(4 * f.params).epsilon(1e-9));
+  CHECK(static_cast<double>(f.gradients.count()) == doctest::Approx(4 * f.params).epsilon(1e-9));
+  CHECK(static_cast<double>(f.optimizer.count()) == doctest::Approx(8 * f.params / 2).epsilon(1e-9));  // dp 2
+}
+
 TEST_CASE("memory: a plan that does not fit is reported with its numbers and runs nothing") {
   // Llama 3.1 70B (8 of its layers) on one HGX without model parallelism: 8 x 855.6M parameters and the 2.1B of
   // the embeddings at 16 B each (ZeRO off) are ~137 GiB, over the H100's HBM.

@@ -104,8 +104,9 @@ int ep_rank(const ParallelPlan& plan, int rank) {
   return stage_index(plan, rank) % plan.ep;
 }
 
-double gradient_bytes(Dtype dtype) {
-  return dtype == Dtype::fp8 ? 2 : models::element_size(dtype);
+double gradient_bytes(const ModelSpec& model) {
+  if (model.autocast) return 4;
+  return model.dtype == Dtype::fp8 ? 2 : models::element_size(model.dtype);
 }
 
 double activation_bytes(Dtype dtype) {
@@ -227,7 +228,12 @@ LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, boo
   double residual = 6 * tokens * per_token;
   if (model.rotary) {  // RoPE reads and writes the rotated part of Q and K
     const double rotated = model.mla ? (a + 1) * model.mla->qk_rope_head_dim : w.q + w.k;
-    residual += 2 * tokens * rotated / t;
+    if (model.eager_rope) {
+      l.rope.bytes = bytes_of(2 * tokens * rotated / t * e);
+      l.rope.memory = models::MemoryKernel::rotary;
+    } else {
+      residual += 2 * tokens * rotated / t;
+    }
   }
   l.residual.bytes = bytes_of(residual * e);
   l.activation.bytes = bytes_of(activation_passes(model.mlp) * tokens * f / t * e);
@@ -403,8 +409,18 @@ ModelSpec parse_model(const ConfigNode& node, const Fabric& fabric) {
   m.mlp = choice(node, "mlp", m.mlp, MLP_NAMES);
   m.norm = choice(node, "norm", m.norm, NORM_NAMES);
   m.rotary = node.optional<bool>("rotary", m.rotary);
+  if (node.has("rope")) {
+    const auto rope = node.required<std::string>("rope");
+    if (rope != "fused" && rope != "eager")
+      node.fail_key("rope", fmt::format("expected fused or eager, found '{}'", rope));
+    if (!m.rotary) node.fail_key("rope", "applies to rotary embeddings: set rotary: true");
+    m.eager_rope = rope == "eager";
+  }
   m.tied_embeddings = node.optional<bool>("tied_embeddings", m.tied_embeddings);
   m.dropout = node.optional<bool>("dropout", m.dropout);
+  m.autocast = node.optional<bool>("autocast", m.autocast);
+  if (m.autocast && m.dtype != Dtype::bf16 && m.dtype != Dtype::fp16)
+    node.fail_key("autocast", fmt::format("casts fp32 parameters to bf16 or fp16, not to {}", to_string(m.dtype)));
   if (const auto mla = node.maybe_child("mla")) {
     MlaSpec l = m.mla.value_or(MlaSpec{});
     l.q_lora_rank = count(*mla, "q_lora_rank", l.q_lora_rank, 0, MAX_WIDTH);

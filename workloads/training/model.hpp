@@ -109,8 +109,12 @@ struct ModelSpec {
   Mlp mlp = Mlp::gelu;
   Norm norm = Norm::layernorm;
   bool rotary = false;           // rotary position embeddings (RoPE) on Q and K
+  bool eager_rope = false;       // RoPE as HF's eager x cos + rotate_half(x) sin (five kernels), not one fused kernel
   bool tied_embeddings = false;  // the logits reuse the input embedding's V x h matrix
   bool dropout = false;          // dropout after attention and the MLP (memory: its masks)
+  // PyTorch AMP (torch.autocast over fp32 parameters): weights, gradients and their reduction in fp32; each linear
+  // layer's weight cast to `dtype` in every forward and its gradient cast back to fp32 in the backward.
+  bool autocast = false;
   std::optional<MlaSpec> mla;
   std::optional<MoeSpec> moe;
 };
@@ -186,10 +190,12 @@ struct Kernel {
 /// part), and the MLP's activation.
 struct LayerForward {
   Kernel qkv, attention, projection, mlp_up, mlp_down, norms, residual, activation, router;
+  Kernel rope;  // eager RoPE on Q and K, its own kernels (fused RoPE is part of `residual`)
 };
 
-/// Bytes per gradient element: 16-bit formats (and fp8, whose master weights are bf16) reduce in bf16.
-double gradient_bytes(Dtype dtype);
+/// Bytes per weight and gradient element as the model keeps and reduces them: 16-bit formats (and fp8, whose master
+/// weights are bf16) in bf16, autocast's fp32 parameters in fp32.
+double gradient_bytes(const ModelSpec& model);
 /// Bytes per element of the activations between kernels, as the TP collectives, the pipeline and the CP ring move
 /// them: bf16 for fp8 training (TransformerEngine casts to fp8 inside its GEMMs only), else the dtype's.
 double activation_bytes(Dtype dtype);

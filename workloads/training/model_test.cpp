@@ -519,6 +519,19 @@ TEST_CASE("training: architecture input errors") {
                       "dense_layers: 2}}\n")),
         doctest::Contains("workloads[0].model.moe.dense_layers: must be between 0 and 1, got 2"), InputError);
   }
+  SUBCASE("autocast casts to a 16-bit format") {
+    CHECK_THROWS_WITH_AS(
+        load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, dtype: fp8, autocast: true}\n")),
+        "t.yaml:4:85: workloads[0].model.autocast: casts fp32 parameters to bf16 or fp16, not to fp8", InputError);
+  }
+  SUBCASE("rope needs rotary embeddings and is fused or eager") {
+    CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, rope: eager}\n")),
+                         "t.yaml:4:69: workloads[0].model.rope: applies to rotary embeddings: set rotary: true",
+                         InputError);
+    CHECK_THROWS_WITH_AS(
+        load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, rotary: true, rope: slow}\n")),
+        "t.yaml:4:83: workloads[0].model.rope: expected fused or eager, found 'slow'", InputError);
+  }
   SUBCASE("an unknown recompute") {
     CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512}\n"
                                        "    parallel: {recompute: some}\n")),

@@ -82,7 +82,7 @@ struct Bucket {
 /// gradient bytes.
 std::vector<Bucket> buckets(const TrainingConfig& c, int stage) {
   const int layers = c.model.layers / c.plan.pp;
-  const double grad = gradient_bytes(c.model.dtype);
+  const double grad = gradient_bytes(c.model);
   std::vector<Bucket> out;
   Bucket current;
   bool open = false;
@@ -119,7 +119,7 @@ std::vector<std::string> bucket_notes(const TrainingConfig& c, bool set) {
     return {
         fmt::format("parallel.bucket {} changes nothing: no gradient is reduced across GPUs (dp 1)", c.plan.bucket)};
   const int layers = c.model.layers / c.plan.pp;
-  const double grad = gradient_bytes(c.model.dtype);
+  const double grad = gradient_bytes(c.model);
   bool one_layer_each = true, one_bucket = true;
   double smallest_layer = std::numeric_limits<double>::infinity(), largest_stage = 0;
   for (int stage = 0; stage < c.plan.pp; ++stage) {
@@ -234,8 +234,22 @@ class RankEmitter {
       c.flops = c.gemm->flops();
     }
     c.memory = {k.memory, scale == 2};
+    // Autocast: the forward casts the linear layer's fp32 weight first (4 B read, 2 written per element), the
+    // backward casts its weight gradient back to fp32 after it (2 read, 4 written).
+    const bool cast = c_.model.autocast && k.gemm && (scale == 1 || scale == 2);
+    const Bytes weight_cast =
+        cast ? bytes_of(6.0 * static_cast<double>(k.gemm->m) * static_cast<double>(k.gemm->k)) : Bytes{0};
+    if (cast && scale == 1) cast_kernel(weight_cast, models::MemoryKernel::stream, info);
     c.pipelined = !out_->empty();
     add(c, info);
+    if (cast && scale == 2) cast_kernel(weight_cast, models::MemoryKernel::widen, info);
+  }
+
+  void cast_kernel(Bytes bytes, models::MemoryKernel kind, const OpInfo& info) {
+    ComputeOp cast{Flops{0}, bytes};
+    cast.memory = {kind, false};
+    cast.pipelined = !out_->empty();
+    add(cast, info);
   }
 
   void collective(CollectiveKind kind, Bytes bytes, const Group& group, const OpInfo& info, int root = -1) {
@@ -426,6 +440,7 @@ class RankEmitter {
     if (!backward) {
       before();
       compute(k.qkv, 1, info);
+      compute(k.rope, 1, info);
       attention(k.attention, false, info);
       compute(k.projection, 1, info);
       after();
@@ -462,6 +477,7 @@ class RankEmitter {
     // Selective recomputation: the attention core's forward again, its s^2 scores not kept (§5).
     if (c_.plan.recompute == Recompute::selective) attention(k.attention, false, info);
     attention(k.attention, true, info);
+    compute(k.rope, 2, info);
     compute(k.qkv, 2, info);
     after();
   }
@@ -791,7 +807,7 @@ class RankEmitter {
     return false;
   }
 
-  Bytes gradient(double params) const { return bytes_of(params * gradient_bytes(c_.model.dtype)); }
+  Bytes gradient(double params) const { return bytes_of(params * gradient_bytes(c_.model)); }
 
   /// A member's share of a part of a bucket: what it owns in the reduce-scatter and sends in the all-gather.
   Bytes chunk(const Part& p) const { return Bytes{gradient(p.params).count() / p.group->size()}; }
@@ -1161,6 +1177,9 @@ WorkloadRegistry::Entry training_entry() {
            {"model.mlp", "gelu|squared_relu|swiglu|geglu", "gelu", "MLP activation (gated: three matrices)"},
            {"model.norm", "layernorm|rmsnorm", "layernorm", "normalisation (its weights)"},
            {"model.rotary", "bool", "false", "rotary position embeddings on Q and K"},
+           {"model.rope", "fused|eager", "fused", "RoPE as one fused kernel or HF's eager rotate_half (five kernels)"},
+           {"model.autocast", "bool", "false",
+            "PyTorch AMP: fp32 parameters, each linear layer's weight cast in every forward, its gradient cast back"},
            {"model.tied_embeddings", "bool", "false", "the logits reuse the input embedding"},
            {"model.dropout", "bool", "false", "dropout after attention and MLP (memory: its masks)"},
            {"model.sequence", "tokens", "", "sequence length s"},

@@ -245,6 +245,43 @@ TEST_CASE(
   CHECK(gemms_of("gb200").first.empty());
 }
 
+TEST_CASE("training: autocast casts each linear layer's fp32 weight before its forward and its gradient after") {
+  // One GPT layer on one GPU: five linear layers (QKV, projection, MLP up and down, logits), each forward behind a
+  // 6 B-per-weight cast (fp32 read, bf16 written) and each backward before a widening one (bf16 read, fp32 written).
+  const auto ops_of = [](bool autocast) {
+    const std::string yaml = std::string(
+                                 "topology: {type: pcie, gpu: h200, gpus: 1}\nworkloads:\n  - type: training\n"
+                                 "    steps: 1\n"
+                                 "    model: {layers: 1, hidden: 1024, heads: 8, sequence: 1024, vocabulary: "
+                                 "50304, autocast: ") +
+                             (autocast ? "true" : "false") + "}\n";
+    std::vector<Program> programs(1);
+    decoder(yaml)->emit(programs, 0);
+    return programs[0].ops;
+  };
+  const auto with = ops_of(true), without = ops_of(false);
+  CHECK(with.size() == without.size() + 10);
+  double cast = 0, widen = 0, weights = 0;
+  for (std::size_t i = 0; i < with.size(); ++i) {
+    const auto* c = std::get_if<ComputeOp>(&with[i].what);
+    if (!c || !c->gemm) continue;
+    const double elements = static_cast<double>(c->gemm->m) * static_cast<double>(c->gemm->k);
+    weights += elements;
+    if (!c->gemm->backward) {  // the cast just before it
+      const auto& before = std::get<ComputeOp>(with[i - 1].what);
+      CHECK(before.memory.kernel == models::MemoryKernel::stream);
+      CHECK(static_cast<double>(before.bytes.count()) == doctest::Approx(6 * elements));
+      cast += static_cast<double>(before.bytes.count());
+    } else {  // the widening cast just after it
+      const auto& after = std::get<ComputeOp>(with[i + 1].what);
+      CHECK(after.memory.kernel == models::MemoryKernel::widen);
+      widen += static_cast<double>(after.bytes.count());
+    }
+  }
+  CHECK(cast == doctest::Approx(3 * weights));  // every weight counted in its forward and its backward GEMMs: 6 B / 2
+  CHECK(widen == doctest::Approx(cast));
+}
+
 TEST_CASE("training: the dense GPT example on 8 x H200 completes at a plausible MFU") {
   const auto s = Scenario::load(
       ConfigDocument::load_file(std::string(SNSIM_SOURCE_DIR) + "/workloads/examples/training_dense_hgx.yaml"));
