@@ -28,6 +28,15 @@ TraceRecord record(Family family, const std::string& test, const std::string& va
   return r;
 }
 
+/// The models `snsim calibrate` fits on `trace`, over the defaults.
+models::Models fitted_models(const Trace& trace) {
+  const auto calibration = calibrate({trace});
+  auto params = ConfigDocument::load_string(calibration.to_yaml("test"), "p.yaml");
+  auto overlay = ConfigDocument::load_string("{}", "<t>");
+  overlay->overlay(*params, "models");
+  return models::Models::load(overlay->root().section("models"));
+}
+
 }  // namespace
 
 TEST_CASE("power fit: bursts on low-entropy data and sustained normal-data GEMMs give back the power model") {
@@ -54,11 +63,7 @@ TEST_CASE("power fit: bursts on low-entropy data and sustained normal-data GEMMs
                      {"seconds", 25}};
   t.records.push_back(sustained);
 
-  const auto calibration = calibrate({t});
-  auto params = ConfigDocument::load_string(calibration.to_yaml("test"), "p.yaml");
-  auto overlay = ConfigDocument::load_string("{}", "<t>");
-  overlay->overlay(*params, "models");
-  const auto fitted = models::Models::load(overlay->root().section("models"));
+  const auto fitted = fitted_models(t);
   const auto& m = *fitted.compute;
   CHECK(m.flop_efficiency == doctest::Approx(efficiency).epsilon(1e-4));
   CHECK(m.power_exponent == doctest::Approx(exponent).epsilon(1e-3));
@@ -95,11 +100,7 @@ TEST_CASE("memory kernel fit: PyTorch-style kernels of known rates give back the
       t.records.push_back(r);
     }
   }
-  const auto calibration = calibrate({t});
-  auto params = ConfigDocument::load_string(calibration.to_yaml("test"), "p.yaml");
-  auto overlay = ConfigDocument::load_string("{}", "<t>");
-  overlay->overlay(*params, "models");
-  const auto fitted = models::Models::load(overlay->root().section("models"));
+  const auto fitted = fitted_models(t);
   const auto& m = *fitted.compute;
   CHECK(m.memory_ramp.count() == doctest::Approx(ramp).epsilon(1e-3));
   CHECK(m.efficiency({models::MemoryKernel::layernorm, false}) == doctest::Approx(0.5).epsilon(1e-4));
