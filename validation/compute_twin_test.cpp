@@ -127,7 +127,8 @@ TEST_CASE("compute twins: sustained GEMMs run at the power model's clock with th
        {std::pair{"normal", models::OperandData::normal}, std::pair{"uniform", models::OperandData::normal},
         std::pair{"small_int", models::OperandData::low_entropy},
         std::pair{"zeros", models::OperandData::low_entropy}}) {
-    CAPTURE(pattern);
+    const std::string pattern_name = pattern;  // a copy: clang 14 cannot capture a structured binding
+    CAPTURE(pattern_name);
     const Twin t = twin_of(data(pattern));
     REQUIRE(t.sample[0].size() == 8);  // a chunk: gemms_per_sample GEMMs queued back to back
     CHECK(t.repetitions == 8);
@@ -170,7 +171,8 @@ TEST_CASE("compute twins: PyTorch's memory-bound kernels run as one kernel of th
         std::tuple{"cast_fp32_bf16", "cast_fp32_bf16", models::MemoryKernel::stream, false},
         std::tuple{"cast_bf16_fp32", "cast_bf16_fp32", models::MemoryKernel::widen, false},
         std::tuple{"cross_entropy_bwd", "cross_entropy", models::MemoryKernel::cross_entropy, true}}) {
-    CAPTURE(variant);
+    const std::string variant_name = variant;  // a copy: clang 14 cannot capture a structured binding
+    CAPTURE(variant_name);
     const auto r = record("memory_bound", variant, op);
     const auto made = make_twin(trace_of({r}), r, 1, models);
     REQUIRE(std::holds_alternative<Twin>(made));

@@ -218,7 +218,9 @@ TEST_CASE(
     collect_gemms(programs[0].ops, gemms, others);
     return std::pair{gemms, others};
   };
-  const auto [gemms, others] = gemms_of("h200");
+  const auto shaped = gemms_of("h200");
+  const std::vector<models::Gemm>& gemms = shaped.first;
+  const std::multiset<std::string>& others = shaped.second;
   REQUIRE(gemms.size() == 10);
   const auto count = [&](std::int64_t m, std::int64_t n, std::int64_t k, bool backward) {
     return std::ranges::count_if(gemms, [&](const models::Gemm& g) {
