@@ -24,10 +24,10 @@ const ParamTable<ComputeModel>& compute_params() {
     // 2026-10-28].
     params.add({.key = "flop_efficiency",
                 .unit = "fraction",
-                .fallback = 0.8,
+                .fallback = 0.889972,
                 .check = between(0.01, 1.0),
-                .doc = "share of peak bf16 rate reached",
-                .source = "meas 788/989 TFLOP/s H200"},
+                .doc = "share of peak bf16 rate reached at boost clock",
+                .source = "fit H200 step bursts at boost clock"},
                [](ComputeModel& m) { return &m.flop_efficiency; });
     // 4.3 TB/s device-to-device copy counting reads and writes, of 4.8 TB/s (90 %) [meas:
     // docs/hardware.md#h200-machines].
@@ -72,19 +72,20 @@ const ParamTable<ComputeModel>& compute_params() {
                 .doc = "per kernel queued behind another on its stream (`pipelined: true`)",
                 .source = "meas H200 launch family"},
                [](ComputeModel& m) { return &m.queue_gap; });
-    // Power-capped clocks: off unless a parameter set says otherwise (validation/params/h200.yaml fits them from
-    // GEMMs at several duty cycles). The exponent's default is the H200 fit's; the window is a model choice
+    // Power-capped clocks: the defaults are our H200 fit (validation/params/h200.yaml: the exponent from GEMM bursts at
+    // several duty cycles, the duty from sustained GEMMs on normal data), as the GEMM model's are; a parameter set
+    // without data for its GPU turns them off (power_duty: 1, gb200.yaml). The window is a model choice
     // [estimate: shorter than a training step's phases would make the clock swing within a step, which
     // nvidia-smi does not show].
     params.add({.key = "power_duty",
                 .unit = "fraction",
-                .fallback = 1.0,
+                .fallback = 0.500237,
                 .check = between(0.05, 1.0),
                 .doc = "tensor duty cycle the power limit sustains at boost clock; above, clocks drop (1 = never)"},
                [](ComputeModel& m) { return &m.power_duty; });
     params.add({.key = "power_exponent",
                 .unit = "number",
-                .fallback = 2.5,
+                .fallback = 2.43161,
                 .check = between(0.5, 10.0),
                 .doc = "clock factor = (power_duty / duty)^(1/exponent) above it"},
                [](ComputeModel& m) { return &m.power_exponent; });
@@ -98,7 +99,7 @@ const ParamTable<ComputeModel>& compute_params() {
     params.add(
         {.key = "low_entropy_power",
          .unit = "fraction",
-         .fallback = 1.0,
+         .fallback = 0.675064,
          .check = between(0.05, 1.0),
          .doc = "power per tensor duty on low-entropy operands (constants, small integers), relative to normal data"},
         [](ComputeModel& m) { return &m.low_entropy_power; });

@@ -121,7 +121,7 @@ TEST_CASE("workloads: a copy to nvme stripes the bytes evenly over every drive, 
 TEST_CASE("workloads: a kernel's dtype picks the GPU's peak for that number format") {
   const auto s = load(
       "topology: {type: hgx, gpu: h200, gpus: 2}\n"
-      "models: {compute: {launch: 0us, flop_efficiency: 1}}\n"
+      "models: {compute: {launch: 0us, flop_efficiency: 1, power_duty: 1}}\n"  // clocks held at boost
       "workloads: [{type: program, ranks: 0, ops: [{compute: {flops: 1979TFLOP, dtype: fp8}},\n"
       "                                            {compute: {flops: 67TFLOP, dtype: fp64}}]}]\n");
   const Report r = s.run();

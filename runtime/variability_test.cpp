@@ -184,7 +184,7 @@ TEST_CASE("variability: clock variation is drawn once per GPU from its own strea
   const std::string yaml =
       "seed: 11\n"
       "topology: {type: hgx, gpus: 4}\n"
-      "models: {variation: {clock: {dist: normal, sigma: 0.05}}}\n"
+      "models: {compute: {power_duty: 1}, variation: {clock: {dist: normal, sigma: 0.05}}}\n"  // no power cap
       "workloads: [{type: program, ops: [{repeat: 2, ops: [{compute: {flops: 100TFLOP, bytes: 1KiB}}]}]}]\n";
   const auto s = load(yaml);
   const Report r = s.run();

@@ -89,8 +89,10 @@ TEST_CASE("timeline: snsim run --timeline writes a Chrome trace that matches the
       REQUIRE(is_number(e, "dur"));
       REQUIRE(e["cat"].is_string());
       CHECK(e["dur"].get<double>() >= 0);
-      const double ts = e["ts"], end = ts + e["dur"].get<double>();
-      slices[{pid, e["tid"].get<int>()}].emplace_back(ts, end);
+      // In whole nanoseconds, as Perfetto reads them: ts + dur in microseconds would round differently.
+      const double ts = e["ts"];
+      const auto ns = [](double us) { return static_cast<double>(std::llround(us * 1e3)); };
+      slices[{pid, e["tid"].get<int>()}].emplace_back(ns(ts), ns(ts) + ns(e["dur"].get<double>()));
       if (e["cat"] == "wait") {
         ++wait_slices;
         waited_us[pid] += e["dur"].get<double>();

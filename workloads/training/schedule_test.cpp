@@ -34,12 +34,13 @@ ParallelPlan plan(int pp, int vp, int micro_batches) {
 
 /// Four uniform stages on one HGX (no TP, no DP), 16 layers, 8 micro-batches, a small vocabulary so that the last
 /// stage's logits add under 1 % to its work. A transfer kernel waiting for its peer takes no SMs from compute here
-/// (models.compute.comm_sm_share 0), so that the kernels take as long in every schedule and the bubble is the
+/// (models.compute.comm_sm_share 0), and clocks are not power-capped (power_duty 1: a bubble would let the GPU
+/// cool and run faster after it), so that the kernels take as long in every schedule and the bubble is the
 /// schedule's alone.
 std::string pipeline_scenario(int vp) {
   return fmt::format(
       "topology: {{type: hgx, gpu: h100, gpus: 4}}\n"
-      "models: {{compute: {{comm_sm_share: 0}}}}\n"
+      "models: {{compute: {{comm_sm_share: 0, power_duty: 1}}}}\n"
       "workloads:\n"
       "  - type: training\n"
       "    steps: 1\n"
