@@ -59,19 +59,29 @@ std::optional<models::MemoryKind> memory_kernel_of(const TraceRecord& r) {
 namespace twins {
 namespace {
 
-/// The GEMMs of one chunk, queued back to back at the power model's clock.
-std::variant<Twin, std::string> sustained(const TraceRecord& r, int gpus, const models::Models& models) {
-  auto recorded = recorded_gemm(r);
-  if (auto* reason = std::get_if<std::string>(&recorded)) return *reason;
-  const auto operands = recorded_operands(r, models::OperandData::normal);
-  if (!operands) return fmt::format("compute/{}: operand pattern '{}' is not modelled", r.test, r.variant);
-  const auto& g = std::get<RecordedGemm>(recorded);
+/// The recorded GEMM as a kernel queued behind the previous one (flops and bytes its shape's).
+workloads::ComputeOp queued_gemm(const RecordedGemm& g) {
   workloads::ComputeOp c;
   c.gemm = g.gemm;
   c.dtype = g.dtype;
   c.flops = g.gemm.flops();
   c.bytes = g.gemm.operand_bytes(models::element_size(g.dtype));
   c.pipelined = true;
+  return c;
+}
+
+/// The event a timing method records between two calls, on the stream's time.
+workloads::ComputeOp event(const models::Models& models) {
+  return workloads::ComputeOp{Flops{0}, Bytes{0}, models.stream->event_record};
+}
+
+/// The GEMMs of one chunk, queued back to back at the power model's clock.
+std::variant<Twin, std::string> sustained(const TraceRecord& r, int gpus, const models::Models& models) {
+  auto recorded = recorded_gemm(r);
+  if (auto* reason = std::get_if<std::string>(&recorded)) return *reason;
+  const auto operands = recorded_operands(r, models::OperandData::normal);
+  if (!operands) return fmt::format("compute/{}: operand pattern '{}' is not modelled", r.test, r.variant);
+  workloads::ComputeOp c = queued_gemm(std::get<RecordedGemm>(recorded));
   c.operands = *operands;
   Twin twin;
   twin.sample.resize(static_cast<std::size_t>(gpus));
@@ -94,7 +104,7 @@ std::variant<Twin, std::string> compute(const TraceRecord& r, int gpus, const mo
     Twin twin;
     twin.sample.resize(static_cast<std::size_t>(gpus));
     auto& ops = twin.sample[static_cast<std::size_t>(rank_at(r, 0))];
-    ops.push_back(op(workloads::ComputeOp{Flops{0}, Bytes{0}, models.stream->event_record}));
+    ops.push_back(op(event(models)));
     workloads::ComputeOp c{Flops{0}, r.bytes};
     c.pipelined = true;
     c.memory = *kind;
@@ -107,19 +117,14 @@ std::variant<Twin, std::string> compute(const TraceRecord& r, int gpus, const mo
     return fmt::format("compute/{} timed by {}: a lone GEMM's launch and host side are not modelled", r.test, method);
   auto recorded = recorded_gemm(r);
   if (auto* reason = std::get_if<std::string>(&recorded)) return *reason;
-  const auto& [g, dtype, clock_mhz] = std::get<RecordedGemm>(recorded);
+  const double clock_mhz = std::get<RecordedGemm>(recorded).clock_mhz;
   Twin twin;
   twin.sample.resize(static_cast<std::size_t>(gpus));
-  workloads::ComputeOp c;
-  c.gemm = g;
-  c.dtype = dtype;
-  c.flops = g.flops();
-  c.bytes = g.operand_bytes(models::element_size(dtype));
-  c.pipelined = true;
+  workloads::ComputeOp c = queued_gemm(std::get<RecordedGemm>(recorded));
   if (clock_mhz > 0) c.clock_mhz = clock_mhz;
   auto& ops = twin.sample[static_cast<std::size_t>(rank_at(r, 0))];
   if (method == "events_back_to_back")  // the event between this GEMM and the next, on the stream's time
-    ops.push_back(op(workloads::ComputeOp{Flops{0}, Bytes{0}, models.stream->event_record}));
+    ops.push_back(op(event(models)));
   if (method == "graph_replay") c.launch = models::Launch::graph;
   ops.push_back(op(c));
   // No clock read: the GEMMs ran back to back long enough for the power cap to settle; so do the twin's.

@@ -60,10 +60,9 @@ std::variant<Twin, std::string> train_step(const Trace& trace, const TraceRecord
   // The GPU the trace ran on, alone: the training workload reads its peaks, SMs and boost clock.
   const std::string name = trace.header.gpus.empty() ? std::string() : trace.header.gpus.front().name;
   const auto preset = detail::gpu_model(name).preset;
-  const GpuSpec* gpu = nullptr;
-  for (const auto& g : topologies::gpu_presets())
-    if (preset && g.model == *preset) gpu = &g;
-  if (!gpu) return fmt::format("compute/train_step: GPU '{}' is no preset", name);
+  const auto& presets = topologies::gpu_presets();
+  const auto gpu = std::ranges::find_if(presets, [&](const GpuSpec& g) { return preset && g.model == *preset; });
+  if (gpu == presets.end()) return fmt::format("compute/train_step: GPU '{}' is no preset", name);
   Fabric fabric;
   fabric.add_device({"gpu0", DeviceKind::gpu, 0, *gpu});
   workloads::training::TrainingConfig config;
