@@ -105,7 +105,8 @@ std::variant<Twin, std::string> compute(const TraceRecord& r, int gpus, const mo
     twin.sample.resize(static_cast<std::size_t>(gpus));
     auto& ops = twin.sample[static_cast<std::size_t>(rank_at(r, 0))];
     ops.push_back(op(event(models)));
-    workloads::ComputeOp c{Flops{0}, r.bytes};
+    workloads::ComputeOp c;
+    c.bytes = r.bytes;
     c.pipelined = true;
     c.memory = *kind;
     ops.push_back(op(c));

@@ -246,7 +246,8 @@ class RankEmitter {
   }
 
   void cast_kernel(Bytes bytes, models::MemoryKernel kind, const OpInfo& info) {
-    ComputeOp cast{Flops{0}, bytes};
+    ComputeOp cast;
+    cast.bytes = bytes;
     cast.memory = {kind, false};
     cast.pipelined = !out_->empty();
     add(cast, info);
