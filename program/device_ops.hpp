@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <string_view>
 
 #include "models/compute.hpp"
 #include "models/copy.hpp"
@@ -30,6 +31,9 @@ struct ComputeOp {
   std::optional<double> clock_mhz{};
   models::OperandData operands = models::OperandData::normal;  // what the operands hold: the power they draw
   models::MemoryKind memory{};  // what its memory side does: the share of HBM bandwidth it reaches
+  // What the workload calls this kernel, for its report of time by kernel ("gemm", "attention", "layernorm", ...;
+  // empty: unnamed). Points at a name with static storage (a literal, or models::to_string's).
+  std::string_view kernel{};
 };
 
 struct CopyOp {

@@ -313,6 +313,7 @@ nlohmann::json Report::timeline(const std::vector<int>& gpus) const {
       if (o.phase > 0) args["phase"] = o.phase;  // the workload, where the scenario has several
       if (o.peer >= 0) args["peer"] = gpu_name(o.peer);
       if (!o.detail.empty()) args["algorithm"] = o.detail;
+      if (!o.kernel.empty()) args["kernel"] = o.kernel;
       const Seconds took = o.end - o.start;
       if (kind_of(o.kind).moves_bytes && o.bytes.count() > 0 && took > Seconds{0})
         args["GBps"] = std::round(static_cast<double>(o.bytes.count()) / took.count() / 1e7) / 100;

@@ -35,6 +35,7 @@ struct OpRecord {
   std::string detail{};  // what the run chose: a collective's "ring/LL128"; empty when nothing
   /// signal_wait: when the put (issued by `peer`) that made the signal hold started, for the timeline's arrows.
   std::optional<Seconds> cause{};
+  std::string_view kernel{};  // a compute op's kernel name (ComputeOp::kernel): static storage; empty when none
 };
 
 /// One stretch of time a rank spent blocked on another rank (runtime/waits.hpp says how waits are attributed).

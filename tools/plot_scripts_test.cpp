@@ -187,3 +187,30 @@ TEST_CASE("plot scripts: snsim finds them in share/snsim/plot above its own fold
     }
   }
 }
+
+TEST_CASE("plot_step_kernels.py: a profiled step's kernel groups beside snsim's, and bad input exits 2") {
+  const auto python = python_with_matplotlib();
+  if (!python) return;
+  TempDir dir;
+  const std::string kernels =
+      std::string(SNSIM_SOURCE_DIR) + "/validation/traces/h200/h200x1-compute-steps-kernels.json";
+  const Result r = run_script(
+      dir, *python, "plot_step_kernels.py",
+      fmt::format("{} --snsim {} --model gpt-h2048-l8 --out . --quiet", quote(kernels), quote(SNSIM_BINARY)));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  // The measured side is the profile's: 59.94 ms of kernels (its AdamW annotation left out), 30.54 of them GEMMs.
+  CHECK(r.out.find("| gemm | 30.54 |") != std::string::npos);
+  CHECK(r.out.find("| **kernels** | **59.94** |") != std::string::npos);
+  CHECK(r.out.find("| step | 61.65 |") != std::string::npos);
+  CHECK(fs::file_size(dir.path() / "step-kernels-gpt-h2048-l8.png") > 10000);
+
+  dir.write("bad.json", R"({"schema": "snsim-kernels/1", "models": [{"model": "m", "arch": "bert"}]})");
+  const Result bad = run_script(dir, *python, "plot_step_kernels.py", "bad.json --snsim x");
+  CHECK(bad.code == 2);
+  CHECK(bad.err == "bad.json: models[0] has no 'layers'\n");
+  dir.write("other.json", R"({"traceEvents": []})");
+  const Result other = run_script(dir, *python, "plot_step_kernels.py", "other.json --snsim x");
+  CHECK(other.code == 2);
+  CHECK(other.err == "other.json: not a snsim-kernels/1 file (expected an object with schema and models)\n");
+}

@@ -53,6 +53,7 @@ Kernel gemm(double m, double k, double n, double element) {
   g.n = std::llround(m);
   g.k = std::llround(k);
   if (g.m >= 1 && g.n >= 1 && g.k >= 1) out.gemm = g;
+  out.name = "gemm";
   return out;
 }
 
@@ -185,6 +186,7 @@ Kernel qkv_forward(const ModelSpec& m, double tokens, double t, double e) {
   else
     parts.push_back(gemm(tokens, h, w.q / t, e));
   Kernel sum{Flops{0}, Bytes{0}};
+  sum.name = "gemm";  // three GEMMs, timed as one by the roofline
   for (const auto& k : parts) {
     sum.flops = Flops{sum.flops.count() + k.flops.count()};
     sum.bytes += k.bytes;
@@ -219,6 +221,7 @@ LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, boo
   double attention_bytes = (w.q + w.k + w.v + w.o) * tokens / t * e;  // Q, K, V read, O written
   if (!model.flash_attention) attention_bytes += 4 * b * (a / t) * s * s * e;
   l.attention.bytes = bytes_of(attention_bytes);
+  l.attention.name = "attention";
   l.projection = gemm(tokens, w.o / t, h, e);
   // Per token: two norms read and write h, two residual adds read 2 h and write h (over 1 / t of the tokens with
   // sequence parallelism); the activation is the MLP's.
@@ -236,6 +239,7 @@ LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, boo
     }
   }
   l.residual.bytes = bytes_of(residual * e);
+  l.residual.name = "residual";
   l.activation.bytes = bytes_of(activation_passes(model.mlp) * tokens * f / t * e);
   l.activation.memory = mlp_matrices(model.mlp) == 3 ? models::MemoryKernel::swiglu : models::MemoryKernel::gelu;
   if (moe_layer) l.router = gemm(static_cast<double>(routed_tokens(model, plan)), h, model.moe->experts, e);
@@ -251,8 +255,13 @@ Kernel expert_forward(const ModelSpec& model, std::uint64_t tokens) {
   const double n = static_cast<double>(tokens), h = model.hidden, f = expert_ffn(model);
   const double e = models::element_size(model.dtype);
   const Kernel up = gemm(n, h, (mlp_matrices(model.mlp) - 1) * f, e), down = gemm(n, f, h, e);
+  // The expert's GEMMs and its activation, timed as one by the roofline.
   return {Flops{up.flops.count() + down.flops.count()},
-          up.bytes + down.bytes + bytes_of(activation_passes(model.mlp) * n * f * e), true};
+          up.bytes + down.bytes + bytes_of(activation_passes(model.mlp) * n * f * e),
+          true,
+          std::nullopt,
+          models::MemoryKernel::stream,
+          "expert"};
 }
 
 Kernel logits_forward(const ModelSpec& model, const ParallelPlan& plan) {

@@ -183,6 +183,8 @@ struct Kernel {
   std::optional<models::Gemm> gemm{};
   // What its memory side does, when it is a memory-bound kernel (its backward reaches that kind's backward share).
   models::MemoryKernel memory = models::MemoryKernel::stream;
+  // What the step's report of time by kernel calls it ("gemm", "attention", "residual", ...); empty: its memory kind.
+  std::string_view name{};
 };
 
 /// One layer's forward kernels on one rank for one micro-batch (the MLP ones are 0 for a MoE layer). The

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -234,6 +236,7 @@ class RankEmitter {
       c.flops = c.gemm->flops();
     }
     c.memory = {k.memory, scale == 2};
+    c.kernel = k.name.empty() ? models::to_string(k.memory) : k.name;
     // Autocast: the forward casts the linear layer's fp32 weight first (4 B read, 2 written per element), the
     // backward casts its weight gradient back to fp32 after it (2 read, 4 written).
     const bool cast = c_.model.autocast && k.gemm && (scale == 1 || scale == 2);
@@ -249,6 +252,7 @@ class RankEmitter {
     ComputeOp cast;
     cast.bytes = bytes;
     cast.memory = {kind, false};
+    cast.kernel = "cast";
     cast.pipelined = !out_->empty();
     add(cast, info);
   }
@@ -519,7 +523,11 @@ class RankEmitter {
     }
   }
 
-  Kernel embedding() const { return {Flops{0}, activation()}; }
+  Kernel embedding() const {
+    Kernel k{Flops{0}, activation()};
+    k.name = "embedding";
+    return k;
+  }
 
   /// The units of the stage's chunk `chunk` (all its layers without interleaving): its layers, the embedding before
   /// the model's first chunk, the logits after its last.
@@ -1028,8 +1036,23 @@ std::vector<Table> Training::summarize(const std::vector<OpRecord>& records, int
   std::vector<std::vector<std::pair<Seconds, Seconds>>> compute(static_cast<std::size_t>(gpus)),
       busy(static_cast<std::size_t>(gpus));
   std::map<std::string, double> moved;
+  struct KernelTotal {
+    std::int64_t launches = 0;
+    double seconds = 0, bytes = 0;
+  };
+  // By kernel name and pass; over the ranks that ran (a folded run records its representatives only).
+  std::map<std::pair<std::string_view, OpInfo::Pass>, KernelTotal> by_kernel;
+  std::set<int> kernel_ranks;
   for (const auto& r : records) {
     if (r.phase != phase) continue;
+    if (is_compute(r.kind)) {
+      const auto pass = r.tag >= 0 ? info(r.tag).pass : OpInfo::step_level;
+      auto& total = by_kernel[{r.kernel.empty() ? std::string_view("other") : r.kernel, pass}];
+      kernel_ranks.insert(r.rank);
+      ++total.launches;
+      total.seconds += (r.end - r.start).count();
+      total.bytes += static_cast<double>(r.bytes.count());
+    }
     start = std::min(start, r.start.count());
     if (r.tag >= 0) {
       auto& end = step_end[static_cast<std::size_t>(info(r.tag).step)];
@@ -1117,7 +1140,23 @@ std::vector<Table> Training::summarize(const std::vector<OpRecord>& records, int
   for (std::string_view kind : {CollectiveOp::KIND.name, CopyOp::KIND.name, PutOp::KIND.name, GetOp::KIND.name})
     row(fmt::format("bytes_{}", kind).c_str(), moved[std::string(kind)]);
   memory_rows(summary);
-  return {steps, summary, per_gpu, memory};
+  // What the compute time is made of, kernel by kernel, to set beside a profiled step's kernels.
+  Table kernels{"training: compute time per GPU and step by kernel (mean GPU; launch and queue gaps included)",
+                {"kernel", "pass", "launches", "time_ms", "pct_of_compute", "tb_per_s"},
+                {}};
+  std::vector<std::pair<std::pair<std::string_view, OpInfo::Pass>, KernelTotal>> ordered(by_kernel.begin(),
+                                                                                         by_kernel.end());
+  std::ranges::stable_sort(ordered, std::greater{}, [](const auto& k) { return k.second.seconds; });
+  double kernel_seconds = 0;
+  for (const auto& k : ordered) kernel_seconds += k.second.seconds;
+  const double per = static_cast<double>(std::max<std::size_t>(kernel_ranks.size(), 1)) * c.steps;
+  constexpr std::array<const char*, 3> pass_names{"forward", "backward", "step"};
+  for (const auto& [key, total] : ordered)
+    kernels.rows.push_back({std::string(key.first), pass_names[static_cast<std::size_t>(key.second)],
+                            static_cast<double>(total.launches) / per, total.seconds / per * 1e3,
+                            kernel_seconds > 0 ? 100 * total.seconds / kernel_seconds : 0.0,
+                            total.seconds > 0 ? total.bytes / total.seconds / 1e12 : 0.0});
+  return {steps, summary, per_gpu, kernels, memory};
 }
 
 std::unique_ptr<Training> make_training(const ConfigNode& node, const Fabric& fabric) {

@@ -284,6 +284,36 @@ TEST_CASE("training: autocast casts each linear layer's fp32 weight before its f
   CHECK(widen == doctest::Approx(cast));
 }
 
+TEST_CASE("training: the step's compute time by kernel adds up to its compute time, GEMM by GEMM") {
+  // One GPT layer on one GPU, one step, no overlap: every kernel is in one row of the table, so the rows add up to
+  // the step's compute time; the five linear layers (QKV, projection, MLP up and down, logits) are one GEMM each in
+  // the forward and one (both gradients) in the backward.
+  const auto s = Scenario::load(ConfigDocument::load_string(
+      "topology: {type: pcie, gpu: h200, gpus: 1}\nworkloads:\n  - type: training\n    steps: 1\n"
+      "    model: {layers: 1, hidden: 1024, heads: 8, sequence: 1024, vocabulary: 50304}\n",
+      "t.yaml"));
+  const Report r = s.run();
+  REQUIRE(r.outcome == "completed");
+  const Table& kernels = table(r, "training: compute time per GPU and step by kernel");
+  REQUIRE(kernels.columns ==
+          std::vector<std::string>{"kernel", "pass", "launches", "time_ms", "pct_of_compute", "tb_per_s"});
+  double total_ms = 0, pct = 0;
+  std::map<std::pair<std::string, std::string>, double> launches;
+  for (const auto& row : kernels.rows) {
+    total_ms += row[3].get<double>();
+    pct += row[4].get<double>();
+    launches[{row[0].get<std::string>(), row[1].get<std::string>()}] = row[2].get<double>();
+  }
+  CHECK(total_ms == doctest::Approx(metric(r, "compute_ms_per_gpu")).epsilon(1e-9));
+  CHECK(pct == doctest::Approx(100));
+  CHECK(launches[{"gemm", "forward"}] == 5);
+  CHECK(launches[{"gemm", "backward"}] == 5);
+  CHECK(launches[{"attention", "forward"}] == 1);
+  CHECK(launches[{"attention", "backward"}] == 1);
+  CHECK(launches[{"adamw", "step"}] == 1);
+  for (const auto& [key, count] : launches) CHECK(key.first != "other");  // every kernel the workload emits is named
+}
+
 TEST_CASE("training: the dense GPT example on 8 x H200 completes at a plausible MFU") {
   const auto s = Scenario::load(
       ConfigDocument::load_file(std::string(SNSIM_SOURCE_DIR) + "/workloads/examples/training_dense_hgx.yaml"));
