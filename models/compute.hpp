@@ -41,9 +41,26 @@ std::optional<OperandData> operand_data(std::string_view name);
 /// What a memory-bound kernel does, for the share of HBM bandwidth it reaches: on our H200, PyTorch's streaming add
 /// reaches 4.4 TB/s, its row-wise softmax 1.2 (docs/models-and-validation.md#memory-kernels). `stream`: element-wise
 /// kernels reading and writing as many bytes (adds, copies, casts to a narrower format); `widen`: casts to a wider
-/// one (bf16 to fp32); `rotary`: HF Llama's eager x cos + rotate_half(x) sin, five kernels (fused rotary is
-/// `stream`); `adamw`: PyTorch's fused AdamW over fp32 parameters, gradients and moments.
-enum class MemoryKernel { stream, widen, layernorm, rmsnorm, softmax, gelu, swiglu, rotary, cross_entropy, adamw };
+/// one (bf16 to fp32) and adds of a bf16 operand into fp32 (both PyTorch's unrolled, unvectorised kernel); `rotary`:
+/// HF Llama's eager x cos + rotate_half(x) sin, five kernels (fused rotary is `stream`); `adamw`: PyTorch's fused
+/// AdamW over fp32 parameters, gradients and moments; `bias_grad`: a linear layer's bias gradient, the column sums of
+/// its output's gradient; `embedding_grad`: an embedding table's gradient (zeroed, then the rows of the tokens summed
+/// into it).
+enum class MemoryKernel {
+  stream,
+  widen,
+  layernorm,
+  rmsnorm,
+  softmax,
+  gelu,
+  swiglu,
+  rotary,
+  cross_entropy,
+  adamw,
+  bias_grad,
+  embedding_grad
+};
+constexpr std::size_t MEMORY_KERNELS = 12;
 std::string_view to_string(MemoryKernel kernel);
 std::optional<MemoryKernel> memory_kernel(std::string_view name);
 /// A memory-bound kernel's kind and pass (the backward of a kernel reaches its own share).
@@ -51,8 +68,14 @@ struct MemoryKind {
   MemoryKernel kernel = MemoryKernel::stream;
   bool backward = false;
 };
-/// Kinds with a backward of their own rate (element-wise streams, widening casts and AdamW have none).
+/// Kinds with a backward of their own rate (element-wise streams, widening casts, AdamW and the gradient kernels have
+/// none).
 bool has_backward(MemoryKernel kernel);
+/// The bytes a kind's backward moves per byte its forward moves, as the probe counts them (each input read once,
+/// each output written once): a norm, softmax, GeLU or eager RoPE reads x and dy and writes dx (3 / 2 of read x,
+/// write y); SwiGLU reads gate, up and dy and writes both gradients (5 / 3); cross-entropy reads the saved
+/// log-probabilities and writes the logits' gradient (2 / 1). 1 for kinds without a backward.
+double backward_bytes(MemoryKernel kernel);
 
 /// Bytes per element of a GEMM operand in `dtype` (tf32 is stored as fp32).
 double element_size(Dtype dtype);
@@ -99,8 +122,8 @@ class ComputeModel final : public Model {
   double hbm_efficiency = 0;   // achieved share of peak HBM bandwidth on streaming kernels
   // The share other memory-bound kinds reach, forward and backward (MemoryKernel order; stream's is hbm_efficiency),
   // and what every memory-bound kernel adds to its bytes' time: its first wave's start and its last one's drain.
-  std::array<double, 10> memory_efficiency{};
-  std::array<double, 10> memory_efficiency_backward{};
+  std::array<double, MEMORY_KERNELS> memory_efficiency{};
+  std::array<double, MEMORY_KERNELS> memory_efficiency_backward{};
   Seconds memory_ramp;
   Seconds launch;            // kernel launch overhead per compute op (the host submits it)
   Seconds queue_gap;         // per kernel queued behind another on the same stream (the host is ahead)

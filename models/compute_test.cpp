@@ -83,9 +83,26 @@ TEST_CASE("compute: a memory-bound kernel takes the ramp plus its bytes at its k
   CHECK_FALSE(memory_kernel("dropout"));
   CHECK_FALSE(has_backward(MemoryKernel::widen));
   CHECK(error("models: {compute: {memory_efficiency: {adamw_backward: 0.5}}}\n") ==
-        "t.yaml:1:40: models.compute.memory_efficiency.adamw_backward: unknown key; known keys: adamw, cross_entropy, "
-        "cross_entropy_backward, gelu, gelu_backward, layernorm, layernorm_backward, rmsnorm, rmsnorm_backward, "
-        "rotary, rotary_backward, softmax, softmax_backward, swiglu, swiglu_backward, widen");
+        "t.yaml:1:40: models.compute.memory_efficiency.adamw_backward: unknown key; known keys: adamw, bias_grad, "
+        "cross_entropy, cross_entropy_backward, embedding_grad, gelu, gelu_backward, layernorm, layernorm_backward, "
+        "rmsnorm, rmsnorm_backward, rotary, rotary_backward, softmax, softmax_backward, swiglu, swiglu_backward, "
+        "widen");
+}
+
+TEST_CASE("compute: a backward moves the bytes the probe's formula counts, relative to its forward's") {
+  // Norms, softmax, GeLU, eager RoPE: read x and dy, write dx against read x, write y.
+  for (const auto k : {MemoryKernel::layernorm, MemoryKernel::rmsnorm, MemoryKernel::softmax, MemoryKernel::gelu,
+                       MemoryKernel::rotary})
+    CHECK(backward_bytes(k) == doctest::Approx(1.5));
+  // SwiGLU: read gate, up and dy, write both gradients (5) against read gate and up, write y (3).
+  CHECK(backward_bytes(MemoryKernel::swiglu) == doctest::Approx(5.0 / 3));
+  // Cross-entropy: read the log-probabilities, write the logits' gradient against read the logits.
+  CHECK(backward_bytes(MemoryKernel::cross_entropy) == 2);
+  for (const auto k : {MemoryKernel::stream, MemoryKernel::widen, MemoryKernel::adamw, MemoryKernel::bias_grad,
+                       MemoryKernel::embedding_grad}) {
+    CHECK_FALSE(has_backward(k));
+    CHECK(backward_bytes(k) == 1);
+  }
 }
 
 TEST_CASE("compute: power and queue-gap keys are checked") {

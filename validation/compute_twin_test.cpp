@@ -170,7 +170,15 @@ TEST_CASE("compute twins: PyTorch's memory-bound kernels run as one kernel of th
         std::tuple{"add", "add", models::MemoryKernel::stream, false},
         std::tuple{"cast_fp32_bf16", "cast_fp32_bf16", models::MemoryKernel::stream, false},
         std::tuple{"cast_bf16_fp32", "cast_bf16_fp32", models::MemoryKernel::widen, false},
-        std::tuple{"cross_entropy_bwd", "cross_entropy", models::MemoryKernel::cross_entropy, true}}) {
+        std::tuple{"cross_entropy_bwd", "cross_entropy", models::MemoryKernel::cross_entropy, true},
+        std::tuple{"layernorm_fp32_fwd", "layernorm", models::MemoryKernel::layernorm, false},
+        std::tuple{"rotary_heads_bwd", "rotary", models::MemoryKernel::rotary, true},
+        std::tuple{"add_fp32_bf16", "add_fp32_bf16", models::MemoryKernel::widen, false},
+        std::tuple{"add_fp32", "add_fp32", models::MemoryKernel::stream, false},
+        std::tuple{"fill_fp32", "fill_fp32", models::MemoryKernel::stream, false},
+        std::tuple{"cat3", "cat3", models::MemoryKernel::stream, false},
+        std::tuple{"bias_grad", "bias_grad", models::MemoryKernel::bias_grad, false},
+        std::tuple{"embedding_bwd", "embedding_bwd", models::MemoryKernel::embedding_grad, false}}) {
     const std::string variant_name = variant;  // a copy: clang 14 cannot capture a structured binding
     CAPTURE(variant_name);
     const auto r = record("memory_bound", variant, op);

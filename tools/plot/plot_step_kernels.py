@@ -11,16 +11,19 @@ table, and sets both side by side by group:
 
   gemm         cuBLAS / cuBLASLt GEMMs (nvjet, xmma, cutlass)       snsim: gemm
   attention    cuDNN / flash SDPA and its helper kernels              snsim: attention
-  cast         dtype copies (autocast's weight casts and back)        snsim: cast
+  cast         dtype copies (autocast's casts of weights, norm        snsim: cast
+               outputs, logits and their gradients)
   adamw        the fused AdamW update                                 snsim: adamw
   norm         layernorm / RMSNorm forward and backward               snsim: layernorm, rmsnorm
   activation   GeLU, SiLU and the gate's multiply                     snsim: gelu, swiglu
   residual     fp32 adds (residual stream, gradient accumulation)     snsim: residual, stream
-  rotary       eager RoPE: neg, cat, bf16 mul and add                 snsim: rotary
-  loss         log-softmax and NLL                                    snsim: cross_entropy
+  rotary       eager RoPE: neg, bf16 multiply and add                 snsim: rotary
+  split        concatenations (the fused QKV split's backward,        snsim: qkv_split
+               RoPE's rotate_half)
+  loss         log-softmax, NLL and fp32 fills (the NLL gradient's)   snsim: cross_entropy
   embedding    the gather and its backward (sort, segment sums)       snsim: embedding
   bias_grad    bias gradients (column sums)                           snsim: bias_grad
-  fill         fills and memsets                                      snsim: fill
+  memset       cuBLAS / cub workspace memsets and bf16 fills          snsim: none
   other        anything else
 
 (SwiGLU's multiply and RoPE's share one PyTorch kernel; a bf16 multiply is counted as activation once per MLP
@@ -39,8 +42,8 @@ import tempfile
 
 from plot_common import draw_with_pyplot, fail, is_number, load_json, save
 
-GROUPS = ["gemm", "attention", "cast", "adamw", "norm", "activation", "residual", "rotary", "loss", "embedding",
-          "bias_grad", "fill", "other"]
+GROUPS = ["gemm", "attention", "cast", "adamw", "norm", "activation", "residual", "rotary", "split", "loss",
+          "embedding", "bias_grad", "memset", "other"]
 
 # (pattern on the kernel's name, group), first match wins.
 MEASURED_RULES = [
@@ -53,16 +56,18 @@ MEASURED_RULES = [
     (r"gather_kernel|sum_and_scatter|compute_grad_weight|radix_sort|unique_by_key|cub::detail::scan|"
      r"partial_segment|partials_per_segment|num_of_partial_segments|arange|embedding", "embedding"),
     (r"reduce_kernel<.*sum_functor", "bias_grad"),
-    (r"FillFunctor|^Memset", "fill"),
+    (r"FillFunctor<float>", "loss"),
+    (r"FillFunctor|^Memset", "memset"),
+    (r"CatArrayBatchedCopy", "split"),
     (r"direct_copy_kernel|bfloat16_copy_kernel|copy_kernel", "cast"),
     (r"CUDAFunctor_add<float>", "residual"),
-    (r"neg_kernel|CatArrayBatchedCopy|MulFunctor|CUDAFunctor_add<c10::BFloat16>", "rotary"),
+    (r"neg_kernel|MulFunctor|CUDAFunctor_add<c10::BFloat16>", "rotary"),
 ]
 
 SNSIM_GROUPS = {"gemm": "gemm", "attention": "attention", "cast": "cast", "adamw": "adamw", "layernorm": "norm",
                 "rmsnorm": "norm", "gelu": "activation", "swiglu": "activation", "residual": "residual",
                 "stream": "residual", "rotary": "rotary", "cross_entropy": "loss", "embedding": "embedding",
-                "bias_grad": "bias_grad", "fill": "fill"}
+                "bias_grad": "bias_grad", "qkv_split": "split", "embedding_grad": "embedding"}
 
 KERNEL_TABLE = "training: compute time per GPU and step by kernel"
 
@@ -113,6 +118,8 @@ def scenario(entry):
              f"sequence: {entry['seq']}, dtype: bf16, attention: flash, autocast: true")
     if llama:
         model += ", mlp: swiglu, norm: rmsnorm, rotary: true, rope: eager"
+    else:
+        model += ", linear_bias: true"  # the probe's GPT blocks have biases on every Linear
     return ("name: step-kernels\nseed: 1\ntopology: {type: pcie, gpu: h200, gpus: 1}\nmodels: {params: h200}\n"
             f"workloads:\n  - type: training\n    steps: 3\n    model: {{{model}}}\n")
 

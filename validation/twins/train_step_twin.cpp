@@ -39,6 +39,7 @@ std::variant<workloads::training::ModelSpec, std::string> recorded_model(const T
   m.dtype = Dtype::bf16;
   m.flash_attention = true;
   m.tied_embeddings = r.extra.value("tied_embeddings", false);
+  m.linear_bias = r.extra.value("linear_bias", false);
   // torch.autocast over fp32 parameters, as the probe trains (extra `precision`).
   m.autocast = r.extra.value("precision", std::string()).find("autocast") != std::string::npos;
   if (arch == "llama") {

@@ -223,31 +223,62 @@ LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, boo
   l.attention.bytes = bytes_of(attention_bytes);
   l.attention.name = "attention";
   l.projection = gemm(tokens, w.o / t, h, e);
-  // Per token: two norms read and write h, two residual adds read 2 h and write h (over 1 / t of the tokens with
-  // sequence parallelism); the activation is the MLP's.
+  // Per token: a norm reads and writes h, a residual add reads 2 h and writes h (over 1 / t of the tokens with
+  // sequence parallelism); each runs twice a layer. Autocast keeps the residual stream in fp32 (the embedding's
+  // output is fp32, and a bf16 output added to it stays fp32): a norm reads and writes 4 B, an add reads 4 + e and
+  // writes 4 (PyTorch's unrolled mixed-type kernel, as a widening cast's), and the gradients' adds are fp32.
   const double per_token = plan.sequence_parallel ? h / t : h;
-  l.norms.bytes = bytes_of(4 * tokens * per_token * e);
-  l.norms.memory = model.norm == Norm::rmsnorm ? models::MemoryKernel::rmsnorm : models::MemoryKernel::layernorm;
-  double residual = 6 * tokens * per_token;
-  if (model.rotary) {  // RoPE reads and writes the rotated part of Q and K
+  const double r = model.autocast ? 4 : e;  // bytes per element of the residual stream
+  l.norm.bytes = bytes_of(2 * tokens * per_token * r);
+  l.norm.memory = model.norm == Norm::rmsnorm ? models::MemoryKernel::rmsnorm : models::MemoryKernel::layernorm;
+  l.norm.backward = models::backward_bytes(l.norm.memory);
+  const double residual = model.autocast ? (r + e + r) * tokens * per_token : 3 * tokens * per_token * e;
+  const double residual_grad = 3 * tokens * per_token * r;  // a residual's gradient: one add of two into one
+  if (model.rotary) {                                       // RoPE reads and writes the rotated part of Q and K
     const double rotated = model.mla ? (a + 1) * model.mla->qk_rope_head_dim : w.q + w.k;
-    if (model.eager_rope) {
-      l.rope.bytes = bytes_of(2 * tokens * rotated / t * e);
+    l.rope.bytes = bytes_of(2 * tokens * rotated / t * e);
+    l.rope.name = "rotary";
+    if (model.eager_rope) {  // five kernels, counted as one read and write
       l.rope.memory = models::MemoryKernel::rotary;
-    } else {
-      residual += 2 * tokens * rotated / t;
+      l.rope.backward = models::backward_bytes(l.rope.memory);
+    } else {  // one fused kernel each way
+      l.rope.backward = 1;
     }
   }
-  l.residual.bytes = bytes_of(residual * e);
+  l.residual.bytes = bytes_of(residual);
   l.residual.name = "residual";
+  if (model.autocast) l.residual.memory = models::MemoryKernel::widen;
+  l.residual_grad.bytes = bytes_of(residual_grad);
+  l.residual_grad.name = "residual";
+  if (!model.mla) {  // torch.split of the fused QKV output: its backward concatenates the three gradients
+    l.qkv_split.bytes = bytes_of(2 * tokens * (w.q + w.k + w.v) / t * e);
+    l.qkv_split.name = "qkv_split";
+  }
+  if (model.autocast) {
+    // A cast of a [tokens, h] activation between fp32 and `dtype`, reading one and writing the other; each of the
+    // three runs twice a layer (once for attention, once for the MLP).
+    const Bytes casts = bytes_of(tokens * h * (4 + e));
+    l.input_casts.bytes = l.input_grad_casts.bytes = l.output_grad_casts.bytes = casts;
+    l.input_casts.name = l.input_grad_casts.name = l.output_grad_casts.name = "cast";
+    l.input_grad_casts.memory = models::MemoryKernel::widen;
+  }
   l.activation.bytes = bytes_of(activation_passes(model.mlp) * tokens * f / t * e);
   l.activation.memory = mlp_matrices(model.mlp) == 3 ? models::MemoryKernel::swiglu : models::MemoryKernel::gelu;
+  l.activation.backward = models::backward_bytes(l.activation.memory);
   if (moe_layer) l.router = gemm(static_cast<double>(routed_tokens(model, plan)), h, model.moe->experts, e);
   if (f > 0) {
     l.mlp_up = gemm(tokens, h, (mats - 1) * f / t, e);
     l.mlp_down = gemm(tokens, f / t, h, e);
   }
   for (Kernel* linear : {&l.qkv, &l.projection, &l.mlp_up, &l.mlp_down}) linear->fp8 = true;
+  if (model.linear_bias) {  // a bias gradient reads the output's gradient: column-parallel outputs are 1 / t wide
+    l.qkv.bias_grad = bytes_of(tokens * (w.q + w.k + w.v) / t * e);
+    l.projection.bias_grad = bytes_of(tokens * h * e);
+    if (f > 0) {
+      l.mlp_up.bias_grad = bytes_of(tokens * (mats - 1) * f / t * e);
+      l.mlp_down.bias_grad = bytes_of(tokens * h * e);
+    }
+  }
   return l;
 }
 
@@ -275,9 +306,50 @@ Kernel logits_forward(const ModelSpec& model, const ParallelPlan& plan) {
 
 Kernel loss_forward(const ModelSpec& model, const ParallelPlan& plan) {
   const double tokens = static_cast<double>(model.micro_batch) * model.sequence / plan.cp;
-  // Reads this rank's share of the logits in fp32 (vocabulary-parallel cross-entropy with TP).
-  Kernel k{Flops{0}, Bytes{static_cast<std::uint64_t>(std::llround(tokens * model.vocabulary / plan.tp * 4))}};
+  // Reads this rank's share of the logits (vocabulary-parallel cross-entropy with TP): in fp32, as Megatron casts
+  // them; under autocast PyTorch's log-softmax reads them as they are (fp32 accumulation inside), after a cast.
+  const double element = model.autocast ? models::element_size(model.dtype) : 4;
+  Kernel k{Flops{0}, Bytes{static_cast<std::uint64_t>(std::llround(tokens * model.vocabulary / plan.tp * element))}};
   k.memory = models::MemoryKernel::cross_entropy;
+  k.backward = models::backward_bytes(k.memory);
+  return k;
+}
+
+Kernel loss_cast(const ModelSpec& model, const ParallelPlan& plan) {
+  if (!model.autocast) return {};
+  // Autocast runs cross_entropy in fp32: the logits are widened before it, their gradient narrowed after it.
+  const double tokens = static_cast<double>(model.micro_batch) * model.sequence / plan.cp;
+  Kernel k{Flops{0}, bytes_of(tokens * model.vocabulary / plan.tp * (4 + models::element_size(model.dtype)))};
+  k.memory = models::MemoryKernel::widen;
+  k.name = "cast";
+  k.backward = 1;
+  return k;
+}
+
+Kernel embedding_forward(const ModelSpec& model, const ParallelPlan& plan) {
+  // The gather: each token's row read and written, in the table's format (fp32 under autocast).
+  const double tokens = static_cast<double>(model.micro_batch) * model.sequence / plan.cp;
+  const double element = model.autocast ? 4 : activation_bytes(model.dtype);
+  Kernel k{Flops{0}, bytes_of(2 * tokens * model.hidden * element)};
+  k.name = "embedding";
+  k.backward = 0;  // its backward is embedding_grad's
+  return k;
+}
+
+Kernel embedding_zero(const ModelSpec& model, const ParallelPlan& plan) {
+  // The table's gradient (this rank's V / t rows) zeroed before the tokens' rows are summed into it.
+  Kernel k{Flops{0}, bytes_of(static_cast<double>(model.vocabulary) / plan.tp * model.hidden * gradient_bytes(model))};
+  k.name = "embedding";
+  return k;
+}
+
+Kernel embedding_grad(const ModelSpec& model, const ParallelPlan& plan) {
+  // Each token's gradient row summed into its row of the table (PyTorch sorts the tokens, then sums each run):
+  // counted as the gradient rows read.
+  const double tokens = static_cast<double>(model.micro_batch) * model.sequence / plan.cp;
+  Kernel k{Flops{0}, bytes_of(tokens * model.hidden * gradient_bytes(model))};
+  k.memory = models::MemoryKernel::embedding_grad;
+  k.name = "embedding";
   return k;
 }
 
@@ -426,6 +498,7 @@ ModelSpec parse_model(const ConfigNode& node, const Fabric& fabric) {
     m.eager_rope = rope == "eager";
   }
   m.tied_embeddings = node.optional<bool>("tied_embeddings", m.tied_embeddings);
+  m.linear_bias = node.optional<bool>("linear_bias", m.linear_bias);
   m.dropout = node.optional<bool>("dropout", m.dropout);
   m.autocast = node.optional<bool>("autocast", m.autocast);
   if (m.autocast && m.dtype != Dtype::bf16 && m.dtype != Dtype::fp16)

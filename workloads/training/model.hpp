@@ -113,8 +113,11 @@ struct ModelSpec {
   bool tied_embeddings = false;  // the logits reuse the input embedding's V x h matrix
   bool dropout = false;          // dropout after attention and the MLP (memory: its masks)
   // PyTorch AMP (torch.autocast over fp32 parameters): weights, gradients and their reduction in fp32; each linear
-  // layer's weight cast to `dtype` in every forward and its gradient cast back to fp32 in the backward.
+  // layer's weight cast to `dtype` in every forward and its gradient cast back to fp32 in the backward; the residual
+  // stream, its norms and the loss in fp32 (LayerForward says which kernels that adds).
   bool autocast = false;
+  bool linear_bias =
+      false;  // the linear layers of the blocks have biases (GPT-2/3, Megatron's default): bias gradients
   std::optional<MlaSpec> mla;
   std::optional<MoeSpec> moe;
 };
@@ -185,14 +188,26 @@ struct Kernel {
   models::MemoryKernel memory = models::MemoryKernel::stream;
   // What the step's report of time by kernel calls it ("gemm", "attention", "residual", ...); empty: its memory kind.
   std::string_view name{};
+  // The bytes its backward moves per byte of its forward (memory-bound kernels: their kind's models::backward_bytes;
+  // GEMMs and attention run twice the FLOPs).
+  double backward = 2;
+  // A linear layer with a bias: the bytes of its output's gradient, which the bias gradient's column sums read.
+  Bytes bias_grad{0};
 };
 
-/// One layer's forward kernels on one rank for one micro-batch (the MLP ones are 0 for a MoE layer). The
-/// memory-bound ones: the two norms, the residual adds with RoPE (fused: one read and write of Q and K's rotated
-/// part), and the MLP's activation.
+/// One layer's kernels on one rank for one micro-batch (the MLP ones are 0 for a MoE layer): the forward's, whose
+/// backward is the same kernel at `Kernel::backward`, and the kernels only one pass has. The memory-bound ones: a
+/// norm and a residual add (each twice a layer, before and after attention and the MLP), RoPE, and the MLP's
+/// activation. Autocast adds casts around the linear layers whose input or output gradient is the fp32 residual
+/// stream (QKV and MLP-up read a norm's fp32 output; the projection's and MLP-down's output gradient is fp32).
 struct LayerForward {
-  Kernel qkv, attention, projection, mlp_up, mlp_down, norms, residual, activation, router;
-  Kernel rope;  // eager RoPE on Q and K, its own kernels (fused RoPE is part of `residual`)
+  Kernel qkv, attention, projection, mlp_up, mlp_down, norm, residual, activation, router;
+  Kernel rope;               // RoPE on Q and K: one fused kernel (stream) or HF's eager five (rotary); none without
+  Kernel residual_grad;      // backward: a residual gradient's accumulation (twice a layer)
+  Kernel qkv_split;          // backward: the fused QKV output's split undone (dq, dk and dv concatenated)
+  Kernel input_casts;        // autocast, forward: a norm's fp32 output cast for QKV, and again for MLP-up
+  Kernel input_grad_casts;   // autocast, backward: those inputs' gradients cast back to fp32
+  Kernel output_grad_casts;  // autocast, backward: the residual's fp32 gradient cast for the projection and MLP-down
 };
 
 /// Bytes per weight and gradient element as the model keeps and reduces them: 16-bit formats (and fp8, whose master
@@ -211,6 +226,14 @@ Kernel expert_forward(const ModelSpec& model, std::uint64_t tokens);
 Kernel logits_forward(const ModelSpec& model, const ParallelPlan& plan);
 /// The softmax cross-entropy over those logits (fp32), its own kernel.
 Kernel loss_forward(const ModelSpec& model, const ParallelPlan& plan);
+/// Autocast's casts of the logits around the loss (forward: widened to fp32; backward: the gradient narrowed, the
+/// same bytes); nothing without autocast.
+Kernel loss_cast(const ModelSpec& model, const ParallelPlan& plan);
+/// The embedding's gather (forward) and its table's gradient (backward: the table zeroed, then the tokens' gradient
+/// rows summed into it), on one rank for one micro-batch.
+Kernel embedding_forward(const ModelSpec& model, const ParallelPlan& plan);
+Kernel embedding_zero(const ModelSpec& model, const ParallelPlan& plan);
+Kernel embedding_grad(const ModelSpec& model, const ParallelPlan& plan);
 /// Tokens of one micro-batch that one rank routes in a MoE layer: b s / (cp tp) (its sequence-parallel shard).
 std::uint64_t routed_tokens(const ModelSpec& model, const ParallelPlan& plan);
 

@@ -540,3 +540,68 @@ TEST_CASE("training: architecture input errors") {
                          InputError);
   }
 }
+
+TEST_CASE("training: autocast keeps the residual stream in fp32: norms, residual adds, casts and the loss") {
+  ModelSpec m;
+  m.layers = 1;
+  m.hidden = 2048;
+  m.ffn_hidden = 8192;
+  m.heads = 16;
+  m.sequence = 4096;
+  m.micro_batch = 2;
+  m.vocabulary = 50304;
+  const ParallelPlan p;
+  const double T = 8192, h = 2048, V = 50304;
+  ModelSpec amp = m;
+  amp.autocast = true;
+  const auto plain = layer_forward(m, p, false), mixed = layer_forward(amp, p, false);
+  const auto bytes = [](const Kernel& k) { return static_cast<double>(k.bytes.count()); };
+  // A norm reads and writes [T, h]: bf16 without autocast, fp32 with it; its backward reads x and dy, writes dx.
+  CHECK(bytes(plain.norm) == doctest::Approx(2 * T * h * 2));
+  CHECK(bytes(mixed.norm) == doctest::Approx(2 * T * h * 4));
+  CHECK(mixed.norm.backward == doctest::Approx(1.5));
+  // A residual add: bf16 + bf16 into bf16 (6 B an element), or fp32 + bf16 into fp32 (10 B) as a mixed-type
+  // kernel; its gradient's add is of the stream's format.
+  CHECK(bytes(plain.residual) == doctest::Approx(T * h * 6));
+  CHECK(bytes(mixed.residual) == doctest::Approx(T * h * 10));
+  CHECK(mixed.residual.memory == models::MemoryKernel::widen);
+  CHECK(bytes(plain.residual_grad) == doctest::Approx(T * h * 6));
+  CHECK(bytes(mixed.residual_grad) == doctest::Approx(T * h * 12));
+  // Each cast between fp32 and bf16 of a [T, h] activation reads one and writes the other: none without autocast.
+  CHECK(bytes(plain.input_casts) == 0);
+  CHECK(bytes(mixed.input_casts) == doctest::Approx(T * h * 6));
+  CHECK(mixed.input_grad_casts.memory == models::MemoryKernel::widen);
+  CHECK(mixed.output_grad_casts.memory == models::MemoryKernel::stream);
+  // The loss reads the logits in fp32 (Megatron's cast) or, under autocast, as bf16 after a widening cast.
+  CHECK(static_cast<double>(loss_forward(m, p).bytes.count()) == doctest::Approx(T * V * 4));
+  CHECK(static_cast<double>(loss_forward(amp, p).bytes.count()) == doctest::Approx(T * V * 2));
+  CHECK(loss_cast(m, p).bytes.count() == 0);
+  CHECK(static_cast<double>(loss_cast(amp, p).bytes.count()) == doctest::Approx(T * V * 6));
+  // The embedding's table gradient: the whole table zeroed, the tokens' gradient rows summed into it, in the
+  // gradients' format (fp32 under autocast).
+  CHECK(static_cast<double>(embedding_zero(amp, p).bytes.count()) == doctest::Approx(V * h * 4));
+  CHECK(static_cast<double>(embedding_grad(amp, p).bytes.count()) == doctest::Approx(T * h * 4));
+  CHECK(static_cast<double>(embedding_grad(m, p).bytes.count()) == doctest::Approx(T * h * 2));
+}
+
+TEST_CASE("training: linear biases add a bias gradient per linear layer, reading its output's gradient") {
+  ModelSpec m;
+  m.layers = 1;
+  m.hidden = 4096;
+  m.ffn_hidden = 16384;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.sequence = 2048;
+  const double T = 2048, h = 4096, f = 16384, kv = 8 * 128;
+  ParallelPlan p;
+  p.tp = 4;
+  CHECK(layer_forward(m, p, false).qkv.bias_grad.count() == 0);
+  m.linear_bias = true;
+  const auto l = layer_forward(m, p, false);
+  // Column-parallel layers (QKV, MLP-up) hold 1 / tp of the outputs; row-parallel ones (projection, MLP-down) add
+  // their bias after the reduction, over all h outputs.
+  CHECK(static_cast<double>(l.qkv.bias_grad.count()) == doctest::Approx(T * (h + 2 * kv) / 4 * 2));
+  CHECK(static_cast<double>(l.projection.bias_grad.count()) == doctest::Approx(T * h * 2));
+  CHECK(static_cast<double>(l.mlp_up.bias_grad.count()) == doctest::Approx(T * f / 4 * 2));
+  CHECK(static_cast<double>(l.mlp_down.bias_grad.count()) == doctest::Approx(T * h * 2));
+}

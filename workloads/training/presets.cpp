@@ -78,7 +78,9 @@ std::map<std::string, ModelSpec, std::less<>> make_presets() {
                {128, 8, 1.25, 0, 1536, 0, 0, 1}));
   // GPT-3 175B: Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1 (96 layers, d_model 12288,
   // 96 heads of 128, context 2048) and §2.1 (GPT-2's architecture: LayerNorm, GeLU MLP of 4 d_model, tied
-  // embeddings, its 50257-token vocabulary). Left out: the learned position embeddings (2048 x 12288) and biases.
+  // embeddings, its 50257-token vocabulary). Left out: the learned position embeddings (2048 x 12288), and the
+  // biases' gradient kernels (`linear_bias`): Megatron-Core's TransformerEngine layers compute a bias gradient in
+  // the weight-gradient GEMM's epilogue, not as a kernel of its own.
   add(dense("gpt3-175b", {96, 12288, 96, 96, 128, 4 * 12288, 50257, 2048}, Mlp::gelu, Norm::layernorm, false, true));
   // Nemotron-4: Parmar et al. 2024, "Nemotron-4 15B Technical Report", Table 1 and §2 (32 layers, hidden 6144, 48
   // heads, 8 KV heads, sequence 4096, vocabulary 256000; squared ReLU, RoPE, untied embeddings, no biases), and

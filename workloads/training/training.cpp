@@ -227,8 +227,9 @@ class RankEmitter {
   void compute(Kernel k, double scale, const OpInfo& info) {
     if (k.flops.count() <= 0 && k.bytes.count() == 0) return;
     const Dtype dtype = c_.model.dtype == Dtype::fp8 && !k.fp8 ? Dtype::bf16 : c_.model.dtype;
-    ComputeOp c{Flops{k.flops.count() * scale}, bytes_of(static_cast<double>(k.bytes.count()) * scale), std::nullopt,
-                dtype};
+    const double byte_scale = scale == 2 ? k.backward : scale;
+    ComputeOp c{Flops{k.flops.count() * scale}, bytes_of(static_cast<double>(k.bytes.count()) * byte_scale),
+                std::nullopt, dtype};
     // A linear layer's forward (scale 1) or its backward's two GEMMs (scale 2), by shape.
     if (k.gemm && t_.gemm_by_shape() && (scale == 1 || scale == 2)) {
       c.gemm = *k.gemm;
@@ -246,6 +247,14 @@ class RankEmitter {
     c.pipelined = !out_->empty();
     add(c, info);
     if (cast && scale == 2) cast_kernel(weight_cast, models::MemoryKernel::widen, info);
+    if (scale == 2 && k.bias_grad.count() > 0) {  // the bias gradient: column sums of the output's gradient
+      ComputeOp bias;
+      bias.bytes = k.bias_grad;
+      bias.memory = {models::MemoryKernel::bias_grad, false};
+      bias.kernel = "bias_grad";
+      bias.pipelined = true;
+      add(bias, info);
+    }
   }
 
   void cast_kernel(Bytes bytes, models::MemoryKernel kind, const OpInfo& info) {
@@ -443,16 +452,19 @@ class RankEmitter {
     };
     auto after = [&] { tp(sp ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce, act, info); };
     if (!backward) {
+      compute(k.norm, 1, info);
       before();
+      compute(k.input_casts, 1, info);
       compute(k.qkv, 1, info);
       compute(k.rope, 1, info);
       attention(k.attention, false, info);
       compute(k.projection, 1, info);
       after();
-      compute(k.norms, 1, info);
       compute(k.residual, 1, info);
+      compute(k.norm, 1, info);
       if (mlp) {
         before();
+        compute(k.input_casts, 1, info);
         compute(k.mlp_up, 1, info);
         compute(k.activation, 1, info);
         compute(k.mlp_down, 1, info);
@@ -462,6 +474,7 @@ class RankEmitter {
         this->moe(layer, mb, false, info);
         if (!sp) tp(CollectiveKind::all_gather, act, info);  // each TP rank routed its 1/tp of the tokens
       }
+      compute(k.residual, 1, info);
       return;
     }
     if (moe) {
@@ -470,21 +483,28 @@ class RankEmitter {
     }
     if (mlp) {
       before();
+      compute(k.output_grad_casts, 1, info);
       compute(k.mlp_down, 2, info);
       compute(k.activation, 2, info);
       compute(k.mlp_up, 2, info);
+      compute(k.input_grad_casts, 1, info);
       after();
     }
-    compute(k.residual, 2, info);
-    compute(k.norms, 2, info);
+    compute(k.norm, 2, info);
+    compute(k.residual_grad, 1, info);
     before();
+    compute(k.output_grad_casts, 1, info);
     compute(k.projection, 2, info);
     // Selective recomputation: the attention core's forward again, its s^2 scores not kept (§5).
     if (c_.plan.recompute == Recompute::selective) attention(k.attention, false, info);
     attention(k.attention, true, info);
     compute(k.rope, 2, info);
+    compute(k.qkv_split, 1, info);
     compute(k.qkv, 2, info);
+    compute(k.input_grad_casts, 1, info);
     after();
+    compute(k.norm, 2, info);
+    compute(k.residual_grad, 1, info);
   }
 
   /// The attention core, forward (or its backward, twice the FLOPs). With context parallelism a ring over the CP
@@ -523,12 +543,6 @@ class RankEmitter {
     }
   }
 
-  Kernel embedding() const {
-    Kernel k{Flops{0}, activation()};
-    k.name = "embedding";
-    return k;
-  }
-
   /// The units of the stage's chunk `chunk` (all its layers without interleaving): its layers, the embedding before
   /// the model's first chunk, the logits after its last.
   std::pair<int, int> chunk_units(int chunk) const {
@@ -546,9 +560,13 @@ class RankEmitter {
       if (pgas_ && c_.plan.zero && step_ > 0 && mb == 0) gather_waits(unit, info);
       if (c_.plan.fsdp) fsdp_gather(unit, info);
       if (unit == 0)
-        compute(embedding(), 1, info);
+        compute(embedding_forward(c_.model, c_.plan), 1, info);
       else if (unit == layers_ + 1) {
+        // The final norm, its output cast for the logits under autocast.
+        compute(kernels_.norm, 1, info);
+        compute(kernels_.input_casts, 1, info);
         compute(logits_forward(c_.model, c_.plan), 1, info);
+        compute(loss_cast(c_.model, c_.plan), 1, info);
         compute(loss_forward(c_.model, c_.plan), 1, info);
       } else {
         layer(unit - 1, mb, false);
@@ -561,11 +579,17 @@ class RankEmitter {
     for (int unit = high; unit >= low; --unit) {
       const OpInfo info = here(OpInfo::backward, mb, unit);
       if (c_.plan.fsdp) fsdp_gather(unit, info);
-      if (unit == 0)
-        compute(embedding(), 2, info);
-      else if (unit == layers_ + 1) {
+      if (unit == 0) {
+        compute(embedding_zero(c_.model, c_.plan), 1, info);
+        compute(embedding_grad(c_.model, c_.plan), 1, info);
+      } else if (unit == layers_ + 1) {
         compute(loss_forward(c_.model, c_.plan), 2, info);
+        Kernel narrow = loss_cast(c_.model, c_.plan);
+        narrow.memory = models::MemoryKernel::stream;  // the gradient cast back to `dtype`: a narrowing cast
+        compute(narrow, 1, info);
         compute(logits_forward(c_.model, c_.plan), 2, info);
+        compute(kernels_.input_grad_casts, 1, info);
+        compute(kernels_.norm, 2, info);
       } else {
         layer(unit - 1, mb, true);
       }
@@ -1151,11 +1175,11 @@ std::vector<Table> Training::summarize(const std::vector<OpRecord>& records, int
   for (const auto& k : ordered) kernel_seconds += k.second.seconds;
   const double per = static_cast<double>(std::max<std::size_t>(kernel_ranks.size(), 1)) * c.steps;
   constexpr std::array<const char*, 3> pass_names{"forward", "backward", "step"};
-  for (const auto& [key, total] : ordered)
+  for (const auto& [key, sum] : ordered)
     kernels.rows.push_back({std::string(key.first), pass_names[static_cast<std::size_t>(key.second)],
-                            static_cast<double>(total.launches) / per, total.seconds / per * 1e3,
-                            kernel_seconds > 0 ? 100 * total.seconds / kernel_seconds : 0.0,
-                            total.seconds > 0 ? total.bytes / total.seconds / 1e12 : 0.0});
+                            static_cast<double>(sum.launches) / per, sum.seconds / per * 1e3,
+                            kernel_seconds > 0 ? 100 * sum.seconds / kernel_seconds : 0.0,
+                            sum.seconds > 0 ? sum.bytes / sum.seconds / 1e12 : 0.0});
   return {steps, summary, per_gpu, kernels, memory};
 }
 
@@ -1219,8 +1243,10 @@ WorkloadRegistry::Entry training_entry() {
            {"model.rotary", "bool", "false", "rotary position embeddings on Q and K"},
            {"model.rope", "fused|eager", "fused", "RoPE as one fused kernel or HF's eager rotate_half (five kernels)"},
            {"model.autocast", "bool", "false",
-            "PyTorch AMP: fp32 parameters, each linear layer's weight cast in every forward, its gradient cast back"},
+            "PyTorch AMP: fp32 parameters, each linear layer's weight cast in every forward, its gradient cast back; "
+            "the residual stream, norms and loss in fp32"},
            {"model.tied_embeddings", "bool", "false", "the logits reuse the input embedding"},
+           {"model.linear_bias", "bool", "false", "the blocks' linear layers have biases (their gradients' kernels)"},
            {"model.dropout", "bool", "false", "dropout after attention and MLP (memory: its masks)"},
            {"model.sequence", "tokens", "", "sequence length s"},
            {"model.vocabulary", "tokens", "50304", "vocabulary V (GPT-2's, padded)"},

@@ -235,10 +235,15 @@ TEST_CASE(
     CHECK(count(1024, 2048, 4096 / 2, backward) == 1);      // MLP down
     CHECK(count(50432 / 2, 2048, 1024, backward) == 1);     // logits: 50,257 padded to 128 x tp = 256's multiple
   }
-  // The memory-bound kernels by kind, forward and backward: the two norms (one kernel), the activation, the loss, and
-  // AdamW once; residual adds and the embedding stream; attention is a roofline kernel (a stream here).
-  for (const char* kind : {"layernorm", "layernorm_backward", "gelu", "gelu_backward", "cross_entropy",
-                           "cross_entropy_backward", "adamw"}) {
+  // The memory-bound kernels by kind, forward and backward: the layer's two norms and the final one (a kernel
+  // each), the activation, the loss, the embedding's gradient and AdamW once; residual adds and the QKV split
+  // stream; attention is a roofline kernel (a stream here).
+  for (const char* kind : {"layernorm", "layernorm_backward"}) {
+    CAPTURE(kind);
+    CHECK(others.count(kind) == 3);
+  }
+  for (const char* kind :
+       {"gelu", "gelu_backward", "cross_entropy", "cross_entropy_backward", "embedding_grad", "adamw"}) {
     CAPTURE(kind);
     CHECK(others.count(kind) == 1);
   }
@@ -262,7 +267,10 @@ TEST_CASE("training: autocast casts each linear layer's fp32 weight before its f
     return programs[0].ops;
   };
   const auto with = ops_of(true), without = ops_of(false);
-  CHECK(with.size() == without.size() + 10);
+  // Ten weight casts, and the fp32 residual stream's: the norms' outputs cast for QKV, MLP-up and the logits, their
+  // gradients cast back, the residual gradient cast for the projection's and MLP-down's backward, the logits widened
+  // for the loss and their gradient narrowed.
+  CHECK(with.size() == without.size() + 10 + 3 + 3 + 2 + 2);
   double cast = 0, widen = 0, weights = 0;
   for (std::size_t i = 0; i < with.size(); ++i) {
     const auto* c = std::get_if<ComputeOp>(&with[i].what);
@@ -290,7 +298,7 @@ TEST_CASE("training: the step's compute time by kernel adds up to its compute ti
   // the forward and one (both gradients) in the backward.
   const auto s = Scenario::load(ConfigDocument::load_string(
       "topology: {type: pcie, gpu: h200, gpus: 1}\nworkloads:\n  - type: training\n    steps: 1\n"
-      "    model: {layers: 1, hidden: 1024, heads: 8, sequence: 1024, vocabulary: 50304}\n",
+      "    model: {layers: 1, hidden: 1024, heads: 8, sequence: 1024, vocabulary: 50304, linear_bias: true}\n",
       "t.yaml"));
   const Report r = s.run();
   REQUIRE(r.outcome == "completed");
@@ -311,6 +319,12 @@ TEST_CASE("training: the step's compute time by kernel adds up to its compute ti
   CHECK(launches[{"attention", "forward"}] == 1);
   CHECK(launches[{"attention", "backward"}] == 1);
   CHECK(launches[{"adamw", "step"}] == 1);
+  // Two norms a layer and the final one; a bias gradient after each block's linear layer's backward (the logits have
+  // none); one concatenation of dq, dk and dv.
+  CHECK(launches[{"layernorm", "forward"}] == 3);
+  CHECK(launches[{"layernorm", "backward"}] == 3);
+  CHECK(launches[{"bias_grad", "backward"}] == 4);
+  CHECK(launches[{"qkv_split", "backward"}] == 1);
   for (const auto& [key, count] : launches) CHECK(key.first != "other");  // every kernel the workload emits is named
 }
 

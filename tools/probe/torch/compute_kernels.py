@@ -6,6 +6,11 @@
 Tests (family `compute`, one record per (op, shape); README.md "compute" lists the fields):
   memory_bound    layernorm / rmsnorm / softmax / gelu / swiglu / rotary forward and backward, residual add, casts,
                   copy, cross-entropy (vocab 32k-256k) forward and backward, by size; variant = op
+  memory_bound    (autocast_ops) what PyTorch's autocast adds to a training step of fp32 parameters: layernorm and
+                  rmsnorm over an fp32 residual stream (variants layernorm_fp32_fwd, ...), the residual add of a bf16
+                  output into it (add_fp32_bf16) and its gradient's add (add_fp32), bias gradients (bias_grad: dy.sum(0)
+                  over bf16 [tokens, out]), fills of fp32 gradients (fill_fp32), the QKV split's backward (cat3: torch.cat
+                  of three bf16 [tokens, width]) and the embedding's backward into an fp32 table (embedding_bwd)
   adamw           torch.optim.AdamW(fused=True).step() over fp32 parameters, by parameter count
   attention       torch.nn.functional.scaled_dot_product_attention forward and backward with one backend forced
                   (flash, cudnn, efficient): sequence 1k-32k, head dims 64 and 128, causal or not, MHA or GQA
@@ -99,18 +104,21 @@ class Capture:
                     except Exception as error:  # noqa: BLE001
                         self.skip(f"{op} {rows}x{hidden}", error)
 
-    def row_op(self, op, rows, hidden, s):
+    def row_op(self, op, rows, hidden, s, tag=""):
+        """`s` bytes per element: 2 (bf16) or 4 (fp32, variant op + `tag`: autocast's norms of an fp32 stream)."""
         n = rows * hidden
         sets = sets_for(2 * n * s)
-        xs = [torch.randn(rows, hidden, device="cuda", dtype=BF16) for _ in range(sets)]
-        extras = {"op": op, "dtype": "bf16", "rows": rows, "hidden": hidden, "elements": n, "operand_sets": sets}
+        dtype = BF16 if s == 2 else torch.float32
+        xs = [torch.randn(rows, hidden, device="cuda", dtype=dtype) for _ in range(sets)]
+        extras = {"op": op, "dtype": "bf16" if s == 2 else "fp32", "rows": rows, "hidden": hidden, "elements": n,
+                  "operand_sets": sets}
         if op == "layernorm":
-            weight = torch.randn(hidden, device="cuda", dtype=BF16)
-            bias = torch.randn(hidden, device="cuda", dtype=BF16)
+            weight = torch.randn(hidden, device="cuda", dtype=dtype)
+            bias = torch.randn(hidden, device="cuda", dtype=dtype)
             fwd = lambda x: F.layer_norm(x, (hidden,), weight, bias, 1e-5)  # noqa: E731
             impl, params = "torch.nn.functional.layer_norm (weight, bias)", (weight, bias)
         elif op == "rmsnorm":
-            weight = torch.randn(hidden, device="cuda", dtype=BF16)
+            weight = torch.randn(hidden, device="cuda", dtype=dtype)
             fwd = lambda x: F.rms_norm(x, (hidden,), weight, 1e-5)  # noqa: E731
             impl, params = "torch.nn.functional.rms_norm (weight)", (weight,)
         elif op == "softmax":
@@ -130,8 +138,8 @@ class Capture:
             impl, params = "x*cos + rotate_half(x)*sin (HF Llama, eager)", ()
             extras.update({"heads": heads, "head_dim": head_dim})
         extras["impl"] = impl
-        label = f"{op}_fwd"
-        self.measure("memory_bound", f"{op}_fwd", f"r{rows}_h{hidden}", 2 * n * s,
+        label = f"{op}{tag}_fwd"
+        self.measure("memory_bound", label, f"r{rows}_h{hidden}", 2 * n * s,
                      lambda i: fwd(xs[i % sets]), 2 * n * s / 3e12,
                      dict(extras, bytes_formula="read x, write y"), profile_label=label)
         # Backward: the graph of one forward per set, replayed with retain_graph.
@@ -143,8 +151,8 @@ class Capture:
         inputs = [(leaf,) + tuple(params) for leaf in leaves]
         bwd = lambda i: torch.autograd.grad(outs[i % sets], inputs[i % sets], grads[i % sets],  # noqa: E731
                                             retain_graph=True)
-        self.measure("memory_bound", f"{op}_bwd", f"r{rows}_h{hidden}", 3 * n * s, bwd, 3 * n * s / 3e12,
-                     dict(extras, bytes_formula="read x (or y) and dy, write dx"), profile_label=f"{op}_bwd")
+        self.measure("memory_bound", f"{op}{tag}_bwd", f"r{rows}_h{hidden}", 3 * n * s, bwd, 3 * n * s / 3e12,
+                     dict(extras, bytes_formula="read x (or y) and dy, write dx"), profile_label=f"{op}{tag}_bwd")
 
     def elementwise_ops(self):
         sizes = [2**22] if self.args.quick else [2**k for k in range(20, 29)]
@@ -208,6 +216,127 @@ class Capture:
         self.measure("memory_bound", op, f"n{n}", nbytes, lambda i: xs[i % sets].to(dst_dtype), nbytes / 3e12,
                      dict(extras, dtype=f"{source}->{target}", impl=f"x.to({dst_dtype})", operand_sets=sets,
                           bytes_formula="read x, write y"), profile_label=op)
+
+    def autocast_ops(self):
+        """The kernels an autocast training step of fp32 parameters runs besides the bf16 ones (train_steps.py's)."""
+        hiddens = [4096] if self.args.quick else [2048, 4096, 8192]
+        tokens = [2048] if self.args.quick else [512, 2048, 8192, 32768]
+        for op in ["layernorm", "rmsnorm"]:
+            for hidden in hiddens:
+                for t in tokens:
+                    if self.left() < 0:
+                        return
+                    try:
+                        self.row_op(op, t, hidden, 4, tag="_fp32")
+                    except Exception as error:  # noqa: BLE001
+                        self.skip(f"{op} fp32 {t}x{hidden}", error)
+        for hidden in hiddens:
+            for t in tokens:
+                if self.left() < 0:
+                    return
+                try:
+                    self.autocast_elementwise(t, hidden)
+                except Exception as error:  # noqa: BLE001
+                    self.skip(f"autocast elementwise {t}x{hidden}", error)
+        for hidden in hiddens:
+            for t in tokens:
+                if self.left() < 0:
+                    return
+                try:
+                    self.rotary_heads(t, hidden)
+                except Exception as error:  # noqa: BLE001
+                    self.skip(f"rotary_heads {t}x{hidden}", error)
+        for t, vocab, hidden in ([(2048, 32000, 2048)] if self.args.quick else
+                                 [(t, v, h) for t in (2048, 8192) for v in (32000, 50304, 128256) for h in (2048, 4096)]):
+            if self.left() < 0:
+                return
+            try:
+                self.embedding_backward(t, vocab, hidden)
+            except Exception as error:  # noqa: BLE001
+                self.skip(f"embedding_bwd {t}x{vocab}x{hidden}", error)
+
+    def autocast_elementwise(self, t, hidden):
+        n = t * hidden
+        shape = {"tokens": t, "hidden": hidden, "elements": n}
+        sets = sets_for(10 * n)
+        xs = [torch.randn(t, hidden, device="cuda", dtype=torch.float32) for _ in range(sets)]
+        ys = [torch.randn(t, hidden, device="cuda", dtype=BF16) for _ in range(sets)]
+        zs = [torch.randn(t, hidden, device="cuda", dtype=torch.float32) for _ in range(sets)]
+        self.measure("memory_bound", "add_fp32_bf16", f"t{t}_h{hidden}", 10 * n, lambda i: xs[i % sets] + ys[i % sets],
+                     10 * n / 3e12, dict(shape, op="add_fp32_bf16", dtype="fp32+bf16->fp32", operand_sets=sets,
+                                         impl="x + y (x fp32, y bf16): the residual add under autocast",
+                                         bytes_formula="read x and y, write z"), profile_label="add_fp32_bf16")
+        self.measure("memory_bound", "add_fp32", f"t{t}_h{hidden}", 12 * n, lambda i: xs[i % sets].add_(zs[i % sets]),
+                     12 * n / 3e12, dict(shape, op="add_fp32", dtype="fp32", operand_sets=sets,
+                                         impl="x.add_(y) (fp32): a residual gradient's accumulation",
+                                         bytes_formula="read x and y, write x"), profile_label="add_fp32")
+        self.measure("memory_bound", "fill_fp32", f"t{t}_h{hidden}", 4 * n, lambda i: xs[i % sets].zero_(),
+                     4 * n / 3e12, dict(shape, op="fill_fp32", dtype="fp32", operand_sets=sets, impl="x.zero_()",
+                                        bytes_formula="write x"), profile_label="fill_fp32")
+        # Bias gradients of the linear layers of a GPT block: columns 1x, 3x and 4x hidden.
+        for width in (hidden, 3 * hidden, 4 * hidden):
+            dys = [torch.randn(t, width, device="cuda", dtype=BF16) for _ in range(sets_for(2 * t * width))]
+            k = len(dys)
+            nbytes = 2 * t * width + 2 * width
+            self.measure("memory_bound", "bias_grad", f"t{t}_w{width}", nbytes, lambda i: dys[i % k].sum(0),
+                         nbytes / 3e12, dict(op="bias_grad", dtype="bf16", tokens=t, width=width, operand_sets=k,
+                                             impl="dy.sum(0) over bf16 [tokens, width] (a Linear's bias gradient)",
+                                             bytes_formula="read dy, write db"), profile_label="bias_grad")
+        # The QKV split's backward: the three gradients concatenated.
+        parts = [[torch.randn(t, hidden, device="cuda", dtype=BF16) for _ in range(3)] for _ in range(sets_for(12 * n))]
+        k = len(parts)
+        self.measure("memory_bound", "cat3", f"t{t}_h{hidden}", 12 * n, lambda i: torch.cat(parts[i % k], dim=-1),
+                     12 * n / 3e12, dict(shape, op="cat3", dtype="bf16", operand_sets=k,
+                                         impl="torch.cat of three bf16 [tokens, hidden] on the last dim",
+                                         bytes_formula="read the three, write their concatenation"),
+                     profile_label="cat3")
+
+    def rotary_heads(self, t, hidden):
+        """HF Llama's eager RoPE where a model applies it: on q as a [batch, heads, seq, 128] view of the fused QKV
+        output (strided, as train_steps.py's Block.attention makes it), not on a contiguous tensor (rotary_fwd)."""
+        head_dim, batch = 128, 2 if t >= 4096 else 1
+        seq, heads = t // batch, hidden // head_dim
+        n = t * hidden
+        sets = sets_for(4 * n * 2)
+        qkvs = [torch.randn(batch, seq, 3 * hidden, device="cuda", dtype=BF16) for _ in range(sets)]
+        angle = torch.randn(seq, head_dim, device="cuda", dtype=torch.float32)
+        cos, sin = angle.cos().to(BF16), angle.sin().to(BF16)
+
+        def q_of(qkv):
+            return qkv[..., :hidden].view(batch, seq, heads, head_dim).transpose(1, 2)
+
+        def fwd(q):
+            q1, q2 = q[..., :head_dim // 2], q[..., head_dim // 2:]
+            return q * cos + torch.cat((-q2, q1), dim=-1) * sin
+
+        extras = {"op": "rotary", "layout": "heads_view", "dtype": "bf16", "tokens": t, "hidden": hidden,
+                  "heads": heads, "head_dim": head_dim, "batch": batch, "elements": n, "operand_sets": sets,
+                  "impl": "x*cos + rotate_half(x)*sin on qkv[..., :h].view(b, s, heads, 128).transpose(1, 2)"}
+        self.measure("memory_bound", "rotary_heads_fwd", f"t{t}_h{hidden}", 2 * n * 2,
+                     lambda i: fwd(q_of(qkvs[i % sets])), 2 * n * 2 / 3e12,
+                     dict(extras, bytes_formula="read x, write y"), profile_label="rotary_heads_fwd")
+        # The gradient with respect to the strided view itself (what the QKV split's backward then concatenates).
+        leaves = [x.detach().requires_grad_(True) for x in qkvs]
+        views = [q_of(x) for x in leaves]
+        outs = [fwd(v) for v in views]
+        grads = [torch.randn_like(o) for o in outs]
+        bwd = lambda i: torch.autograd.grad(outs[i % sets], (views[i % sets],), grads[i % sets],  # noqa: E731
+                                            retain_graph=True)
+        self.measure("memory_bound", "rotary_heads_bwd", f"t{t}_h{hidden}", 3 * n * 2, bwd, 3 * n * 2 / 3e12,
+                     dict(extras, bytes_formula="read x (or y) and dy, write dx"), profile_label="rotary_heads_bwd")
+
+    def embedding_backward(self, t, vocab, hidden):
+        table = torch.nn.Parameter(torch.randn(vocab, hidden, device="cuda"))
+        ids = torch.randint(0, vocab, (t,), device="cuda")
+        out = F.embedding(ids, table)
+        dy = torch.randn_like(out)
+        nbytes = 4 * t * hidden + 4 * vocab * hidden + 8 * t
+        self.measure("memory_bound", "embedding_bwd", f"t{t}_v{vocab}_h{hidden}", nbytes,
+                     lambda i: torch.autograd.grad(out, (table,), dy, retain_graph=True), nbytes / 3e12,
+                     dict(op="embedding_bwd", dtype="fp32", tokens=t, vocab=vocab, hidden=hidden, operand_sets=1,
+                          impl="torch.autograd.grad of F.embedding over an fp32 table (dense gradient)",
+                          bytes_formula="read dy, write the zeroed table and its rows"),
+                     profile_label="embedding_bwd")
 
     def cross_entropy(self):
         configs = [(4096, 128256, "bf16")] if self.args.quick else (
@@ -366,8 +495,11 @@ class Capture:
 
     def run(self):
         # Fused attention first: of what the budget may cut, it is what nothing else measures.
-        for part in [self.attention, self.row_ops, self.elementwise_ops, self.cross_entropy, self.adamw,
-                     self.attention_unfused]:
+        parts = [self.attention, self.row_ops, self.elementwise_ops, self.cross_entropy, self.adamw,
+                 self.attention_unfused, self.autocast_ops]
+        if self.args.only:
+            parts = [getattr(self, name) for name in self.args.only.split(",")]
+        for part in parts:
             part()
             torch.cuda.empty_cache()
         print(f"compute_kernels: {self.writer.records} records, {len(self.skipped)} skipped, "
@@ -386,6 +518,8 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--quick", action="store_true", help="one size per op: a dry run")
     parser.add_argument("--budget-seconds", type=float, default=0, help="stop starting new records after this")
+    parser.add_argument("--only", default="", help="comma-separated parts (default: all): attention, row_ops, "
+                        "elementwise_ops, cross_entropy, adamw, attention_unfused, autocast_ops")
     args = parser.parse_args()
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = False
