@@ -53,6 +53,8 @@ class RunContext {
   /// Appends a record to its rank's: the Runner's for each op as it ends, an executor's for work an op caused (UVM
   /// faults and migrations, recorded before the op that caused them ends).
   void record(OpRecord record);
+  /// Room for `ops` records of `rank`, so that a long run's records grow once, not by doubling.
+  void reserve_records(int rank, std::size_t ops) { records_[static_cast<std::size_t>(rank)].reserve(ops); }
   const std::vector<std::vector<OpRecord>>& records() const { return records_; }  // by rank
   /// Blocking ops, for the report's waits table.
   WaitLog& waits() { return waits_; }

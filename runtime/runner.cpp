@@ -161,6 +161,9 @@ void Runner::launch() {
       finished_[r] = true;  // its representative runs its program
       continue;
     }
+    // At most a million records' room up front: a program of long repeats grows its records as they come.
+    constexpr std::uint64_t RESERVED = 1u << 20;
+    context_.reserve_records(rank, static_cast<std::size_t>(std::min(expanded_size(programs_[r].ops), RESERVED)));
     context_.simulation().spawn(fmt::format("rank{}", rank), context_.device(rank), [this, rank] { run_rank(rank); });
   }
 }
@@ -291,6 +294,9 @@ void Runner::check(Invariants& invariants) const {
 
 std::vector<OpRecord> Runner::records() const {
   std::vector<OpRecord> all;
+  std::size_t total = 0;
+  for (const auto& r : context_.records()) total += r.size();
+  all.reserve(total);
   for (const auto& r : context_.records()) {
     const auto first = all.insert(all.end(), r.begin(), r.end());
     // Ops of concurrent streams are recorded as they end; keep each rank's records in start order.

@@ -143,6 +143,9 @@ namespace {
 /// rank.
 void add_folded_records(std::vector<OpRecord>& records, const Folding& folding) {
   const std::size_t simulated = records.size();
+  std::size_t total = simulated;
+  for (std::size_t i = 0; i < simulated; ++i) total += folding.mirrors(records[i].rank).size();
+  records.reserve(total);  // exactly: every rank's records, the folded ones as copies
   for (std::size_t i = 0; i < simulated; ++i)
     for (int f : folding.mirrors(records[i].rank)) {
       OpRecord copy = records[i];
