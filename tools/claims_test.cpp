@@ -190,17 +190,17 @@ TEST_CASE("claims: 7 -- the gradient all-reduce of GPT-3 175B (TP 8 x PP 3 x DP 
 
 TEST_CASE("claims: 8 -- BERT-large data-parallel on 32 H100s in 4 PCIe nodes, samples/s") {
   const Report r = run_claim("claim8_pcie.yaml");
-  check_near(2048 / (training_metric(r, "step_mean_ms") / 1e3), 39530);
+  check_near(2048 / (training_metric(r, "step_mean_ms") / 1e3), 40460);
 }
 
 TEST_CASE("claims: 8 -- BERT-large data-parallel on 4 HGX H100 nodes, samples/s") {
   const Report r = run_claim("claim8_nvlink_node.yaml");
-  check_near(2048 / (training_metric(r, "step_mean_ms") / 1e3), 47560);
+  check_near(2048 / (training_metric(r, "step_mean_ms") / 1e3), 50190);
 }
 
 TEST_CASE("claims: 8 -- BERT-large data-parallel on 32 H100s in one NVLink switch fabric, samples/s") {
   const Report r = run_claim("claim8_nvlink_mesh.yaml");
-  check_near(2048 / (training_metric(r, "step_mean_ms") / 1e3), 48470);
+  check_near(2048 / (training_metric(r, "step_mean_ms") / 1e3), 51200);
 }
 
 TEST_CASE("claims: 9 -- sparsification with overlap and grouping, BERT-large on 4 HGX H100 nodes") {

@@ -336,18 +336,13 @@ Kernel embedding_forward(const ModelSpec& model, const ParallelPlan& plan) {
   return k;
 }
 
-Kernel embedding_zero(const ModelSpec& model, const ParallelPlan& plan) {
-  // The table's gradient (this rank's V / t rows) zeroed before the tokens' rows are summed into it.
-  Kernel k{Flops{0}, bytes_of(static_cast<double>(model.vocabulary) / plan.tp * model.hidden * gradient_bytes(model))};
-  k.name = "embedding";
-  return k;
-}
-
 Kernel embedding_grad(const ModelSpec& model, const ParallelPlan& plan) {
-  // Each token's gradient row summed into its row of the table (PyTorch sorts the tokens, then sums each run):
-  // counted as the gradient rows read.
+  // The table's gradient (this rank's V / t rows) zeroed, then each token's gradient row summed into its row
+  // (PyTorch sorts the tokens, then sums each run): the probe's embedding_bwd counts the rows read and the table
+  // written.
   const double tokens = static_cast<double>(model.micro_batch) * model.sequence / plan.cp;
-  Kernel k{Flops{0}, bytes_of(tokens * model.hidden * gradient_bytes(model))};
+  const double rows = tokens + static_cast<double>(model.vocabulary) / plan.tp;
+  Kernel k{Flops{0}, bytes_of(rows * model.hidden * gradient_bytes(model))};
   k.memory = models::MemoryKernel::embedding_grad;
   k.name = "embedding";
   return k;

@@ -232,7 +232,6 @@ Kernel loss_cast(const ModelSpec& model, const ParallelPlan& plan);
 /// The embedding's gather (forward) and its table's gradient (backward: the table zeroed, then the tokens' gradient
 /// rows summed into it), on one rank for one micro-batch.
 Kernel embedding_forward(const ModelSpec& model, const ParallelPlan& plan);
-Kernel embedding_zero(const ModelSpec& model, const ParallelPlan& plan);
 Kernel embedding_grad(const ModelSpec& model, const ParallelPlan& plan);
 /// Tokens of one micro-batch that one rank routes in a MoE layer: b s / (cp tp) (its sequence-parallel shard).
 std::uint64_t routed_tokens(const ModelSpec& model, const ParallelPlan& plan);

@@ -579,10 +579,9 @@ class RankEmitter {
     for (int unit = high; unit >= low; --unit) {
       const OpInfo info = here(OpInfo::backward, mb, unit);
       if (c_.plan.fsdp) fsdp_gather(unit, info);
-      if (unit == 0) {
-        compute(embedding_zero(c_.model, c_.plan), 1, info);
+      if (unit == 0)
         compute(embedding_grad(c_.model, c_.plan), 1, info);
-      } else if (unit == layers_ + 1) {
+      else if (unit == layers_ + 1) {
         compute(loss_forward(c_.model, c_.plan), 2, info);
         Kernel narrow = loss_cast(c_.model, c_.plan);
         narrow.memory = models::MemoryKernel::stream;  // the gradient cast back to `dtype`: a narrowing cast

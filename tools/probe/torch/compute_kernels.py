@@ -278,7 +278,7 @@ class Capture:
             dys = [torch.randn(t, width, device="cuda", dtype=BF16) for _ in range(sets_for(2 * t * width))]
             k = len(dys)
             nbytes = 2 * t * width + 2 * width
-            self.measure("memory_bound", "bias_grad", f"t{t}_w{width}", nbytes, lambda i: dys[i % k].sum(0),
+            self.measure("memory_bound", "bias_grad", f"t{t}_h{hidden}_w{width}", nbytes, lambda i: dys[i % k].sum(0),
                          nbytes / 3e12, dict(op="bias_grad", dtype="bf16", tokens=t, width=width, operand_sets=k,
                                              impl="dy.sum(0) over bf16 [tokens, width] (a Linear's bias gradient)",
                                              bytes_formula="read dy, write db"), profile_label="bias_grad")
