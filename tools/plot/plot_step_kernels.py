@@ -5,7 +5,7 @@
 
 KERNELS.json is what tools/probe/torch/train_steps.py writes with --kernels-out (schema snsim-kernels/1): per
 profiled step, every CUDA kernel's name, launches and total time. For each of its models this script writes the
-training scenario of that step on one H200 (the same model keys as validation/twins/train_step_twin.cpp: autocast,
+training scenario of that step on one GPU of the file's kind (H200, or H100 with its parameter set; the same model keys as validation/twins/train_step_twin.cpp: autocast,
 eager RoPE for the Llama style), runs `snsim run` on it, reads the report's "compute time per GPU and step by kernel"
 table, and sets both side by side by group:
 
@@ -109,8 +109,13 @@ def check_entry(entry, path, i):
             fail(f"{path}: models[{i}]: a kernel without a name and a total_s")
 
 
-def scenario(entry):
-    """The step on one H200 as the training workload runs it (the model keys of the train_step twin)."""
+def preset_of(gpu_name):
+    """snsim's GPU preset and parameter set for the file's `gpu` (nvidia-smi's name)."""
+    return "h100" if "H100" in gpu_name else "h200"
+
+
+def scenario(entry, gpu):
+    """The step on one GPU as the training workload runs it (the model keys of the train_step twin)."""
     llama = entry["arch"] == "llama"
     model = (f"layers: {entry['layers']}, hidden: {entry['hidden']}, heads: {entry['heads']}, "
              f"kv_heads: {entry['kv_heads']}, head_dim: {entry['hidden'] // entry['heads']}, "
@@ -120,14 +125,14 @@ def scenario(entry):
         model += ", mlp: swiglu, norm: rmsnorm, rotary: true, rope: eager"
     else:
         model += ", linear_bias: true"  # the probe's GPT blocks have biases on every Linear
-    return ("name: step-kernels\nseed: 1\ntopology: {type: pcie, gpu: h200, gpus: 1}\nmodels: {params: h200}\n"
+    return (f"name: step-kernels\nseed: 1\ntopology: {{type: pcie, gpu: {gpu}, gpus: 1}}\nmodels: {{params: {gpu}}}\n"
             f"workloads:\n  - type: training\n    steps: 3\n    model: {{{model}}}\n")
 
 
-def predicted_groups(snsim, entry, work):
+def predicted_groups(snsim, entry, gpu, work):
     path = os.path.join(work, f"{entry['model']}.yaml")
     with open(path, "w", encoding="utf-8") as f:
-        f.write(scenario(entry))
+        f.write(scenario(entry, gpu))
     out = os.path.join(work, entry["model"])
     run = subprocess.run([snsim, "run", path, "--out", out], capture_output=True, text=True, check=False)
     if run.returncode != 0:
@@ -183,7 +188,7 @@ def main():
     results = []
     with tempfile.TemporaryDirectory() as work:
         for entry in entries:
-            predicted, step_ms = predicted_groups(args.snsim, entry, work)
+            predicted, step_ms = predicted_groups(args.snsim, entry, preset_of(str(data.get("gpu", ""))), work)
             measured = measured_groups(entry)
             results.append((entry, measured, predicted))
             print(markdown(entry, measured, predicted, step_ms) + "\n")
