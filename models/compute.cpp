@@ -13,7 +13,8 @@ namespace {
 constexpr MemoryKernel ALL_MEMORY_KERNELS[] = {
     MemoryKernel::stream,        MemoryKernel::widen, MemoryKernel::layernorm, MemoryKernel::rmsnorm,
     MemoryKernel::softmax,       MemoryKernel::gelu,  MemoryKernel::swiglu,    MemoryKernel::rotary,
-    MemoryKernel::cross_entropy, MemoryKernel::adamw, MemoryKernel::bias_grad, MemoryKernel::embedding_grad};
+    MemoryKernel::cross_entropy, MemoryKernel::adamw, MemoryKernel::bias_grad, MemoryKernel::embedding_grad,
+    MemoryKernel::mixed_add};
 static_assert(std::size(ALL_MEMORY_KERNELS) == MEMORY_KERNELS);
 
 }  // namespace
@@ -41,21 +42,23 @@ const ParamTable<ComputeModel>& compute_params() {
                [](ComputeModel& m) { return &m.hbm_efficiency; });
     // The other memory-bound kinds: like a streaming kernel unless a parameter set says otherwise
     // (validation/params/h200.yaml fits them on PyTorch's kernels, compute/memory_bound).
-    // Bias and embedding gradients: no H200 probe records yet (the autocast_ops capture ran on an H100:
-    // validation/traces/h100); their defaults are what our H200 reached in the kernels of profile_steps.py's
+    // Bias and embedding gradients and the mixed add: no H200 probe records yet (the autocast_ops capture ran on an
+    // H100: validation/traces/h100); their defaults are what our H200 reached in the kernels of profile_steps.py's
     // profiled steps (validation/traces/h200-replay/*.shapes.kineto.json.gz, 2-layer GPT and Llama steps of 4,096
     // tokens: the bias gradients' column sums of [4096, 2048-16384] bf16, 24 kernels, 2.72 GB in 1.27 ms less the
-    // ramps; the embeddings' backward, the table zeroed and the rows summed, 15 of them, 5.45 GB in 4.47 ms) -- not
-    // the 8-layer steps the train_step twins validate on.
+    // ramps; the embeddings' backward, the table zeroed and the rows summed, 15 of them, 5.45 GB in 4.47 ms; fp32 +
+    // bf16 residual adds, 36 of them, 4.03 GB in 1.53 ms) -- not the 8-layer steps the train_step twins validate on.
     const auto default_share = [](MemoryKernel kernel) {
       if (kernel == MemoryKernel::bias_grad) return 0.46;
       if (kernel == MemoryKernel::embedding_grad) return 0.255;
+      if (kernel == MemoryKernel::mixed_add) return 0.55;
       return 0.9;
     };
     for (const auto kernel : ALL_MEMORY_KERNELS) {
       if (kernel == MemoryKernel::stream) continue;
       const auto index = static_cast<std::size_t>(kernel);
-      const bool profiled = kernel == MemoryKernel::bias_grad || kernel == MemoryKernel::embedding_grad;
+      const bool profiled = kernel == MemoryKernel::bias_grad || kernel == MemoryKernel::embedding_grad ||
+                            kernel == MemoryKernel::mixed_add;
       params.add({.key = fmt::format("memory_efficiency.{}", to_string(kernel)),
                   .unit = "fraction",
                   .fallback = default_share(kernel),
@@ -260,6 +263,8 @@ std::string_view to_string(MemoryKernel kernel) {
       return "bias_grad";
     case MemoryKernel::embedding_grad:
       return "embedding_grad";
+    case MemoryKernel::mixed_add:
+      return "mixed_add";
   }
   return "stream";
 }
@@ -272,7 +277,8 @@ std::optional<MemoryKernel> memory_kernel(std::string_view name) {
 
 bool has_backward(MemoryKernel kernel) {
   return kernel != MemoryKernel::stream && kernel != MemoryKernel::widen && kernel != MemoryKernel::adamw &&
-         kernel != MemoryKernel::bias_grad && kernel != MemoryKernel::embedding_grad;
+         kernel != MemoryKernel::bias_grad && kernel != MemoryKernel::embedding_grad &&
+         kernel != MemoryKernel::mixed_add;
 }
 
 double backward_bytes(MemoryKernel kernel) {

@@ -41,7 +41,8 @@ std::optional<OperandData> operand_data(std::string_view name);
 /// What a memory-bound kernel does, for the share of HBM bandwidth it reaches: on our H200, PyTorch's streaming add
 /// reaches 4.4 TB/s, its row-wise softmax 1.2 (docs/models-and-validation.md#memory-kernels). `stream`: element-wise
 /// kernels reading and writing as many bytes (adds, copies, casts to a narrower format); `widen`: casts to a wider
-/// one (bf16 to fp32) and adds of a bf16 operand into fp32 (both PyTorch's unrolled, unvectorised kernel); `rotary`:
+/// one (bf16 to fp32, PyTorch's unrolled, unvectorised kernel); `mixed_add`: a bf16 operand added into fp32 (autocast's
+/// residual add, the same unrolled kernel with two inputs); `rotary`:
 /// HF Llama's eager x cos + rotate_half(x) sin, five kernels (fused rotary is `stream`); `adamw`: PyTorch's fused
 /// AdamW over fp32 parameters, gradients and moments; `bias_grad`: a linear layer's bias gradient, the column sums of
 /// its output's gradient; `embedding_grad`: an embedding table's gradient (zeroed, then the rows of the tokens summed
@@ -58,9 +59,10 @@ enum class MemoryKernel {
   cross_entropy,
   adamw,
   bias_grad,
-  embedding_grad
+  embedding_grad,
+  mixed_add
 };
-constexpr std::size_t MEMORY_KERNELS = 12;
+constexpr std::size_t MEMORY_KERNELS = 13;
 std::string_view to_string(MemoryKernel kernel);
 std::optional<MemoryKernel> memory_kernel(std::string_view name);
 /// A memory-bound kernel's kind and pass (the backward of a kernel reaches its own share).

@@ -85,8 +85,8 @@ TEST_CASE("compute: a memory-bound kernel takes the ramp plus its bytes at its k
   CHECK(error("models: {compute: {memory_efficiency: {adamw_backward: 0.5}}}\n") ==
         "t.yaml:1:40: models.compute.memory_efficiency.adamw_backward: unknown key; known keys: adamw, bias_grad, "
         "cross_entropy, cross_entropy_backward, embedding_grad, gelu, gelu_backward, layernorm, layernorm_backward, "
-        "rmsnorm, rmsnorm_backward, rotary, rotary_backward, softmax, softmax_backward, swiglu, swiglu_backward, "
-        "widen");
+        "mixed_add, rmsnorm, rmsnorm_backward, rotary, rotary_backward, softmax, softmax_backward, swiglu, "
+        "swiglu_backward, widen");
 }
 
 TEST_CASE("compute: a backward moves the bytes the probe's formula counts, relative to its forward's") {
@@ -99,7 +99,7 @@ TEST_CASE("compute: a backward moves the bytes the probe's formula counts, relat
   // Cross-entropy: read the log-probabilities, write the logits' gradient against read the logits.
   CHECK(backward_bytes(MemoryKernel::cross_entropy) == 2);
   for (const auto k : {MemoryKernel::stream, MemoryKernel::widen, MemoryKernel::adamw, MemoryKernel::bias_grad,
-                       MemoryKernel::embedding_grad}) {
+                       MemoryKernel::embedding_grad, MemoryKernel::mixed_add}) {
     CHECK_FALSE(has_backward(k));
     CHECK(backward_bytes(k) == 1);
   }

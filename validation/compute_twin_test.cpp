@@ -173,7 +173,7 @@ TEST_CASE("compute twins: PyTorch's memory-bound kernels run as one kernel of th
         std::tuple{"cross_entropy_bwd", "cross_entropy", models::MemoryKernel::cross_entropy, true},
         std::tuple{"layernorm_fp32_fwd", "layernorm", models::MemoryKernel::layernorm, false},
         std::tuple{"rotary_heads_bwd", "rotary", models::MemoryKernel::rotary, true},
-        std::tuple{"add_fp32_bf16", "add_fp32_bf16", models::MemoryKernel::widen, false},
+        std::tuple{"add_fp32_bf16", "add_fp32_bf16", models::MemoryKernel::mixed_add, false},
         std::tuple{"add_fp32", "add_fp32", models::MemoryKernel::stream, false},
         std::tuple{"fill_fp32", "fill_fp32", models::MemoryKernel::stream, false},
         std::tuple{"cat3", "cat3", models::MemoryKernel::stream, false},

@@ -52,9 +52,9 @@ std::optional<models::MemoryKind> memory_kernel_of(const TraceRecord& r) {
   if (name == "add" || name == "copy" || name == "cast_fp32_bf16" || name == "cast_bf16_fp8" ||
       name == "cast_fp32_fp8" || name == "add_fp32" || name == "fill_fp32" || name == "cat3")
     return models::MemoryKind{models::MemoryKernel::stream, false};
-  // PyTorch's unrolled kernel for a bf16 operand in fp32 arithmetic: widening casts and autocast's residual add.
-  if (name == "cast_bf16_fp32" || name == "add_fp32_bf16")
-    return models::MemoryKind{models::MemoryKernel::widen, false};
+  // PyTorch's unrolled kernel for a bf16 operand in fp32 arithmetic: widening casts, and autocast's residual add.
+  if (name == "cast_bf16_fp32") return models::MemoryKind{models::MemoryKernel::widen, false};
+  if (name == "add_fp32_bf16") return models::MemoryKind{models::MemoryKernel::mixed_add, false};
   if (name == "bias_grad") return models::MemoryKind{models::MemoryKernel::bias_grad, false};
   if (name == "embedding_bwd") return models::MemoryKind{models::MemoryKernel::embedding_grad, false};
   const auto kernel = models::memory_kernel(name);

@@ -226,7 +226,7 @@ LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, boo
   // Per token: a norm reads and writes h, a residual add reads 2 h and writes h (over 1 / t of the tokens with
   // sequence parallelism); each runs twice a layer. Autocast keeps the residual stream in fp32 (the embedding's
   // output is fp32, and a bf16 output added to it stays fp32): a norm reads and writes 4 B, an add reads 4 + e and
-  // writes 4 (PyTorch's unrolled mixed-type kernel, as a widening cast's), and the gradients' adds are fp32.
+  // writes 4 (PyTorch's unrolled mixed-type kernel: `mixed_add`), and the gradients' adds are fp32.
   const double per_token = plan.sequence_parallel ? h / t : h;
   const double r = model.autocast ? 4 : e;  // bytes per element of the residual stream
   l.norm.bytes = bytes_of(2 * tokens * per_token * r);
@@ -247,7 +247,7 @@ LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, boo
   }
   l.residual.bytes = bytes_of(residual);
   l.residual.name = "residual";
-  if (model.autocast) l.residual.memory = models::MemoryKernel::widen;
+  if (model.autocast) l.residual.memory = models::MemoryKernel::mixed_add;
   l.residual_grad.bytes = bytes_of(residual_grad);
   l.residual_grad.name = "residual";
   if (!model.mla) {  // torch.split of the fused QKV output: its backward concatenates the three gradients

@@ -560,11 +560,11 @@ TEST_CASE("training: autocast keeps the residual stream in fp32: norms, residual
   CHECK(bytes(plain.norm) == doctest::Approx(2 * T * h * 2));
   CHECK(bytes(mixed.norm) == doctest::Approx(2 * T * h * 4));
   CHECK(mixed.norm.backward == doctest::Approx(1.5));
-  // A residual add: bf16 + bf16 into bf16 (6 B an element), or fp32 + bf16 into fp32 (10 B) as a mixed-type
-  // kernel; its gradient's add is of the stream's format.
+  // A residual add: bf16 + bf16 into bf16 (6 B an element), or fp32 + bf16 into fp32 (10 B) as PyTorch's
+  // mixed-type kernel; its gradient's add is of the stream's format.
   CHECK(bytes(plain.residual) == doctest::Approx(T * h * 6));
   CHECK(bytes(mixed.residual) == doctest::Approx(T * h * 10));
-  CHECK(mixed.residual.memory == models::MemoryKernel::widen);
+  CHECK(mixed.residual.memory == models::MemoryKernel::mixed_add);
   CHECK(bytes(plain.residual_grad) == doctest::Approx(T * h * 6));
   CHECK(bytes(mixed.residual_grad) == doctest::Approx(T * h * 12));
   // Each cast between fp32 and bf16 of a [T, h] activation reads one and writes the other: none without autocast.
