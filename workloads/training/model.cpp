@@ -332,7 +332,6 @@ Kernel embedding_forward(const ModelSpec& model, const ParallelPlan& plan) {
   const double element = model.autocast ? 4 : activation_bytes(model.dtype);
   Kernel k{Flops{0}, bytes_of(2 * tokens * model.hidden * element)};
   k.name = "embedding";
-  k.backward = 0;  // its backward is embedding_grad's
   return k;
 }
 
