@@ -48,23 +48,22 @@ const ParamTable<ComputeModel>& compute_params() {
     // tokens: the bias gradients' column sums of [4096, 2048-16384] bf16, 24 kernels, 2.72 GB in 1.27 ms less the
     // ramps; the embeddings' backward, the table zeroed and the rows summed, 15 of them, 5.45 GB in 4.47 ms; fp32 +
     // bf16 residual adds, 36 of them, 4.03 GB in 1.53 ms) -- not the 8-layer steps the train_step twins validate on.
-    const auto default_share = [](MemoryKernel kernel) {
+    const auto profiled = [](MemoryKernel kernel) -> std::optional<double> {
       if (kernel == MemoryKernel::bias_grad) return 0.46;
       if (kernel == MemoryKernel::embedding_grad) return 0.255;
       if (kernel == MemoryKernel::mixed_add) return 0.55;
-      return 0.9;
+      return std::nullopt;
     };
     for (const auto kernel : ALL_MEMORY_KERNELS) {
       if (kernel == MemoryKernel::stream) continue;
       const auto index = static_cast<std::size_t>(kernel);
-      const bool profiled = kernel == MemoryKernel::bias_grad || kernel == MemoryKernel::embedding_grad ||
-                            kernel == MemoryKernel::mixed_add;
+      const auto share = profiled(kernel);
       params.add({.key = fmt::format("memory_efficiency.{}", to_string(kernel)),
                   .unit = "fraction",
-                  .fallback = default_share(kernel),
+                  .fallback = share.value_or(0.9),
                   .check = between(0.01, 1.0),
                   .doc = fmt::format("share of HBM bandwidth a {} kernel reaches", to_string(kernel)),
-                  .source = profiled ? "meas H200 profiled steps (h200-replay kineto)" : ""},
+                  .source = share ? "meas H200 profiled steps (h200-replay kineto)" : ""},
                  [index](ComputeModel& m) { return &m.memory_efficiency[index]; });
       if (!has_backward(kernel)) continue;
       params.add({.key = fmt::format("memory_efficiency.{}_backward", to_string(kernel)),

@@ -204,6 +204,11 @@ Bytes bytes_of(double x) {
   return Bytes{static_cast<std::uint64_t>(std::llround(std::max(0.0, x)))};
 }
 
+/// Tokens of one micro-batch on one rank: its sequences, split over the CP ranks.
+double rank_tokens(const ModelSpec& model, const ParallelPlan& plan) {
+  return static_cast<double>(model.micro_batch) * model.sequence / plan.cp;
+}
+
 }  // namespace
 
 LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer) {
@@ -296,7 +301,7 @@ Kernel expert_forward(const ModelSpec& model, std::uint64_t tokens) {
 }
 
 Kernel logits_forward(const ModelSpec& model, const ParallelPlan& plan) {
-  const double tokens = static_cast<double>(model.micro_batch) * model.sequence / plan.cp;
+  const double tokens = rank_tokens(model, plan);
   // Megatron pads the vocabulary to a multiple of 128 x TP (--make-vocab-size-divisible-by 128), so that every TP
   // shard of the logits GEMM has aligned, tile-friendly columns.
   const std::int64_t multiple = 128 * std::int64_t{plan.tp};
@@ -305,7 +310,7 @@ Kernel logits_forward(const ModelSpec& model, const ParallelPlan& plan) {
 }
 
 Kernel loss_forward(const ModelSpec& model, const ParallelPlan& plan) {
-  const double tokens = static_cast<double>(model.micro_batch) * model.sequence / plan.cp;
+  const double tokens = rank_tokens(model, plan);
   // Reads this rank's share of the logits (vocabulary-parallel cross-entropy with TP): in fp32, as Megatron casts
   // them; under autocast PyTorch's log-softmax reads them as they are (fp32 accumulation inside), after a cast.
   const double element = model.autocast ? models::element_size(model.dtype) : 4;
@@ -318,17 +323,16 @@ Kernel loss_forward(const ModelSpec& model, const ParallelPlan& plan) {
 Kernel loss_cast(const ModelSpec& model, const ParallelPlan& plan) {
   if (!model.autocast) return {};
   // Autocast runs cross_entropy in fp32: the logits are widened before it, their gradient narrowed after it.
-  const double tokens = static_cast<double>(model.micro_batch) * model.sequence / plan.cp;
+  const double tokens = rank_tokens(model, plan);
   Kernel k{Flops{0}, bytes_of(tokens * model.vocabulary / plan.tp * (4 + models::element_size(model.dtype)))};
   k.memory = models::MemoryKernel::widen;
   k.name = "cast";
-  k.backward = 1;
   return k;
 }
 
 Kernel embedding_forward(const ModelSpec& model, const ParallelPlan& plan) {
   // The gather: each token's row read and written, in the table's format (fp32 under autocast).
-  const double tokens = static_cast<double>(model.micro_batch) * model.sequence / plan.cp;
+  const double tokens = rank_tokens(model, plan);
   const double element = model.autocast ? 4 : activation_bytes(model.dtype);
   Kernel k{Flops{0}, bytes_of(2 * tokens * model.hidden * element)};
   k.name = "embedding";
@@ -339,7 +343,7 @@ Kernel embedding_grad(const ModelSpec& model, const ParallelPlan& plan) {
   // The table's gradient (this rank's V / t rows) zeroed, then each token's gradient row summed into its row
   // (PyTorch sorts the tokens, then sums each run): the probe's embedding_bwd counts the rows read and the table
   // written.
-  const double tokens = static_cast<double>(model.micro_batch) * model.sequence / plan.cp;
+  const double tokens = rank_tokens(model, plan);
   const double rows = tokens + static_cast<double>(model.vocabulary) / plan.tp;
   Kernel k{Flops{0}, bytes_of(rows * model.hidden * gradient_bytes(model))};
   k.memory = models::MemoryKernel::embedding_grad;

@@ -243,27 +243,23 @@ class RankEmitter {
     const bool cast = c_.model.autocast && k.gemm && (scale == 1 || scale == 2);
     const Bytes weight_cast =
         cast ? bytes_of(6.0 * static_cast<double>(k.gemm->m) * static_cast<double>(k.gemm->k)) : Bytes{0};
-    if (cast && scale == 1) cast_kernel(weight_cast, models::MemoryKernel::stream, info);
+    if (cast && scale == 1) memory_kernel(weight_cast, models::MemoryKernel::stream, "cast", info);
     c.pipelined = !out_->empty();
     add(c, info);
-    if (cast && scale == 2) cast_kernel(weight_cast, models::MemoryKernel::widen, info);
-    if (scale == 2 && k.bias_grad.count() > 0) {  // the bias gradient: column sums of the output's gradient
-      ComputeOp bias;
-      bias.bytes = k.bias_grad;
-      bias.memory = {models::MemoryKernel::bias_grad, false};
-      bias.kernel = "bias_grad";
-      bias.pipelined = true;
-      add(bias, info);
-    }
+    if (cast && scale == 2) memory_kernel(weight_cast, models::MemoryKernel::widen, "cast", info);
+    // The bias gradient: column sums of the output's gradient.
+    if (scale == 2 && k.bias_grad.count() > 0)
+      memory_kernel(k.bias_grad, models::MemoryKernel::bias_grad, "bias_grad", info);
   }
 
-  void cast_kernel(Bytes bytes, models::MemoryKernel kind, const OpInfo& info) {
-    ComputeOp cast;
-    cast.bytes = bytes;
-    cast.memory = {kind, false};
-    cast.kernel = "cast";
-    cast.pipelined = !out_->empty();
-    add(cast, info);
+  /// A memory-bound kernel a linear layer brings along (a weight's cast, a bias gradient), named `name` in the report.
+  void memory_kernel(Bytes bytes, models::MemoryKernel kind, std::string_view name, const OpInfo& info) {
+    ComputeOp op;
+    op.bytes = bytes;
+    op.memory = {kind, false};
+    op.kernel = name;
+    op.pipelined = !out_->empty();
+    add(op, info);
   }
 
   void collective(CollectiveKind kind, Bytes bytes, const Group& group, const OpInfo& info, int root = -1) {
