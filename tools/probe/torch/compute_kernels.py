@@ -221,39 +221,21 @@ class Capture:
         """The kernels an autocast training step of fp32 parameters runs besides the bf16 ones (train_steps.py's)."""
         hiddens = [4096] if self.args.quick else [2048, 4096, 8192]
         tokens = [2048] if self.args.quick else [512, 2048, 8192, 32768]
-        for op in ["layernorm", "rmsnorm"]:
-            for hidden in hiddens:
-                for t in tokens:
-                    if self.left() < 0:
-                        return
-                    try:
-                        self.row_op(op, t, hidden, 4, tag="_fp32")
-                    except Exception as error:  # noqa: BLE001
-                        self.skip(f"{op} fp32 {t}x{hidden}", error)
-        for hidden in hiddens:
-            for t in tokens:
-                if self.left() < 0:
-                    return
-                try:
-                    self.autocast_elementwise(t, hidden)
-                except Exception as error:  # noqa: BLE001
-                    self.skip(f"autocast elementwise {t}x{hidden}", error)
-        for hidden in hiddens:
-            for t in tokens:
-                if self.left() < 0:
-                    return
-                try:
-                    self.rotary_heads(t, hidden)
-                except Exception as error:  # noqa: BLE001
-                    self.skip(f"rotary_heads {t}x{hidden}", error)
-        for t, vocab, hidden in ([(2048, 32000, 2048)] if self.args.quick else
-                                 [(t, v, h) for t in (2048, 8192) for v in (32000, 50304, 128256) for h in (2048, 4096)]):
+        shapes = [(t, hidden) for hidden in hiddens for t in tokens]
+        embeddings = ([(2048, 32000, 2048)] if self.args.quick else
+                      [(t, v, h) for t in (2048, 8192) for v in (32000, 50304, 128256) for h in (2048, 4096)])
+        cases = ([(f"{op} fp32", lambda t, h, op=op: self.row_op(op, t, h, 4, tag="_fp32"), shape)
+                  for op in ("layernorm", "rmsnorm") for shape in shapes]
+                 + [("autocast elementwise", self.autocast_elementwise, shape) for shape in shapes]
+                 + [("rotary_heads", self.rotary_heads, shape) for shape in shapes]
+                 + [("embedding_bwd", self.embedding_backward, shape) for shape in embeddings])
+        for label, measure, shape in cases:
             if self.left() < 0:
                 return
             try:
-                self.embedding_backward(t, vocab, hidden)
-            except Exception as error:  # noqa: BLE001
-                self.skip(f"embedding_bwd {t}x{vocab}x{hidden}", error)
+                measure(*shape)
+            except Exception as error:  # noqa: BLE001 - one failed shape must not lose the others
+                self.skip(f"{label} {'x'.join(str(x) for x in shape)}", error)
 
     def autocast_elementwise(self, t, hidden):
         n = t * hidden
