@@ -21,11 +21,17 @@ backend choice (the profiled step's attention kernels are recorded), output proj
 Timing: 3 warm-up steps, then steps back to back with an event between consecutive steps (no host synchronisation
 inside the loop: the host's launch rate is part of a step, as in a real loop); a sample = one step.
 The per-kernel breakdown of one further step of each model (torch.profiler: kernel name, count, total time) goes
-to --kernels-out.
+to --kernels-out: of the (2, 4096) shape only, or of every shape with --profile-shapes all. --kineto-dir also writes
+each profiled step as a Kineto trace with the ops' input shapes (<model>-b<batch>-s<seq>.kineto.json.gz), so that
+every kernel of a step can be matched to the op and shape that launched it.
 """
 
 import argparse
+import gzip
 import json
+import os
+import shutil
+import tempfile
 import sys
 import time
 
@@ -164,12 +170,19 @@ def make_step(model, opt, tokens, targets, vocab):
     return step
 
 
-def profile_step(step):
-    """Kernels of one step: {name: [count, total seconds]}, the GPU's busy time and the span first-to-last kernel."""
+def profile_step(step, kineto_path=None):
+    """Kernels of one step: {name: [count, total seconds]}, the GPU's busy time and the span first-to-last kernel.
+    With kineto_path, the step's Kineto trace (ops with their input shapes) is written there, gzipped."""
     torch.cuda.synchronize()
-    with torch.profiler.profile(activities=snsim_trace.PROFILER_ACTIVITIES) as prof:
+    with torch.profiler.profile(activities=snsim_trace.PROFILER_ACTIVITIES, record_shapes=bool(kineto_path)) as prof:
         step()
         torch.cuda.synchronize()
+    if kineto_path:
+        with tempfile.TemporaryDirectory() as tmp:
+            plain = os.path.join(tmp, "trace.json")
+            prof.export_chrome_trace(plain)
+            with open(plain, "rb") as src, gzip.open(kineto_path, "wb") as dst:
+                shutil.copyfileobj(src, dst)
     table = {}
     starts, ends = [], []
     for name, start, duration in snsim_trace.cuda_kernels(prof):
@@ -195,10 +208,15 @@ def main():
     parser.add_argument("--quick", action="store_true", help="one model, one shape, few steps")
     parser.add_argument("--budget-seconds", type=float, default=0)
     parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--profile-shapes", choices=["default", "all"], default="default",
+                        help="profile the (2, 4096) shape of each model (default) or every shape")
+    parser.add_argument("--kineto-dir", default="", help="also write each profiled step's Kineto trace here")
     parser.add_argument("--models", default="", help="comma-separated model names (default: all): " + ", ".join(MODELS))
     args = parser.parse_args()
     torch.manual_seed(0)
     started = time.time()
+    if args.kineto_dir:
+        os.makedirs(args.kineto_dir, exist_ok=True)
     gqa_native = flash_takes_gqa()
     writer = snsim_trace.TraceWriter(args.out, "tools/probe/torch/train_steps.py",
                                      header_extra={"flash_takes_enable_gqa": gqa_native})
@@ -242,8 +260,10 @@ def main():
                 flops, gemm_fwd, attention_fwd = step_flops(cfg, batch, seq)
                 median = sorted(samples)[len(samples) // 2]
                 profiled = {}
-                if (batch, seq) == PROFILED_SHAPE or args.quick:
-                    table, busy, span = profile_step(step)
+                if (batch, seq) == PROFILED_SHAPE or args.quick or args.profile_shapes == "all":
+                    kineto = (os.path.join(args.kineto_dir, f"{name}-b{batch}-s{seq}.kineto.json.gz")
+                              if args.kineto_dir else None)
+                    table, busy, span = profile_step(step, kineto)
                     profiled = {"attention_kernels": attention_kernels(table), "profiled_kernel_busy_s": busy,
                                 "profiled_kernel_span_s": span, "profiled_kernels": sum(c for c, _ in table.values())}
                     breakdown["models"].append({
