@@ -12,7 +12,7 @@ namespace {
 
 constexpr MemoryKernel ALL_MEMORY_KERNELS[] = {
     MemoryKernel::stream,        MemoryKernel::widen, MemoryKernel::layernorm, MemoryKernel::rmsnorm,
-    MemoryKernel::softmax,       MemoryKernel::gelu,  MemoryKernel::swiglu,    MemoryKernel::rotary,
+    MemoryKernel::softmax,       MemoryKernel::gelu,  MemoryKernel::swiglu,    MemoryKernel::strided,
     MemoryKernel::cross_entropy, MemoryKernel::adamw, MemoryKernel::bias_grad, MemoryKernel::embedding_grad,
     MemoryKernel::mixed_add};
 static_assert(std::size(ALL_MEMORY_KERNELS) == MEMORY_KERNELS);
@@ -42,13 +42,15 @@ const ParamTable<ComputeModel>& compute_params() {
                [](ComputeModel& m) { return &m.hbm_efficiency; });
     // The other memory-bound kinds: like a streaming kernel unless a parameter set says otherwise
     // (validation/params/h200.yaml fits them on PyTorch's kernels, compute/memory_bound).
-    // Bias and embedding gradients and the mixed add: no H200 probe records yet (the autocast_ops capture ran on an
-    // H100: validation/traces/h100); their defaults are what our H200 reached in the kernels of profile_steps.py's
-    // profiled steps (validation/traces/h200-replay/*.shapes.kineto.json.gz, 2-layer GPT and Llama steps of 4,096
-    // tokens: the bias gradients' column sums of [4096, 2048-16384] bf16, 24 kernels, 2.72 GB in 1.27 ms less the
-    // ramps; the embeddings' backward, the table zeroed and the rows summed, 15 of them, 5.45 GB in 4.47 ms; fp32 +
-    // bf16 residual adds, 36 of them, 4.03 GB in 1.53 ms) -- not the 8-layer steps the train_step twins validate on.
+    // Bias and embedding gradients, the mixed add and strided kernels: no H200 probe records yet (the autocast_ops
+    // capture ran on an H100: validation/traces/h100); their defaults are what our H200 reached in the kernels of
+    // profile_steps.py's profiled steps (validation/traces/h200-replay/*.shapes.kineto.json.gz, 2-layer GPT and Llama
+    // steps of 4,096 tokens: the bias gradients' column sums of [4096, 2048-16384] bf16, 24 kernels, 2.72 GB in 1.27 ms
+    // less the ramps; the embeddings' backward, the table zeroed and the rows summed, 15 of them, 5.45 GB in 4.47 ms;
+    // fp32 + bf16 residual adds, 36 of them, 4.03 GB in 1.53 ms; the strided kernels of eager RoPE on the Llama step's
+    // q and k heads, 144 of them, 2.92 GB in 2.08 ms) -- not the 8-layer steps the train_step twins validate on.
     const auto profiled = [](MemoryKernel kernel) -> std::optional<double> {
+      if (kernel == MemoryKernel::strided) return 0.29;
       if (kernel == MemoryKernel::bias_grad) return 0.46;
       if (kernel == MemoryKernel::embedding_grad) return 0.255;
       if (kernel == MemoryKernel::mixed_add) return 0.55;
@@ -252,8 +254,8 @@ std::string_view to_string(MemoryKernel kernel) {
       return "gelu";
     case MemoryKernel::swiglu:
       return "swiglu";
-    case MemoryKernel::rotary:
-      return "rotary";
+    case MemoryKernel::strided:
+      return "strided";
     case MemoryKernel::cross_entropy:
       return "cross_entropy";
     case MemoryKernel::adamw:
@@ -277,7 +279,7 @@ std::optional<MemoryKernel> memory_kernel(std::string_view name) {
 bool has_backward(MemoryKernel kernel) {
   return kernel != MemoryKernel::stream && kernel != MemoryKernel::widen && kernel != MemoryKernel::adamw &&
          kernel != MemoryKernel::bias_grad && kernel != MemoryKernel::embedding_grad &&
-         kernel != MemoryKernel::mixed_add;
+         kernel != MemoryKernel::mixed_add && kernel != MemoryKernel::strided;
 }
 
 double backward_bytes(MemoryKernel kernel) {
@@ -289,6 +291,21 @@ double backward_bytes(MemoryKernel kernel) {
     default:
       return has_backward(kernel) ? 1.5 : 1;
   }
+}
+
+std::vector<MemoryCall> eager_rope(double elements, double table, double element, bool backward, bool contiguous) {
+  const auto call = [element](MemoryKernel kernel, double moved) {
+    return MemoryCall{{kernel, false}, Bytes{static_cast<std::uint64_t>(std::llround(std::max(0.0, moved * element)))}};
+  };
+  const double n = elements, half = elements / 2;
+  const MemoryCall product = call(MemoryKernel::strided, 2 * n + table);  // x (or dy) and a table in, n out
+  const MemoryCall negate = call(MemoryKernel::strided, 2 * half);
+  const MemoryCall sum = call(contiguous ? MemoryKernel::stream : MemoryKernel::strided, 3 * n);
+  if (!backward) return {product, negate, call(MemoryKernel::strided, 2 * n), product, sum};
+  // Each slice's backward zero-fills a tensor of x's shape and copies the half's gradient into it; the gradients of
+  // x's three uses (x cos, x1, x2) accumulate in place.
+  const MemoryCall fill = call(MemoryKernel::stream, n), copy = call(MemoryKernel::strided, 2 * half);
+  return {product, negate, product, fill, copy, sum, fill, copy, sum};
 }
 
 std::string_view to_string(OperandData data) {

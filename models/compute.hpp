@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "models/model.hpp"
 #include "sim/fabric.hpp"
@@ -42,8 +43,9 @@ std::optional<OperandData> operand_data(std::string_view name);
 /// reaches 4.4 TB/s, its row-wise softmax 1.2 (docs/models-and-validation.md#memory-kernels). `stream`: element-wise
 /// kernels reading and writing as many bytes (adds, copies, casts to a narrower format); `widen`: casts to a wider
 /// one (bf16 to fp32, PyTorch's unrolled, unvectorised kernel); `mixed_add`: a bf16 operand added into fp32 (autocast's
-/// residual add, the same unrolled kernel with two inputs); `rotary`:
-/// HF Llama's eager x cos + rotate_half(x) sin, five kernels (fused rotary is `stream`); `adamw`: PyTorch's fused
+/// residual add, the same unrolled kernel with two inputs); `strided`: an element-wise kernel over a
+/// non-contiguous view or with a broadcast operand (PyTorch's generic, unvectorised elementwise kernel and its
+/// N-dimensional concatenation: eager RoPE on the heads of a fused QKV output); `adamw`: PyTorch's fused
 /// AdamW over fp32 parameters, gradients and moments; `bias_grad`: a linear layer's bias gradient, the column sums of
 /// its output's gradient; `embedding_grad`: an embedding table's gradient (zeroed, then the rows of the tokens summed
 /// into it).
@@ -55,7 +57,7 @@ enum class MemoryKernel {
   softmax,
   gelu,
   swiglu,
-  rotary,
+  strided,
   cross_entropy,
   adamw,
   bias_grad,
@@ -74,10 +76,24 @@ struct MemoryKind {
 /// none).
 bool has_backward(MemoryKernel kernel);
 /// The bytes a kind's backward moves per byte its forward moves, as the probe counts them (each input read once,
-/// each output written once): a norm, softmax, GeLU or eager RoPE reads x and dy and writes dx (3 / 2 of read x,
+/// each output written once): a norm, softmax or GeLU reads x and dy and writes dx (3 / 2 of read x,
 /// write y); SwiGLU reads gate, up and dy and writes both gradients (5 / 3); cross-entropy reads the saved
 /// log-probabilities and writes the logits' gradient (2 / 1). 1 for kinds without a backward.
 double backward_bytes(MemoryKernel kernel);
+
+/// One memory-bound kernel a framework launches: its kind and the bytes it reads and writes.
+struct MemoryCall {
+  MemoryKind kind;
+  Bytes bytes;
+};
+/// The kernels PyTorch launches for HF Llama's eager RoPE, x cos + rotate_half(x) sin with rotate_half(x) =
+/// cat(-x2, x1), on one tensor of `elements` of `element` bytes with cos and sin tables of `table` elements each.
+/// Forward: x cos, -x2, the concatenation, its product with sin, the sum (five). Backward: dy sin, its half negated,
+/// dy cos, then for each half of rotate_half's input a zero fill, a copy of the half's gradient into it and an
+/// accumulation (nine). The fills are `stream`, the rest `strided` -- but for the sums on a `contiguous` tensor, whose
+/// operands all share its layout (PyTorch vectorises them: `stream`). On the heads of a fused QKV output (a
+/// transposed view) x cos keeps x's strides and the sums' operands differ in layout.
+std::vector<MemoryCall> eager_rope(double elements, double table, double element, bool backward, bool contiguous);
 
 /// Bytes per element of a GEMM operand in `dtype` (tf32 is stored as fp32).
 double element_size(Dtype dtype);

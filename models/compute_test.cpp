@@ -85,24 +85,57 @@ TEST_CASE("compute: a memory-bound kernel takes the ramp plus its bytes at its k
   CHECK(error("models: {compute: {memory_efficiency: {adamw_backward: 0.5}}}\n") ==
         "t.yaml:1:40: models.compute.memory_efficiency.adamw_backward: unknown key; known keys: adamw, bias_grad, "
         "cross_entropy, cross_entropy_backward, embedding_grad, gelu, gelu_backward, layernorm, layernorm_backward, "
-        "mixed_add, rmsnorm, rmsnorm_backward, rotary, rotary_backward, softmax, softmax_backward, swiglu, "
-        "swiglu_backward, widen");
+        "mixed_add, rmsnorm, rmsnorm_backward, softmax, softmax_backward, strided, swiglu, swiglu_backward, widen");
 }
 
 TEST_CASE("compute: a backward moves the bytes the probe's formula counts, relative to its forward's") {
-  // Norms, softmax, GeLU, eager RoPE: read x and dy, write dx against read x, write y.
-  for (const auto k : {MemoryKernel::layernorm, MemoryKernel::rmsnorm, MemoryKernel::softmax, MemoryKernel::gelu,
-                       MemoryKernel::rotary})
+  // Norms, softmax, GeLU: read x and dy, write dx against read x, write y.
+  for (const auto k : {MemoryKernel::layernorm, MemoryKernel::rmsnorm, MemoryKernel::softmax, MemoryKernel::gelu})
     CHECK(backward_bytes(k) == doctest::Approx(1.5));
   // SwiGLU: read gate, up and dy, write both gradients (5) against read gate and up, write y (3).
   CHECK(backward_bytes(MemoryKernel::swiglu) == doctest::Approx(5.0 / 3));
   // Cross-entropy: read the log-probabilities, write the logits' gradient against read the logits.
   CHECK(backward_bytes(MemoryKernel::cross_entropy) == 2);
   for (const auto k : {MemoryKernel::stream, MemoryKernel::widen, MemoryKernel::adamw, MemoryKernel::bias_grad,
-                       MemoryKernel::embedding_grad, MemoryKernel::mixed_add}) {
+                       MemoryKernel::embedding_grad, MemoryKernel::mixed_add, MemoryKernel::strided}) {
     CHECK_FALSE(has_backward(k));
     CHECK(backward_bytes(k) == 1);
   }
+}
+
+TEST_CASE("compute: eager RoPE is the kernels PyTorch launches, each reading and writing what it touches") {
+  // q of 2 x 16 heads x 2048 positions x 128 in bf16: n = 8 Mi elements, cos and sin of 2048 x 128 each.
+  const double n = 8 * 1024 * 1024, table = 2048 * 128, e = 2;
+  const auto total = [](const std::vector<MemoryCall>& calls, MemoryKernel kind) {
+    double bytes = 0;
+    for (const auto& c : calls)
+      if (c.kind.kernel == kind) bytes += static_cast<double>(c.bytes.count());
+    return bytes;
+  };
+  const auto forward = eager_rope(n, table, e, false, false);
+  // x cos (x and cos in, n out), -x2 (n / 2 each way), cat (n each way), . sin, the sum (2 n in, n out): 10 n + 2
+  // tables.
+  REQUIRE(forward.size() == 5);
+  CHECK(total(forward, MemoryKernel::strided) == doctest::Approx((10 * n + 2 * table) * e));
+  CHECK(total(forward, MemoryKernel::stream) == 0);
+  CHECK(forward[0].bytes.count() == static_cast<std::uint64_t>((2 * n + table) * e));
+  CHECK(forward[1].bytes.count() == static_cast<std::uint64_t>(n * e));
+  CHECK(forward[4].bytes.count() == static_cast<std::uint64_t>(3 * n * e));
+  const auto backward = eager_rope(n, table, e, true, false);
+  // dy sin, -(.), dy cos; then twice a zero fill (n written), a copy of a half (n / 2 each way), an accumulation.
+  REQUIRE(backward.size() == 9);
+  CHECK(total(backward, MemoryKernel::stream) == doctest::Approx(2 * n * e));
+  CHECK(total(backward, MemoryKernel::strided) == doctest::Approx((13 * n + 2 * table) * e));
+  for (const auto& c : backward) CHECK_FALSE(c.kind.backward);  // element-wise kernels have no backward rate
+  // Twice the tensor, twice the bytes of every kernel but the tables' share.
+  const auto twice = eager_rope(2 * n, table, e, false, false);
+  CHECK(static_cast<double>(twice[2].bytes.count()) == doctest::Approx(2.0 * forward[2].bytes.count()));
+  // On a contiguous tensor the sums are vectorised streams; nothing else changes.
+  const auto contiguous = eager_rope(n, table, e, true, true);
+  REQUIRE(contiguous.size() == backward.size());
+  CHECK(total(contiguous, MemoryKernel::stream) == doctest::Approx(8 * n * e));
+  CHECK(total(contiguous, MemoryKernel::strided) == doctest::Approx((7 * n + 2 * table) * e));
+  CHECK(eager_rope(n, table, e, false, true)[4].kind.kernel == MemoryKernel::stream);
 }
 
 TEST_CASE("compute: power and queue-gap keys are checked") {

@@ -149,7 +149,7 @@ TEST_CASE("compute twins: sustained GEMMs run at the power model's clock with th
   CHECK(split[1] == Use::validation);
 }
 
-TEST_CASE("compute twins: PyTorch's memory-bound kernels run as one kernel of their kind behind an event") {
+TEST_CASE("compute twins: PyTorch's memory-bound kernels run as the kernels of their op behind an event") {
   const auto models = default_models();
   const auto record = [](const std::string& test, const std::string& variant, const std::string& op) {
     TraceRecord r;
@@ -172,7 +172,6 @@ TEST_CASE("compute twins: PyTorch's memory-bound kernels run as one kernel of th
         std::tuple{"cast_bf16_fp32", "cast_bf16_fp32", models::MemoryKernel::widen, false},
         std::tuple{"cross_entropy_bwd", "cross_entropy", models::MemoryKernel::cross_entropy, true},
         std::tuple{"layernorm_fp32_fwd", "layernorm", models::MemoryKernel::layernorm, false},
-        std::tuple{"rotary_heads_bwd", "rotary", models::MemoryKernel::rotary, true},
         std::tuple{"add_fp32_bf16", "add_fp32_bf16", models::MemoryKernel::mixed_add, false},
         std::tuple{"add_fp32", "add_fp32", models::MemoryKernel::stream, false},
         std::tuple{"fill_fp32", "fill_fp32", models::MemoryKernel::stream, false},
@@ -194,7 +193,36 @@ TEST_CASE("compute twins: PyTorch's memory-bound kernels run as one kernel of th
     CHECK(kernel_op.pipelined);
   }
   const auto adam = record("adamw", "fused_fp32", "adamw");
-  CHECK(memory_kernel_of(adam)->kernel == models::MemoryKernel::adamw);
+  REQUIRE(memory_calls_of(adam));
+  CHECK(memory_calls_of(adam)->front().kind.kernel == models::MemoryKernel::adamw);
+  // Eager RoPE: its kernels on the record's tensor, with tables of its positions -- a sequence's on a heads view.
+  auto rope = record("memory_bound", "rotary_heads_bwd", "rotary");
+  rope.extra.update({{"layout", "heads_view"},
+                     {"elements", 8 << 20},
+                     {"head_dim", 128},
+                     {"tokens", 4096},
+                     {"batch", 2},
+                     {"dtype", "bf16"}});
+  const auto made = make_twin(trace_of({rope}), rope, 1, models);
+  REQUIRE(std::holds_alternative<Twin>(made));
+  const auto& ops = std::get<Twin>(made).sample[0];
+  const auto calls = models::eager_rope(8 << 20, 2048 * 128, 2, true, false);
+  REQUIRE(ops.size() == 1 + calls.size());
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const auto& kernel_op = std::get<workloads::ComputeOp>(ops[i + 1].what);
+    CHECK(kernel_op.bytes == calls[i].bytes);
+    CHECK(kernel_op.memory.kernel == calls[i].kind.kernel);
+    CHECK(kernel_op.pipelined);
+  }
+  // On a contiguous [rows, heads, d] tensor the tables are one per row; without the tensor's size, no twin.
+  auto rows = record("memory_bound", "rotary_fwd", "rotary");
+  rows.extra.update({{"elements", 1 << 20}, {"head_dim", 128}, {"rows", 512}, {"dtype", "bf16"}});
+  const auto row_calls = memory_calls_of(rows);
+  REQUIRE(row_calls);
+  CHECK(row_calls->front().bytes == models::eager_rope(1 << 20, 512 * 128, 2, false, true).front().bytes);
+  CHECK(row_calls->back().kind.kernel == models::MemoryKernel::stream);  // the sum of two contiguous products
+  const auto bare = record("memory_bound", "rotary_fwd", "rotary");
+  CHECK_FALSE(memory_calls_of(bare));
   const auto dropout = record("memory_bound", "dropout_fwd", "dropout");
   const auto none = make_twin(trace_of({dropout}), dropout, 1, models);
   REQUIRE(std::holds_alternative<std::string>(none));

@@ -50,9 +50,11 @@ struct RecordedGemm {
   double clock_mhz = 0;
 };
 std::variant<RecordedGemm, std::string> recorded_gemm(const TraceRecord& record);
-/// The kind of a PyTorch memory-bound kernel record (compute/memory_bound: its `op`, `_bwd` variants backward;
-/// compute/adamw), nullopt for one the model has no kind for.
-std::optional<models::MemoryKind> memory_kernel_of(const TraceRecord& record);
+/// The kernels one call of a PyTorch memory-bound record's op launches (compute/memory_bound: its `op`, `_bwd`
+/// variants backward; compute/adamw), each of its kind and bytes: one kernel over the record's bytes, or eager
+/// RoPE's (models::eager_rope, from the record's `elements` and table shape); nullopt for an op the model has no
+/// kind for.
+std::optional<std::vector<models::MemoryCall>> memory_calls_of(const TraceRecord& record);
 
 /// How a record was timed: its `method` field, else its trace header's (snsim-crosscheck writes both: gate,
 /// events_single, graph, host_clock, ...); "probe" for snsim-probe's records (copies behind its gate kernel,

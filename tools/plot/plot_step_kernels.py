@@ -17,13 +17,15 @@ table, and sets both side by side by group:
   norm         layernorm / RMSNorm forward and backward               snsim: layernorm, rmsnorm
   activation   GeLU, SiLU and the gate's multiply                     snsim: gelu, swiglu
   residual     fp32 adds (residual stream, gradient accumulation)     snsim: residual, stream
-  rotary       eager RoPE: neg, bf16 multiply and add                 snsim: rotary
-  split        concatenations (the fused QKV split's backward,        snsim: qkv_split
-               RoPE's rotate_half)
+  rotary       eager RoPE: neg, bf16 multiply and add, rotate_half's  snsim: rotary
+               4-d concatenation, its backward's bf16 zero fills
+               and strided copies
+  split        vectorised concatenations (the backward of the fused   snsim: qkv_split, mlp_split
+               QKV split and of the gate/up chunk)
   loss         log-softmax, NLL and fp32 fills (the NLL gradient's)   snsim: cross_entropy
   embedding    the gather and its backward (sort, segment sums)       snsim: embedding
   bias_grad    bias gradients (column sums)                           snsim: bias_grad
-  memset       cuBLAS / cub workspace memsets and bf16 fills          snsim: none
+  memset       cuBLAS / cub workspace memsets                         snsim: none
   other        anything else
 
 (SwiGLU's multiply and RoPE's share one PyTorch kernel; a bf16 multiply is counted as activation once per MLP
@@ -57,6 +59,10 @@ MEASURED_RULES = [
      r"partial_segment|partials_per_segment|num_of_partial_segments|arange|embedding", "embedding"),
     (r"reduce_kernel<.*sum_functor", "bias_grad"),
     (r"FillFunctor<float>", "loss"),
+    # Eager RoPE's kernels beside the element-wise ones below: rotate_half's cat over a 4-d view (unvectorised), and
+    # its backward's zero fills and copies into strided halves.
+    (r"CatArrayBatchedCopy<|FillFunctor<c10::BFloat16>|^void at::native::elementwise_kernel<128, 4, "
+     r"at::native::gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda", "rotary"),
     (r"FillFunctor|^Memset", "memset"),
     (r"CatArrayBatchedCopy", "split"),
     (r"direct_copy_kernel|bfloat16_copy_kernel|copy_kernel", "cast"),
@@ -67,7 +73,8 @@ MEASURED_RULES = [
 SNSIM_GROUPS = {"gemm": "gemm", "attention": "attention", "cast": "cast", "adamw": "adamw", "layernorm": "norm",
                 "rmsnorm": "norm", "gelu": "activation", "swiglu": "activation", "residual": "residual",
                 "stream": "residual", "rotary": "rotary", "cross_entropy": "loss", "embedding": "embedding",
-                "bias_grad": "bias_grad", "qkv_split": "split", "embedding_grad": "embedding"}
+                "bias_grad": "bias_grad", "qkv_split": "split", "mlp_split": "split",
+                "embedding_grad": "embedding"}
 
 KERNEL_TABLE = "training: compute time per GPU and step by kernel"
 

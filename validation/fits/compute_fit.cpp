@@ -16,6 +16,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -287,54 +288,72 @@ void gemms(Fit& fit) {
 // Memory-bound kernels by kind (ComputeModel::efficiency, memory_ramp) on the calibration half of PyTorch's kernels
 // (compute/memory_bound and compute/adamw, tools/probe/torch/compute_kernels.py: every other size of each kernel).
 // A sample is one call queued behind the previous one with an event between them, so the model's time is
-//   t = stream.event_record + queue_gap + memory_ramp + bytes / (HBM bandwidth x efficiency of the kind)
-// linear in memory_ramp and in the 1 / efficiency of each kind: least squares on relative errors. Streaming kernels
+//   t = stream.event_record + sum over the call's kernels of
+//       (queue_gap + memory_ramp + bytes / (HBM bandwidth x efficiency of the kernel's kind))
+// (one kernel for most ops, eager RoPE's five or nine: memory_calls_of) linear in memory_ramp and in the
+// 1 / efficiency of each kind: least squares on relative errors. Streaming kernels
 // (adds, copies, narrowing casts) keep compute.hbm_efficiency (their bytes' time is known) and help fix the ramp.
 namespace snsim::validation::fits {
 
 void memory_kernels(Fit& fit) {
   const auto records = fit.select(
       Family::compute, {"memory_bound", "adamw"}, std::nullopt,
-      [](const TraceRecord& r) { return memory_kernel_of(r).has_value() && r.bytes.count() > 0; }, "events_queued");
+      [](const TraceRecord& r) { return memory_calls_of(r).has_value() && r.bytes.count() > 0; }, "events_queued");
   if (!fit.enough(records, 4, "compute.memory_efficiency and memory_ramp")) return;
   const auto& defaults = *fit.platform().defaults.compute;
   const double hbm = fit.platform().gpu.hbm_bandwidth.count();
-  const double fixed = fit.value_or("stream.event_record", fit.platform().defaults.stream->event_record.count()) +
-                       fit.value_or("compute.queue_gap", defaults.queue_gap.count());
-  // One column per kind and pass with records (at least MIN_RECORDS), after the ramp's.
-  const auto column_of = [](models::MemoryKind k) {
+  const double event = fit.value_or("stream.event_record", fit.platform().defaults.stream->event_record.count());
+  const double gap = fit.value_or("compute.queue_gap", defaults.queue_gap.count());
+  // One column per kind and pass with records (at least MIN_RECORDS), after the ramp's; a record whose call launches
+  // several kernels (eager RoPE) counts in each of their kinds.
+  const auto index_of = [](models::MemoryKind k) {
     return 2 * static_cast<std::size_t>(k.kernel) + (k.backward ? 1 : 0);
   };
+  const auto stream = [](const models::MemoryCall& c) { return c.kind.kernel == models::MemoryKernel::stream; };
   std::map<std::size_t, std::vector<TracedRecord>> by_kind;
-  std::vector<TracedRecord> used;
-  for (const auto& t : records) by_kind[column_of(*memory_kernel_of(*t.record))].push_back(t);
+  // The kernels of a record's call (bound before a loop walks them: a loop over *memory_calls_of(r) would read a
+  // destroyed temporary).
+  const auto calls_of = [](const TraceRecord& r) {
+    return memory_calls_of(r).value_or(std::vector<models::MemoryCall>{});
+  };
+  for (const auto& t : records) {
+    std::set<std::size_t> kinds;
+    for (const auto& call : calls_of(*t.record))
+      if (!stream(call)) kinds.insert(index_of(call.kind));
+    for (const auto index : kinds) by_kind[index].push_back(t);
+  }
   std::map<std::size_t, std::size_t> column;  // kind's index -> column of x
-  for (const auto& [index, kind_records] : by_kind) {
-    if (index != 0 && kind_records.size() < MIN_RECORDS) continue;
-    if (index != 0) column.emplace(index, column.size() + 1);
-    used.insert(used.end(), kind_records.begin(), kind_records.end());
+  for (const auto& [index, kind_records] : by_kind)
+    if (kind_records.size() >= MIN_RECORDS) column.emplace(index, column.size() + 1);
+  std::vector<TracedRecord> used;
+  for (const auto& t : records) {
+    if (std::ranges::all_of(calls_of(*t.record),
+                            [&](const auto& c) { return stream(c) || column.contains(index_of(c.kind)); }))
+      used.push_back(t);
   }
   const auto x = Fit::relative_least_squares(
       used,
       [&](const TraceRecord& r) {
         std::vector<double> row(column.size() + 1, 0.0);
-        row[0] = 1;
-        const auto it = column.find(column_of(*memory_kernel_of(r)));
-        if (it != column.end()) row[it->second] = static_cast<double>(r.bytes.count()) / hbm;
+        for (const auto& call : calls_of(r)) {
+          row[0] += 1;
+          if (!stream(call)) row[column.at(index_of(call.kind))] += static_cast<double>(call.bytes.count()) / hbm;
+        }
         return row;
       },
       [&](const TraceRecord& r) {
-        const bool stream = memory_kernel_of(r)->kernel == models::MemoryKernel::stream;
-        return r.median - fixed -
-               (stream ? static_cast<double>(r.bytes.count()) / (hbm * defaults.hbm_efficiency) : 0.0);
+        double known = event;
+        for (const auto& call : calls_of(r))
+          known += gap + (stream(call) ? static_cast<double>(call.bytes.count()) / (hbm * defaults.hbm_efficiency) : 0);
+        return r.median - known;
       });
   if (x.size() != column.size() + 1) {
     fit.note("compute.memory_efficiency: the least squares did not solve: defaults kept");
     return;
   }
   const std::string method =
-      "event + queue_gap + memory_ramp + bytes / (HBM x efficiency), least squares on relative errors over PyTorch's "
-      "memory-bound kernels of every kind";
+      "event + per kernel (queue_gap + memory_ramp + bytes / (HBM x efficiency)), least squares on relative errors "
+      "over PyTorch's memory-bound kernels of every kind";
   fit.add_time("compute.memory_ramp", fit.non_negative(Seconds{x[0]}, "compute.memory_ramp"), method, used);
   for (const auto& [index, col] : column) {
     const models::MemoryKind kind{static_cast<models::MemoryKernel>(index / 2), index % 2 == 1};

@@ -10,8 +10,8 @@
 //   gemm_method             the same GEMMs timed other ways: batch_events (a batch of calls between two events: no
 //                           event between GEMMs) and graph_replay (the calls captured in a CUDA graph)
 //   memory_bound, adamw     PyTorch's memory-bound kernels (tools/probe/torch/compute_kernels.py, events_queued: an
-//                           event between calls queued behind each other), a call a kernel of its kind
-//                           (memory_kernel_of) over the record's bytes
+//                           event between calls queued behind each other), a call the kernels of its op
+//                           (memory_calls_of): one of its kind over the record's bytes, or eager RoPE's
 //   gemm_sustained,         8192^3 GEMMs back to back for seconds, a sample the time per GEMM of a chunk of
 //   gemm_data               gemms_per_sample between two events (events_per_chunk), on normal-distributed operands
 //                           or (gemm_data) each `pattern` in turn: these run at the power model's clock, not the
@@ -45,7 +45,9 @@ std::variant<RecordedGemm, std::string> recorded_gemm(const TraceRecord& r) {
   return out;
 }
 
-std::optional<models::MemoryKind> memory_kernel_of(const TraceRecord& r) {
+namespace {
+
+std::optional<models::MemoryKind> memory_kind_of(const TraceRecord& r) {
   if (r.test == "adamw") return models::MemoryKind{models::MemoryKernel::adamw, false};
   const std::string name = r.extra.value("op", std::string());
   // Streams: element-wise kernels of one format in and out (vectorised), narrowing casts, fills, concatenations.
@@ -60,6 +62,28 @@ std::optional<models::MemoryKind> memory_kernel_of(const TraceRecord& r) {
   const auto kernel = models::memory_kernel(name);
   if (!kernel || !models::has_backward(*kernel)) return std::nullopt;
   return models::MemoryKind{*kernel, r.variant.ends_with("_bwd")};
+}
+
+/// Eager RoPE's kernels on the record's tensor: `elements` of `dtype`, with cos and sin tables of one head's
+/// positions (`rows` of them on a [rows, heads, d] tensor; a sequence's, tokens / batch, on a heads view).
+std::optional<std::vector<models::MemoryCall>> rotary_calls(const TraceRecord& r) {
+  const double elements = extra_number(r, "elements"), head = extra_number(r, "head_dim");
+  const bool heads = r.extra.value("layout", std::string()) == "heads_view";
+  const double positions =
+      heads ? extra_number(r, "tokens") / std::max(1.0, extra_number(r, "batch", 1)) : extra_number(r, "rows");
+  const auto dtype = dtype_from_string(r.extra.value("dtype", std::string("bf16")));
+  if (!(elements > 0) || !(head > 0) || !(positions > 0) || !dtype) return std::nullopt;
+  return models::eager_rope(elements, positions * head, models::element_size(*dtype), r.variant.ends_with("_bwd"),
+                            !heads);
+}
+
+}  // namespace
+
+std::optional<std::vector<models::MemoryCall>> memory_calls_of(const TraceRecord& r) {
+  if (r.test != "adamw" && r.extra.value("op", std::string()) == "rotary") return rotary_calls(r);
+  const auto kind = memory_kind_of(r);
+  if (!kind) return std::nullopt;
+  return std::vector<models::MemoryCall>{{*kind, r.bytes}};
 }
 
 namespace twins {
@@ -105,17 +129,19 @@ std::variant<Twin, std::string> compute(const TraceRecord& r, int gpus, const mo
                                         const std::string& method) {
   if (r.test == "gemm_sustained" || r.test == "gemm_data") return sustained(r, gpus, models);
   if (r.test == "memory_bound" || r.test == "adamw") {
-    const auto kind = memory_kernel_of(r);
-    if (!kind) return fmt::format("compute/{}: kernel '{}' is not modelled", r.test, r.variant);
+    const auto calls = memory_calls_of(r);
+    if (!calls) return fmt::format("compute/{}: kernel '{}' is not modelled", r.test, r.variant);
     Twin twin;
     twin.sample.resize(static_cast<std::size_t>(gpus));
     auto& ops = twin.sample[static_cast<std::size_t>(rank_at(r, 0))];
     ops.push_back(op(event(models)));
-    workloads::ComputeOp c;
-    c.bytes = r.bytes;
-    c.pipelined = true;
-    c.memory = *kind;
-    ops.push_back(op(c));
+    for (const auto& call : *calls) {
+      workloads::ComputeOp c;
+      c.bytes = call.bytes;
+      c.pipelined = true;
+      c.memory = call.kind;
+      ops.push_back(op(c));
+    }
     return twin;
   }
   if (r.test != "gemm" && r.test != "gemm_batched" && r.test != "gemm_method")

@@ -209,6 +209,29 @@ double rank_tokens(const ModelSpec& model, const ParallelPlan& plan) {
   return static_cast<double>(model.micro_batch) * model.sequence / plan.cp;
 }
 
+/// RoPE on this rank's Q and K heads: the rotated part of each head (all of it, or MLA's decoupled rotary part on
+/// every query head and the one shared key head). Fused: one kernel each way reading and writing it; eager: PyTorch's
+/// kernels on Q, then on K, with cos and sin tables of a sequence's positions.
+void rotary_kernels(const ModelSpec& model, const ParallelPlan& plan, LayerForward& l) {
+  const double tokens = rank_tokens(model, plan), t = plan.tp, e = models::element_size(model.dtype);
+  const auto w = attention_widths(model);
+  const double head = model.mla ? model.mla->qk_rope_head_dim : w.qk_head;
+  const double q = model.mla ? model.heads * head / t : w.q / t, k = model.mla ? head : w.k / t;
+  if (!model.eager_rope) {
+    Kernel fused{.bytes = bytes_of(2 * tokens * (q + k) * e), .name = "rotary", .backward = 1};
+    l.rope = {fused};
+    l.rope_grad = {fused};
+    return;
+  }
+  const double table = static_cast<double>(model.sequence) / plan.cp * head;
+  for (const bool backward : {false, true}) {
+    auto& out = backward ? l.rope_grad : l.rope;
+    for (const double width : {q, k})
+      for (const auto& call : models::eager_rope(tokens * width, table, e, backward, false))
+        out.push_back(Kernel{.bytes = call.bytes, .memory = call.kind.kernel, .name = "rotary", .backward = 1});
+  }
+}
+
 }  // namespace
 
 LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer) {
@@ -239,17 +262,7 @@ LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, boo
   l.norm.backward = models::backward_bytes(l.norm.memory);
   const double residual = model.autocast ? (r + e + r) * tokens * per_token : 3 * tokens * per_token * e;
   const double residual_grad = 3 * tokens * per_token * r;  // a residual's gradient: one add of two into one
-  if (model.rotary) {                                       // RoPE reads and writes the rotated part of Q and K
-    const double rotated = model.mla ? (a + 1) * model.mla->qk_rope_head_dim : w.q + w.k;
-    l.rope.bytes = bytes_of(2 * tokens * rotated / t * e);
-    l.rope.name = "rotary";
-    if (model.eager_rope) {  // five kernels, counted as one read and write
-      l.rope.memory = models::MemoryKernel::rotary;
-      l.rope.backward = models::backward_bytes(l.rope.memory);
-    } else {  // one fused kernel each way
-      l.rope.backward = 1;
-    }
-  }
+  if (model.rotary) rotary_kernels(model, plan, l);
   l.residual.bytes = bytes_of(residual);
   l.residual.name = "residual";
   if (model.autocast) l.residual.memory = models::MemoryKernel::mixed_add;
@@ -270,6 +283,10 @@ LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, boo
   l.activation.bytes = bytes_of(activation_passes(model.mlp) * tokens * f / t * e);
   l.activation.memory = mlp_matrices(model.mlp) == 3 ? models::MemoryKernel::swiglu : models::MemoryKernel::gelu;
   l.activation.backward = models::backward_bytes(l.activation.memory);
+  if (f > 0 && mats == 3) {  // the gate and up halves of one fused GEMM's output, chunked: its backward concatenates
+    l.mlp_split.bytes = bytes_of(2 * tokens * 2 * f / t * e);
+    l.mlp_split.name = "mlp_split";
+  }
   if (moe_layer) l.router = gemm(static_cast<double>(routed_tokens(model, plan)), h, model.moe->experts, e);
   if (f > 0) {
     l.mlp_up = gemm(tokens, h, (mats - 1) * f / t, e);

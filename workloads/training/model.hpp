@@ -202,9 +202,12 @@ struct Kernel {
 /// stream (QKV and MLP-up read a norm's fp32 output; the projection's and MLP-down's output gradient is fp32).
 struct LayerForward {
   Kernel qkv, attention, projection, mlp_up, mlp_down, norm, residual, activation, router;
-  Kernel rope;               // RoPE on Q and K: one fused kernel (stream) or HF's eager five (rotary); none without
+  // RoPE on Q and K, forward and backward: one fused kernel each way, or HF's eager kernels on Q, then on K
+  // (models::eager_rope); none without rotary embeddings.
+  std::vector<Kernel> rope, rope_grad;
   Kernel residual_grad;      // backward: a residual gradient's accumulation (twice a layer)
   Kernel qkv_split;          // backward: the fused QKV output's split undone (dq, dk and dv concatenated)
+  Kernel mlp_split;          // backward: a gated MLP's fused gate/up output's chunk undone (the two concatenated)
   Kernel input_casts;        // autocast, forward: a norm's fp32 output cast for QKV, and again for MLP-up
   Kernel input_grad_casts;   // autocast, backward: those inputs' gradients cast back to fp32
   Kernel output_grad_casts;  // autocast, backward: the residual's fp32 gradient cast for the projection and MLP-down

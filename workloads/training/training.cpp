@@ -452,7 +452,7 @@ class RankEmitter {
       before();
       compute(k.input_casts, 1, info);
       compute(k.qkv, 1, info);
-      compute(k.rope, 1, info);
+      for (const Kernel& rope : k.rope) compute(rope, 1, info);
       attention(k.attention, false, info);
       compute(k.projection, 1, info);
       after();
@@ -482,6 +482,7 @@ class RankEmitter {
       compute(k.output_grad_casts, 1, info);
       compute(k.mlp_down, 2, info);
       compute(k.activation, 2, info);
+      compute(k.mlp_split, 1, info);
       compute(k.mlp_up, 2, info);
       compute(k.input_grad_casts, 1, info);
       after();
@@ -494,7 +495,7 @@ class RankEmitter {
     // Selective recomputation: the attention core's forward again, its s^2 scores not kept (§5).
     if (c_.plan.recompute == Recompute::selective) attention(k.attention, false, info);
     attention(k.attention, true, info);
-    compute(k.rope, 2, info);
+    for (const Kernel& rope : k.rope_grad) compute(rope, 1, info);
     compute(k.qkv_split, 1, info);
     compute(k.qkv, 2, info);
     compute(k.input_grad_casts, 1, info);
@@ -1236,7 +1237,8 @@ WorkloadRegistry::Entry training_entry() {
            {"model.mlp", "gelu|squared_relu|swiglu|geglu", "gelu", "MLP activation (gated: three matrices)"},
            {"model.norm", "layernorm|rmsnorm", "layernorm", "normalisation (its weights)"},
            {"model.rotary", "bool", "false", "rotary position embeddings on Q and K"},
-           {"model.rope", "fused|eager", "fused", "RoPE as one fused kernel or HF's eager rotate_half (five kernels)"},
+           {"model.rope", "fused|eager", "fused",
+            "RoPE as one fused kernel or HF's eager rotate_half (five kernels on Q and on K, nine backward)"},
            {"model.autocast", "bool", "false",
             "PyTorch AMP: fp32 parameters, each linear layer's weight cast in every forward, its gradient cast back; "
             "the residual stream, norms and loss in fp32"},
