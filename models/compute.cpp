@@ -11,10 +11,9 @@ namespace snsim::models {
 namespace {
 
 constexpr MemoryKernel ALL_MEMORY_KERNELS[] = {
-    MemoryKernel::stream,        MemoryKernel::widen, MemoryKernel::layernorm, MemoryKernel::rmsnorm,
-    MemoryKernel::softmax,       MemoryKernel::gelu,  MemoryKernel::swiglu,    MemoryKernel::strided,
-    MemoryKernel::cross_entropy, MemoryKernel::adamw, MemoryKernel::bias_grad, MemoryKernel::embedding_grad,
-    MemoryKernel::mixed_add};
+    MemoryKernel::stream,  MemoryKernel::widen,     MemoryKernel::layernorm,      MemoryKernel::rmsnorm,
+    MemoryKernel::softmax, MemoryKernel::gelu,      MemoryKernel::strided,        MemoryKernel::cross_entropy,
+    MemoryKernel::adamw,   MemoryKernel::bias_grad, MemoryKernel::embedding_grad, MemoryKernel::mixed_add};
 static_assert(std::size(ALL_MEMORY_KERNELS) == MEMORY_KERNELS);
 
 }  // namespace
@@ -252,8 +251,6 @@ std::string_view to_string(MemoryKernel kernel) {
       return "softmax";
     case MemoryKernel::gelu:
       return "gelu";
-    case MemoryKernel::swiglu:
-      return "swiglu";
     case MemoryKernel::strided:
       return "strided";
     case MemoryKernel::cross_entropy:
@@ -284,8 +281,6 @@ bool has_backward(MemoryKernel kernel) {
 
 double backward_bytes(MemoryKernel kernel) {
   switch (kernel) {
-    case MemoryKernel::swiglu:
-      return 5.0 / 3.0;
     case MemoryKernel::cross_entropy:
       return 2;
     default:
@@ -293,10 +288,18 @@ double backward_bytes(MemoryKernel kernel) {
   }
 }
 
+namespace {
+
+/// A kernel of `kernel`'s kind moving `elements` of `element` bytes.
+MemoryCall moving(MemoryKernel kernel, double elements, double element) {
+  return MemoryCall{{kernel, false},
+                    Bytes{static_cast<std::uint64_t>(std::llround(std::max(0.0, elements * element)))}};
+}
+
+}  // namespace
+
 std::vector<MemoryCall> eager_rope(double elements, double table, double element, bool backward, bool contiguous) {
-  const auto call = [element](MemoryKernel kernel, double moved) {
-    return MemoryCall{{kernel, false}, Bytes{static_cast<std::uint64_t>(std::llround(std::max(0.0, moved * element)))}};
-  };
+  const auto call = [element](MemoryKernel kernel, double moved) { return moving(kernel, moved, element); };
   const double n = elements, half = elements / 2;
   const MemoryCall product = call(MemoryKernel::strided, 2 * n + table);  // x (or dy) and a table in, n out
   const MemoryCall negate = call(MemoryKernel::strided, 2 * half);
@@ -306,6 +309,14 @@ std::vector<MemoryCall> eager_rope(double elements, double table, double element
   // x's three uses (x cos, x1, x2) accumulate in place.
   const MemoryCall fill = call(MemoryKernel::stream, n), copy = call(MemoryKernel::strided, 2 * half);
   return {product, negate, product, fill, copy, sum, fill, copy, sum};
+}
+
+std::vector<MemoryCall> eager_gated(double elements, double element, bool backward, bool contiguous) {
+  const double n = elements;
+  const MemoryKernel views = contiguous ? MemoryKernel::stream : MemoryKernel::strided;
+  if (!backward) return {moving(views, 2 * n, element), moving(views, 3 * n, element)};
+  // dy up and act's backward read a strided view (up, gate); dy act(gate) reads dy and the saved product's operand.
+  return {moving(views, 3 * n, element), moving(MemoryKernel::stream, 3 * n, element), moving(views, 3 * n, element)};
 }
 
 std::string_view to_string(OperandData data) {

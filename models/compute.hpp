@@ -45,7 +45,8 @@ std::optional<OperandData> operand_data(std::string_view name);
 /// one (bf16 to fp32, PyTorch's unrolled, unvectorised kernel); `mixed_add`: a bf16 operand added into fp32 (autocast's
 /// residual add, the same unrolled kernel with two inputs); `strided`: an element-wise kernel over a
 /// non-contiguous view or with a broadcast operand (PyTorch's generic, unvectorised elementwise kernel and its
-/// N-dimensional concatenation: eager RoPE on the heads of a fused QKV output); `adamw`: PyTorch's fused
+/// N-dimensional concatenation: eager RoPE on the heads of a fused QKV output, eager SwiGLU on the chunks of a fused
+/// gate/up output); `adamw`: PyTorch's fused
 /// AdamW over fp32 parameters, gradients and moments; `bias_grad`: a linear layer's bias gradient, the column sums of
 /// its output's gradient; `embedding_grad`: an embedding table's gradient (zeroed, then the rows of the tokens summed
 /// into it).
@@ -56,7 +57,6 @@ enum class MemoryKernel {
   rmsnorm,
   softmax,
   gelu,
-  swiglu,
   strided,
   cross_entropy,
   adamw,
@@ -64,7 +64,7 @@ enum class MemoryKernel {
   embedding_grad,
   mixed_add
 };
-constexpr std::size_t MEMORY_KERNELS = 13;
+constexpr std::size_t MEMORY_KERNELS = 12;
 std::string_view to_string(MemoryKernel kernel);
 std::optional<MemoryKernel> memory_kernel(std::string_view name);
 /// A memory-bound kernel's kind and pass (the backward of a kernel reaches its own share).
@@ -77,7 +77,7 @@ struct MemoryKind {
 bool has_backward(MemoryKernel kernel);
 /// The bytes a kind's backward moves per byte its forward moves, as the probe counts them (each input read once,
 /// each output written once): a norm, softmax or GeLU reads x and dy and writes dx (3 / 2 of read x,
-/// write y); SwiGLU reads gate, up and dy and writes both gradients (5 / 3); cross-entropy reads the saved
+/// write y); cross-entropy reads the saved
 /// log-probabilities and writes the logits' gradient (2 / 1). 1 for kinds without a backward.
 double backward_bytes(MemoryKernel kernel);
 
@@ -94,6 +94,13 @@ struct MemoryCall {
 /// operands all share its layout (PyTorch vectorises them: `stream`). On the heads of a fused QKV output (a
 /// transposed view) x cos keeps x's strides and the sums' operands differ in layout.
 std::vector<MemoryCall> eager_rope(double elements, double table, double element, bool backward, bool contiguous);
+/// The kernels PyTorch launches for a gated MLP's eager activation, act(gate) * up with [gate, up] = x.chunk(2), on
+/// `elements` outputs of `element` bytes. Forward: act(gate), the product (two). Backward: dy up, dy act(gate) and
+/// act's backward (three); the chunk's own backward, a concatenation of the two gradients, is the caller's. On a
+/// `contiguous` x (chunked along its outer dimension) every kernel is vectorised (`stream`); chunked along the last
+/// dimension, as a fused gate/up GEMM's output is, gate and up are strided views, and the kernels reading one are
+/// `strided` (dy act(gate) reads only contiguous tensors).
+std::vector<MemoryCall> eager_gated(double elements, double element, bool backward, bool contiguous);
 
 /// Bytes per element of a GEMM operand in `dtype` (tf32 is stored as fp32).
 double element_size(Dtype dtype);

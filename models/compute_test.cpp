@@ -85,15 +85,13 @@ TEST_CASE("compute: a memory-bound kernel takes the ramp plus its bytes at its k
   CHECK(error("models: {compute: {memory_efficiency: {adamw_backward: 0.5}}}\n") ==
         "t.yaml:1:40: models.compute.memory_efficiency.adamw_backward: unknown key; known keys: adamw, bias_grad, "
         "cross_entropy, cross_entropy_backward, embedding_grad, gelu, gelu_backward, layernorm, layernorm_backward, "
-        "mixed_add, rmsnorm, rmsnorm_backward, softmax, softmax_backward, strided, swiglu, swiglu_backward, widen");
+        "mixed_add, rmsnorm, rmsnorm_backward, softmax, softmax_backward, strided, widen");
 }
 
 TEST_CASE("compute: a backward moves the bytes the probe's formula counts, relative to its forward's") {
   // Norms, softmax, GeLU: read x and dy, write dx against read x, write y.
   for (const auto k : {MemoryKernel::layernorm, MemoryKernel::rmsnorm, MemoryKernel::softmax, MemoryKernel::gelu})
     CHECK(backward_bytes(k) == doctest::Approx(1.5));
-  // SwiGLU: read gate, up and dy, write both gradients (5) against read gate and up, write y (3).
-  CHECK(backward_bytes(MemoryKernel::swiglu) == doctest::Approx(5.0 / 3));
   // Cross-entropy: read the log-probabilities, write the logits' gradient against read the logits.
   CHECK(backward_bytes(MemoryKernel::cross_entropy) == 2);
   for (const auto k : {MemoryKernel::stream, MemoryKernel::widen, MemoryKernel::adamw, MemoryKernel::bias_grad,
@@ -101,6 +99,31 @@ TEST_CASE("compute: a backward moves the bytes the probe's formula counts, relat
     CHECK_FALSE(has_backward(k));
     CHECK(backward_bytes(k) == 1);
   }
+}
+
+TEST_CASE("compute: an eager gated MLP is PyTorch's kernels, strided where they read a chunk of a fused output") {
+  const double n = 4096.0 * 5632, e = 2;
+  const auto bytes = [](const std::vector<MemoryCall>& calls) {
+    double sum = 0;
+    for (const auto& c : calls) sum += static_cast<double>(c.bytes.count());
+    return sum;
+  };
+  // act(gate) reads and writes n, the product reads two and writes one; the backward's three kernels read two and
+  // write one each.
+  const auto forward = eager_gated(n, e, false, false), backward = eager_gated(n, e, true, false);
+  REQUIRE(forward.size() == 2);
+  REQUIRE(backward.size() == 3);
+  CHECK(bytes(forward) == doctest::Approx(5 * n * e));
+  CHECK(bytes(backward) == doctest::Approx(9 * n * e));
+  for (const auto& c : forward) CHECK(c.kind.kernel == MemoryKernel::strided);
+  // dy act(gate) reads dy and the product's contiguous operand: vectorised.
+  CHECK(backward[0].kind.kernel == MemoryKernel::strided);
+  CHECK(backward[1].kind.kernel == MemoryKernel::stream);
+  CHECK(backward[2].kind.kernel == MemoryKernel::strided);
+  // On contiguous halves every kernel streams, with the same bytes.
+  const auto halves = eager_gated(n, e, true, true);
+  CHECK(bytes(halves) == doctest::Approx(bytes(backward)));
+  for (const auto& c : halves) CHECK(c.kind.kernel == MemoryKernel::stream);
 }
 
 TEST_CASE("compute: eager RoPE is the kernels PyTorch launches, each reading and writing what it touches") {

@@ -15,7 +15,7 @@ table, and sets both side by side by group:
                outputs, logits and their gradients)
   adamw        the fused AdamW update                                 snsim: adamw
   norm         layernorm / RMSNorm forward and backward               snsim: layernorm, rmsnorm
-  activation   GeLU, SiLU and the gate's multiply                     snsim: gelu, swiglu
+  activation   GeLU, SiLU and the gate's multiply                     snsim: activation
   residual     fp32 adds (residual stream, gradient accumulation)     snsim: residual, stream
   rotary       eager RoPE: neg, bf16 multiply and add, rotate_half's  snsim: rotary
                4-d concatenation, its backward's bf16 zero fills
@@ -28,8 +28,8 @@ table, and sets both side by side by group:
   memset       cuBLAS / cub workspace memsets                         snsim: none
   other        anything else
 
-(SwiGLU's multiply and RoPE's share one PyTorch kernel; a bf16 multiply is counted as activation once per MLP
-and the rest as rotary, which is how the probe's models launch them.) Prints a markdown table per model and writes
+(SwiGLU's multiplies and RoPE's share PyTorch's kernels: the vectorised bf16 multiply is the MLP's, the unvectorised
+ones are shared by the bytes each moves, as the probe's models launch them.) Prints a markdown table per model and writes
 DIR/step-kernels-MODEL.png (measured and predicted ms per group) unless matplotlib is missing (exit 3).
 Exit codes: 0 ok, 2 bad input, 3 matplotlib missing, 4 snsim failed.
 """
@@ -71,7 +71,7 @@ MEASURED_RULES = [
 ]
 
 SNSIM_GROUPS = {"gemm": "gemm", "attention": "attention", "cast": "cast", "adamw": "adamw", "layernorm": "norm",
-                "rmsnorm": "norm", "gelu": "activation", "swiglu": "activation", "residual": "residual",
+                "rmsnorm": "norm", "activation": "activation", "residual": "residual",
                 "stream": "residual", "rotary": "rotary", "cross_entropy": "loss", "embedding": "embedding",
                 "bias_grad": "bias_grad", "qkv_split": "split", "mlp_split": "split",
                 "embedding_grad": "embedding"}
@@ -88,16 +88,29 @@ def measured_group(name):
     return "other"
 
 
+def gate_share(entry):
+    """The share of a Llama step's unvectorised bf16 multiplies that are its MLPs' rather than RoPE's, by the bytes
+    each moves: per layer the gate's product and its backward's dy * up (3 T f elements each) against RoPE's x cos,
+    rotate_half(x) sin and their two backward products on q and on k (2 T d (heads or KV heads) each, the cos and sin
+    tables left out)."""
+    tokens = entry["batch"] * entry["seq"]
+    head = entry["hidden"] // entry["heads"]
+    gate = 2 * 3 * tokens * entry["ffn"]
+    rope = 4 * 2 * tokens * head * (entry["heads"] + entry["kv_heads"])
+    return gate / (gate + rope)
+
+
 def measured_groups(entry):
-    """ms per group of one profiled step; a SwiGLU model's bf16 multiplies: one per layer and pass is the gate's."""
+    """ms per group of one profiled step. A SwiGLU model's bf16 multiplies: the vectorised one (dy * silu(gate), both
+    contiguous) is the MLP's; the unvectorised ones are shared between the MLP and RoPE by their bytes."""
     out = {g: 0.0 for g in GROUPS}
     for k in entry["kernels"]:
         group = measured_group(k["name"])
         if group is None:
             continue
         ms = k["total_s"] * 1e3
-        if group == "rotary" and "MulFunctor" in k["name"] and entry.get("arch") == "llama" and k["count"] > 0:
-            gate = min(k["count"], 2 * entry["layers"]) / k["count"]  # forward and backward of each MLP's gate
+        if group == "rotary" and "MulFunctor" in k["name"] and entry.get("arch") == "llama":
+            gate = 1.0 if k["name"].startswith("void at::native::vectorized_elementwise_kernel") else gate_share(entry)
             out["activation"] += ms * gate
             ms *= 1 - gate
         out[group] += ms
@@ -129,7 +142,7 @@ def scenario(entry, gpu):
              f"ffn_hidden: {entry['ffn']}, vocabulary: {entry['vocab']}, micro_batch: {entry['batch']}, "
              f"sequence: {entry['seq']}, dtype: bf16, attention: flash, autocast: true")
     if llama:
-        model += ", mlp: swiglu, norm: rmsnorm, rotary: true, rope: eager"
+        model += ", mlp: swiglu, norm: rmsnorm, rotary: true, rope: eager, glu: eager"
     else:
         model += ", linear_bias: true"  # the probe's GPT blocks have biases on every Linear
     return (f"name: step-kernels\nseed: 1\ntopology: {{type: pcie, gpu: {gpu}, gpus: 1}}\nmodels: {{params: {gpu}}}\n"

@@ -77,10 +77,28 @@ std::optional<std::vector<models::MemoryCall>> rotary_calls(const TraceRecord& r
                             !heads);
 }
 
+/// A gated MLP's eager activation on the record's `elements` outputs: on a 1-d x chunked in two (contiguous halves)
+/// or, with layout `chunk_last_dim`, on a [tokens, 2 f] x chunked along its last dimension as a fused GEMM's output
+/// is; the backward's gradient with respect to x adds the chunk's concatenation of the two halves' gradients.
+std::optional<std::vector<models::MemoryCall>> gated_calls(const TraceRecord& r) {
+  const double elements = extra_number(r, "elements");
+  const auto dtype = dtype_from_string(r.extra.value("dtype", std::string("bf16")));
+  if (!(elements > 0) || !dtype) return std::nullopt;
+  const double e = models::element_size(*dtype);
+  const bool backward = r.variant.ends_with("_bwd");
+  auto calls = models::eager_gated(elements, e, backward, r.extra.value("layout", std::string()) != "chunk_last_dim");
+  if (backward)
+    calls.push_back(
+        {{models::MemoryKernel::stream, false}, Bytes{static_cast<std::uint64_t>(std::llround(4 * elements * e))}});
+  return calls;
+}
+
 }  // namespace
 
 std::optional<std::vector<models::MemoryCall>> memory_calls_of(const TraceRecord& r) {
-  if (r.test != "adamw" && r.extra.value("op", std::string()) == "rotary") return rotary_calls(r);
+  const std::string op = r.test == "adamw" ? std::string() : r.extra.value("op", std::string());
+  if (op == "rotary") return rotary_calls(r);
+  if (op == "swiglu") return gated_calls(r);
   const auto kind = memory_kind_of(r);
   if (!kind) return std::nullopt;
   return std::vector<models::MemoryCall>{{*kind, r.bytes}};

@@ -48,6 +48,8 @@ std::variant<workloads::training::ModelSpec, std::string> recorded_model(const T
     m.rotary = true;
     // HF Llama's rotate_half, eager: the record's `positions` names it.
     m.eager_rope = r.extra.value("positions", std::string()).find("rotary") != std::string::npos;
+    // silu(gate) * up on the chunks of a fused gate/up Linear's output, eager: the record's `mlp` names it.
+    m.eager_glu = r.extra.value("mlp", std::string()).find("fused gate_up") != std::string::npos;
   }
   return m;
 }

@@ -232,6 +232,33 @@ void rotary_kernels(const ModelSpec& model, const ParallelPlan& plan, LayerForwa
   }
 }
 
+/// The MLP's activation on `outputs` elements, forward and backward. GeLU and squared ReLU: one kernel reading and
+/// writing f per token (at the `gelu` kind's share; its backward reads x and dy and writes dx). A gated MLP fused
+/// (Megatron's bias_swiglu_fusion): one streaming kernel reading gate and up and writing their product, and a
+/// backward reading the three and writing both gradients (5 / 3). Eager: PyTorch's kernels on the chunks of the
+/// fused gate/up output (models::eager_gated), then the chunk's backward, a concatenation (`mlp_split`).
+void activation_kernels(const ModelSpec& model, double outputs, LayerForward& l) {
+  const double e = models::element_size(model.dtype);
+  if (mlp_matrices(model.mlp) != 3) {
+    const Kernel gelu{.bytes = bytes_of(2 * outputs * e),
+                      .memory = models::MemoryKernel::gelu,
+                      .name = "activation",
+                      .backward = models::backward_bytes(models::MemoryKernel::gelu)};
+    l.activation = l.activation_grad = {gelu};
+    return;
+  }
+  if (!model.eager_glu) {
+    const Kernel fused{.bytes = bytes_of(3 * outputs * e), .name = "activation", .backward = 5.0 / 3.0};
+    l.activation = l.activation_grad = {fused};
+    return;
+  }
+  for (const bool backward : {false, true})
+    for (const auto& call : models::eager_gated(outputs, e, backward, false))
+      (backward ? l.activation_grad : l.activation)
+          .push_back(Kernel{.bytes = call.bytes, .memory = call.kind.kernel, .name = "activation", .backward = 1});
+  l.mlp_split = Kernel{.bytes = bytes_of(4 * outputs * e), .name = "mlp_split", .backward = 1};
+}
+
 }  // namespace
 
 LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer) {
@@ -280,13 +307,7 @@ LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, boo
     l.input_casts.name = l.input_grad_casts.name = l.output_grad_casts.name = "cast";
     l.input_grad_casts.memory = models::MemoryKernel::widen;
   }
-  l.activation.bytes = bytes_of(activation_passes(model.mlp) * tokens * f / t * e);
-  l.activation.memory = mlp_matrices(model.mlp) == 3 ? models::MemoryKernel::swiglu : models::MemoryKernel::gelu;
-  l.activation.backward = models::backward_bytes(l.activation.memory);
-  if (f > 0 && mats == 3) {  // the gate and up halves of one fused GEMM's output, chunked: its backward concatenates
-    l.mlp_split.bytes = bytes_of(2 * tokens * 2 * f / t * e);
-    l.mlp_split.name = "mlp_split";
-  }
+  if (f > 0) activation_kernels(model, tokens * f / t, l);
   if (moe_layer) l.router = gemm(static_cast<double>(routed_tokens(model, plan)), h, model.moe->experts, e);
   if (f > 0) {
     l.mlp_up = gemm(tokens, h, (mats - 1) * f / t, e);
@@ -511,6 +532,12 @@ ModelSpec parse_model(const ConfigNode& node, const Fabric& fabric) {
       node.fail_key("rope", fmt::format("expected fused or eager, found '{}'", rope));
     if (!m.rotary) node.fail_key("rope", "applies to rotary embeddings: set rotary: true");
     m.eager_rope = rope == "eager";
+  }
+  if (node.has("glu")) {
+    const auto glu = node.required<std::string>("glu");
+    if (glu != "fused" && glu != "eager") node.fail_key("glu", fmt::format("expected fused or eager, found '{}'", glu));
+    if (mlp_matrices(m.mlp) != 3) node.fail_key("glu", "applies to gated MLPs: set mlp: swiglu or geglu");
+    m.eager_glu = glu == "eager";
   }
   m.tied_embeddings = node.optional<bool>("tied_embeddings", m.tied_embeddings);
   m.linear_bias = node.optional<bool>("linear_bias", m.linear_bias);

@@ -110,6 +110,7 @@ struct ModelSpec {
   Norm norm = Norm::layernorm;
   bool rotary = false;           // rotary position embeddings (RoPE) on Q and K
   bool eager_rope = false;       // RoPE as HF's eager x cos + rotate_half(x) sin (five kernels), not one fused kernel
+  bool eager_glu = false;        // a gated MLP's activation as PyTorch's eager kernels, not one fused kernel each way
   bool tied_embeddings = false;  // the logits reuse the input embedding's V x h matrix
   bool dropout = false;          // dropout after attention and the MLP (memory: its masks)
   // PyTorch AMP (torch.autocast over fp32 parameters): weights, gradients and their reduction in fp32; each linear
@@ -201,7 +202,10 @@ struct Kernel {
 /// activation. Autocast adds casts around the linear layers whose input or output gradient is the fp32 residual
 /// stream (QKV and MLP-up read a norm's fp32 output; the projection's and MLP-down's output gradient is fp32).
 struct LayerForward {
-  Kernel qkv, attention, projection, mlp_up, mlp_down, norm, residual, activation, router;
+  Kernel qkv, attention, projection, mlp_up, mlp_down, norm, residual, router;
+  // The MLP's activation, forward and backward: one kernel each way, or a gated MLP's eager kernels
+  // (models::eager_gated); none for a MoE layer without a dense MLP.
+  std::vector<Kernel> activation, activation_grad;
   // RoPE on Q and K, forward and backward: one fused kernel each way, or HF's eager kernels on Q, then on K
   // (models::eager_rope); none without rotary embeddings.
   std::vector<Kernel> rope, rope_grad;

@@ -344,11 +344,24 @@ TEST_CASE("training: SwiGLU is three h x f matrices, squared ReLU and GeLU two")
   // LayerNorm adds a bias to each norm's weight: 2 h more a layer.
   m.norm = Norm::layernorm;
   CHECK(dense_layer_params(m, p, 0) == doctest::Approx(attention + 2 * h + 2 * h * f));
-  // A gated activation reads two f-wide inputs and writes one: T f more elements than GeLU's read and write.
+  // A gated activation reads two f-wide inputs and writes one: T f more elements than GeLU's read and write. Fused:
+  // one kernel each way, its backward reading three and writing two (5 / 3); no concatenation of its own.
   ModelSpec gelu = llama_layer(), swiglu = llama_layer();
   gelu.mlp = Mlp::gelu;
-  CHECK(static_cast<double>(layer_forward(swiglu, p, false).activation.bytes.count() -
-                            layer_forward(gelu, p, false).activation.bytes.count()) == doctest::Approx(2 * T * f));
+  const auto fused = layer_forward(swiglu, p, false), gelu_layer = layer_forward(gelu, p, false);
+  REQUIRE(fused.activation.size() == 1);
+  REQUIRE(gelu_layer.activation.size() == 1);
+  CHECK(static_cast<double>(fused.activation[0].bytes.count() - gelu_layer.activation[0].bytes.count()) ==
+        doctest::Approx(2 * T * f));
+  CHECK(fused.activation_grad[0].backward == doctest::Approx(5.0 / 3));
+  CHECK(fused.mlp_split.bytes.count() == 0);
+  // Eager: PyTorch's two kernels forward and three backward on the chunks, then the chunk's concatenation of the
+  // two gradients (read 2 f, write 2 f per token).
+  swiglu.eager_glu = true;
+  const auto eager = layer_forward(swiglu, p, false);
+  CHECK(eager.activation.size() == 2);
+  CHECK(eager.activation_grad.size() == 3);
+  CHECK(static_cast<double>(eager.mlp_split.bytes.count()) == doctest::Approx(4 * T * f * 2));
 }
 
 TEST_CASE("training: tied embeddings hold one V x h matrix on a single stage, two across stages") {

@@ -462,7 +462,7 @@ class RankEmitter {
         before();
         compute(k.input_casts, 1, info);
         compute(k.mlp_up, 1, info);
-        compute(k.activation, 1, info);
+        for (const Kernel& activation : k.activation) compute(activation, 1, info);
         compute(k.mlp_down, 1, info);
         after();
       }
@@ -481,7 +481,7 @@ class RankEmitter {
       before();
       compute(k.output_grad_casts, 1, info);
       compute(k.mlp_down, 2, info);
-      compute(k.activation, 2, info);
+      for (const Kernel& activation : k.activation_grad) compute(activation, 2, info);
       compute(k.mlp_split, 1, info);
       compute(k.mlp_up, 2, info);
       compute(k.input_grad_casts, 1, info);
@@ -495,7 +495,7 @@ class RankEmitter {
     // Selective recomputation: the attention core's forward again, its s^2 scores not kept (§5).
     if (c_.plan.recompute == Recompute::selective) attention(k.attention, false, info);
     attention(k.attention, true, info);
-    for (const Kernel& rope : k.rope_grad) compute(rope, 1, info);
+    for (const Kernel& rope : k.rope_grad) compute(rope, 2, info);
     compute(k.qkv_split, 1, info);
     compute(k.qkv, 2, info);
     compute(k.input_grad_casts, 1, info);
@@ -1222,71 +1222,74 @@ std::unique_ptr<Training> make_training(const ConfigNode& node, const Fabric& fa
 namespace snsim::workloads {
 
 WorkloadRegistry::Entry training_entry() {
-  return {"training",
-          "transformer training steps (dense or MoE) over DP / TP / PP / EP, per layer, as BSP collectives or PGAS "
-          "puts with signals",
-          {{"schedule", "bsp|pgas", "bsp", "NCCL collectives and barriers, or one-sided puts with signals"},
-           {"steps", "count", "2", "training steps, 1-100"},
-           {"model.preset", "name", "", "start from a named model (`model: NAME` alone takes it as published)"},
-           {"model.layers", "count", "", "transformer layers"},
-           {"model.hidden", "count", "", "hidden size h"},
-           {"model.heads", "count", "", "attention (query) heads, split over tp"},
-           {"model.kv_heads", "count", "heads", "key and value heads: heads (MHA), fewer (GQA), 1 (MQA)"},
-           {"model.head_dim", "count", "hidden / heads", "per-head dimension"},
-           {"model.ffn_hidden", "count", "4 x hidden", "dense MLP hidden size"},
-           {"model.mlp", "gelu|squared_relu|swiglu|geglu", "gelu", "MLP activation (gated: three matrices)"},
-           {"model.norm", "layernorm|rmsnorm", "layernorm", "normalisation (its weights)"},
-           {"model.rotary", "bool", "false", "rotary position embeddings on Q and K"},
-           {"model.rope", "fused|eager", "fused",
-            "RoPE as one fused kernel or HF's eager rotate_half (five kernels on Q and on K, nine backward)"},
-           {"model.autocast", "bool", "false",
-            "PyTorch AMP: fp32 parameters, each linear layer's weight cast in every forward, its gradient cast back; "
-            "the residual stream, norms and loss in fp32"},
-           {"model.tied_embeddings", "bool", "false", "the logits reuse the input embedding"},
-           {"model.linear_bias", "bool", "false", "the blocks' linear layers have biases (their gradients' kernels)"},
-           {"model.dropout", "bool", "false", "dropout after attention and MLP (memory: its masks)"},
-           {"model.sequence", "tokens", "", "sequence length s"},
-           {"model.vocabulary", "tokens", "50304", "vocabulary V (GPT-2's, padded)"},
-           {"model.micro_batch", "sequences", "1", "sequences per micro-batch"},
-           {"model.micro_batches", "count", "pp", "micro-batches per step and pipeline (or global_batch)"},
-           {"model.global_batch", "sequences", "", "sequences per step: micro_batch x micro_batches x dp"},
-           {"model.dtype", "bf16|fp16|fp8|tf32|fp32|fp64", "bf16", "number format of the GEMMs (the GPU's peak)"},
-           {"model.attention", "flash|unfused", "flash", "FlashAttention, or the s^2 scores through HBM"},
-           {"model.mla.q_lora_rank", "count", "0", "multi-head latent attention: Q's latent rank (0: none)"},
-           {"model.mla.kv_lora_rank", "count", "", "K and V's shared latent rank"},
-           {"model.mla.qk_nope_head_dim", "count", "", "per-head QK dimension without rotary"},
-           {"model.mla.qk_rope_head_dim", "count", "", "the decoupled rotary QK dimension"},
-           {"model.mla.v_head_dim", "count", "", "per-head V dimension"},
-           {"model.moe.experts", "count", "", "routed experts per MoE layer"},
-           {"model.moe.top_k", "count", "2", "experts per token"},
-           {"model.moe.ffn_hidden", "count", "ffn_hidden", "each expert's FFN hidden size (fine-grained experts)"},
-           {"model.moe.shared_experts", "count", "0", "experts every token goes through"},
-           {"model.moe.dense_layers", "count", "0", "the first layers keep a dense MLP"},
-           {"model.moe.every", "layers", "1", "after those, every k-th layer is MoE"},
-           {"model.moe.capacity_factor", "ratio", "1.25", "an expert's capacity: factor x tokens x top_k / experts"},
-           {"model.moe.skew", "Zipf exponent", "0", "expert popularity skew (0 uniform), drawn per layer"},
-           {"parallel.tp", "GPUs", "1", "tensor parallel (innermost ranks)"},
-           {"parallel.pp", "stages", "1", "pipeline parallel (outermost)"},
-           {"parallel.dp", "replicas", "GPUs / (tp x cp x pp)", "data parallel; tp x cp x pp x dp = GPUs"},
-           {"parallel.ep", "GPUs", "1", "expert parallel, within a stage's tp x cp x dp ranks"},
-           {"parallel.pipeline", "1f1b|gpipe", "1f1b", "pipeline schedule"},
-           {"parallel.vp", "chunks", "1", "interleaved 1F1B: model chunks per pipeline stage (pp x vp divides layers)"},
-           {"parallel.cp", "GPUs", "1", "context parallel: ring attention over s / cp tokens per GPU (2 cp divides s)"},
-           {"parallel.sequence_parallel", "bool", "false", "TP reduce-scatter / all-gather instead of all-reduce"},
-           {"parallel.recompute", "none|selective|full", "none", "activation recomputation in the backward"},
-           {"parallel.zero", "bool", "false", "distributed optimizer: reduce-scatter gradients, all-gather parameters"},
-           {"parallel.fsdp", "bool", "false",
-            "FSDP (ZeRO-3): parameters sharded over DP x CP, gathered per layer with prefetch (BSP only)"},
-           {"parallel.bucket", "bytes", "25MiB", "gradient bucket (PyTorch DDP bucket_cap_mb)"},
-           {"memory.framework_overhead", "bytes", "0", "per GPU: CUDA context, workspaces, fragmentation"},
-           {"memory.communicator_buffers", "bytes", "128MiB", "NCCL buffers per communicator"},
-           {"memory.allow_oversubscribe", "bool", "false", "simulate a plan that does not fit in HBM"},
-           {"pgas.blocks", "count", "32", "thread blocks issuing a large put"},
-           {"pgas.threshold", "ratio", "1.0", "MoE balancer: keep the router's expert below threshold x mean load"},
-           {"pgas.resync_every", "steps", "4", "a shmem_barrier over all ranks every K steps"}},
-          [](const ConfigNode& node, const Fabric& fabric) -> std::unique_ptr<Workload> {
-            return training::make_training(node, fabric);
-          }};
+  return {
+      "training",
+      "transformer training steps (dense or MoE) over DP / TP / PP / EP, per layer, as BSP collectives or PGAS "
+      "puts with signals",
+      {{"schedule", "bsp|pgas", "bsp", "NCCL collectives and barriers, or one-sided puts with signals"},
+       {"steps", "count", "2", "training steps, 1-100"},
+       {"model.preset", "name", "", "start from a named model (`model: NAME` alone takes it as published)"},
+       {"model.layers", "count", "", "transformer layers"},
+       {"model.hidden", "count", "", "hidden size h"},
+       {"model.heads", "count", "", "attention (query) heads, split over tp"},
+       {"model.kv_heads", "count", "heads", "key and value heads: heads (MHA), fewer (GQA), 1 (MQA)"},
+       {"model.head_dim", "count", "hidden / heads", "per-head dimension"},
+       {"model.ffn_hidden", "count", "4 x hidden", "dense MLP hidden size"},
+       {"model.mlp", "gelu|squared_relu|swiglu|geglu", "gelu", "MLP activation (gated: three matrices)"},
+       {"model.norm", "layernorm|rmsnorm", "layernorm", "normalisation (its weights)"},
+       {"model.rotary", "bool", "false", "rotary position embeddings on Q and K"},
+       {"model.rope", "fused|eager", "fused",
+        "RoPE as one fused kernel or HF's eager rotate_half (five kernels on Q and on K, nine backward)"},
+       {"model.glu", "fused|eager", "fused",
+        "a gated MLP's activation as one fused kernel or PyTorch's eager act(gate) * up on the chunked gate/up output"},
+       {"model.autocast", "bool", "false",
+        "PyTorch AMP: fp32 parameters, each linear layer's weight cast in every forward, its gradient cast back; "
+        "the residual stream, norms and loss in fp32"},
+       {"model.tied_embeddings", "bool", "false", "the logits reuse the input embedding"},
+       {"model.linear_bias", "bool", "false", "the blocks' linear layers have biases (their gradients' kernels)"},
+       {"model.dropout", "bool", "false", "dropout after attention and MLP (memory: its masks)"},
+       {"model.sequence", "tokens", "", "sequence length s"},
+       {"model.vocabulary", "tokens", "50304", "vocabulary V (GPT-2's, padded)"},
+       {"model.micro_batch", "sequences", "1", "sequences per micro-batch"},
+       {"model.micro_batches", "count", "pp", "micro-batches per step and pipeline (or global_batch)"},
+       {"model.global_batch", "sequences", "", "sequences per step: micro_batch x micro_batches x dp"},
+       {"model.dtype", "bf16|fp16|fp8|tf32|fp32|fp64", "bf16", "number format of the GEMMs (the GPU's peak)"},
+       {"model.attention", "flash|unfused", "flash", "FlashAttention, or the s^2 scores through HBM"},
+       {"model.mla.q_lora_rank", "count", "0", "multi-head latent attention: Q's latent rank (0: none)"},
+       {"model.mla.kv_lora_rank", "count", "", "K and V's shared latent rank"},
+       {"model.mla.qk_nope_head_dim", "count", "", "per-head QK dimension without rotary"},
+       {"model.mla.qk_rope_head_dim", "count", "", "the decoupled rotary QK dimension"},
+       {"model.mla.v_head_dim", "count", "", "per-head V dimension"},
+       {"model.moe.experts", "count", "", "routed experts per MoE layer"},
+       {"model.moe.top_k", "count", "2", "experts per token"},
+       {"model.moe.ffn_hidden", "count", "ffn_hidden", "each expert's FFN hidden size (fine-grained experts)"},
+       {"model.moe.shared_experts", "count", "0", "experts every token goes through"},
+       {"model.moe.dense_layers", "count", "0", "the first layers keep a dense MLP"},
+       {"model.moe.every", "layers", "1", "after those, every k-th layer is MoE"},
+       {"model.moe.capacity_factor", "ratio", "1.25", "an expert's capacity: factor x tokens x top_k / experts"},
+       {"model.moe.skew", "Zipf exponent", "0", "expert popularity skew (0 uniform), drawn per layer"},
+       {"parallel.tp", "GPUs", "1", "tensor parallel (innermost ranks)"},
+       {"parallel.pp", "stages", "1", "pipeline parallel (outermost)"},
+       {"parallel.dp", "replicas", "GPUs / (tp x cp x pp)", "data parallel; tp x cp x pp x dp = GPUs"},
+       {"parallel.ep", "GPUs", "1", "expert parallel, within a stage's tp x cp x dp ranks"},
+       {"parallel.pipeline", "1f1b|gpipe", "1f1b", "pipeline schedule"},
+       {"parallel.vp", "chunks", "1", "interleaved 1F1B: model chunks per pipeline stage (pp x vp divides layers)"},
+       {"parallel.cp", "GPUs", "1", "context parallel: ring attention over s / cp tokens per GPU (2 cp divides s)"},
+       {"parallel.sequence_parallel", "bool", "false", "TP reduce-scatter / all-gather instead of all-reduce"},
+       {"parallel.recompute", "none|selective|full", "none", "activation recomputation in the backward"},
+       {"parallel.zero", "bool", "false", "distributed optimizer: reduce-scatter gradients, all-gather parameters"},
+       {"parallel.fsdp", "bool", "false",
+        "FSDP (ZeRO-3): parameters sharded over DP x CP, gathered per layer with prefetch (BSP only)"},
+       {"parallel.bucket", "bytes", "25MiB", "gradient bucket (PyTorch DDP bucket_cap_mb)"},
+       {"memory.framework_overhead", "bytes", "0", "per GPU: CUDA context, workspaces, fragmentation"},
+       {"memory.communicator_buffers", "bytes", "128MiB", "NCCL buffers per communicator"},
+       {"memory.allow_oversubscribe", "bool", "false", "simulate a plan that does not fit in HBM"},
+       {"pgas.blocks", "count", "32", "thread blocks issuing a large put"},
+       {"pgas.threshold", "ratio", "1.0", "MoE balancer: keep the router's expert below threshold x mean load"},
+       {"pgas.resync_every", "steps", "4", "a shmem_barrier over all ranks every K steps"}},
+      [](const ConfigNode& node, const Fabric& fabric) -> std::unique_ptr<Workload> {
+        return training::make_training(node, fabric);
+      }};
 }
 
 }  // namespace snsim::workloads

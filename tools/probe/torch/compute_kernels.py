@@ -228,6 +228,7 @@ class Capture:
                   for op in ("layernorm", "rmsnorm") for shape in shapes]
                  + [("autocast elementwise", self.autocast_elementwise, shape) for shape in shapes]
                  + [("rotary_heads", self.rotary_heads, shape) for shape in shapes]
+                 + [("swiglu_chunked", self.swiglu_chunked, shape) for shape in shapes]
                  + [("embedding_bwd", self.embedding_backward, shape) for shape in embeddings])
         for label, measure, shape in cases:
             if self.left() < 0:
@@ -306,6 +307,34 @@ class Capture:
                                             retain_graph=True)
         self.measure("memory_bound", "rotary_heads_bwd", f"t{t}_h{hidden}", 3 * n * 2, bwd, 3 * n * 2 / 3e12,
                      dict(extras, bytes_formula="read x (or y) and dy, write dx"), profile_label="rotary_heads_bwd")
+
+    def swiglu_chunked(self, t, hidden):
+        """SwiGLU where a model applies it: silu(gate) * up on the two halves of a fused gate/up GEMM's [t, 2 f]
+        output, chunked along its last dimension (strided views, as train_steps.py's Block.forward makes them), not
+        on the contiguous halves of a 1-d tensor (swiglu_fwd). f = 2.75 hidden, Llama's ratio rounded to 256."""
+        f = (11 * hidden // 4 + 255) // 256 * 256
+        n = t * f
+        sets = sets_for(4 * n * 2)
+        xs = [torch.randn(t, 2 * f, device="cuda", dtype=BF16) for _ in range(sets)]
+
+        def fwd(x):
+            gate, up = x.chunk(2, dim=-1)
+            return F.silu(gate) * up
+
+        extras = {"op": "swiglu", "layout": "chunk_last_dim", "dtype": "bf16", "tokens": t, "hidden": hidden,
+                  "ffn": f, "elements": n, "operand_sets": sets,
+                  "impl": "silu(gate) * up on x.chunk(2, dim=-1) of a [tokens, 2 f] bf16 x"}
+        self.measure("memory_bound", "swiglu_chunked_fwd", f"t{t}_f{f}", 3 * n * 2, lambda i: fwd(xs[i % sets]),
+                     3 * n * 2 / 3e12, dict(extras, bytes_formula="read gate and up, write y"),
+                     profile_label="swiglu_chunked_fwd")
+        leaves = [x.detach().requires_grad_(True) for x in xs]
+        outs = [fwd(x) for x in leaves]
+        grads = [torch.randn_like(o) for o in outs]
+        bwd = lambda i: torch.autograd.grad(outs[i % sets], (leaves[i % sets],), grads[i % sets],  # noqa: E731
+                                            retain_graph=True)
+        self.measure("memory_bound", "swiglu_chunked_bwd", f"t{t}_f{f}", 5 * n * 2, bwd, 5 * n * 2 / 3e12,
+                     dict(extras, bytes_formula="read gate, up and dy, write dgate and dup"),
+                     profile_label="swiglu_chunked_bwd")
 
     def embedding_backward(self, t, vocab, hidden):
         table = torch.nn.Parameter(torch.randn(vocab, hidden, device="cuda"))
