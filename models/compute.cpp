@@ -174,6 +174,51 @@ const ParamTable<ComputeModel>& compute_params() {
                 .doc = "per GEMM kernel: the first wave's start and the last one's drain",
                 .source = "fit H200 compute/gemm"},
                [](ComputeModel& m) { return &m.gemm_ramp; });
+    // Fused attention by shape: the H200 fit on PyTorch's cuDNN SDPA kernels (validation/traces/h200,
+    // h200x1-compute-torch.jsonl: compute/attention cudnn_fwd and cudnn_bwd, sequences 1k-32k, head dims 64 and 128,
+    // causal and not, MHA and GQA).
+    for (const bool backward : {false, true}) {
+      const std::string pass = backward ? "_backward" : "";
+      const std::string what = backward ? "fused attention's backward" : "fused attention";
+      params.add({.key = "attention_efficiency" + pass,
+                  .unit = "fraction",
+                  .fallback = backward ? 0.631259 : 0.723397,
+                  .check = between(0.01, 1.2),
+                  .doc = "share of an SM's peak MMA rate the score blocks of " + what + " reach",
+                  .source = "fit H200 compute/attention (cuDNN)"},
+                 [backward](ComputeModel& m) {
+                   return backward ? &m.attention_efficiency_backward : &m.attention_efficiency;
+                 });
+      params.add({.key = "attention_block" + pass,
+                  .fallback = backward ? 2.858_us : 1.108_us,
+                  .check = non_negative,
+                  .doc = "per 128 x 128 score block of " + what +
+                         " at boost clock: its softmax, overlapped with the "
+                         "next block's MMA",
+                  .source = "fit H200 compute/attention (cuDNN)"},
+                 [backward](ComputeModel& m) { return backward ? &m.attention_block_backward : &m.attention_block; });
+      params.add(
+          {.key = "attention_diagonal" + pass,
+           .unit = "fraction",
+           .fallback = backward ? 0.583702 : 0.537706,
+           .check = between(0.0, 8.0),
+           .doc = "extra block times a causal row's masked diagonal block takes in " + what,
+           .source = "fit H200 compute/attention (cuDNN)"},
+          [backward](ComputeModel& m) { return backward ? &m.attention_diagonal_backward : &m.attention_diagonal; });
+      params.add({.key = "attention_cta" + pass,
+                  .fallback = backward ? 4.489_us : 0_us,
+                  .check = non_negative,
+                  .doc = "per CTA of " + what + " at boost clock: loading its queries, writing its results",
+                  .source = "fit H200 compute/attention (cuDNN)"},
+                 [backward](ComputeModel& m) { return backward ? &m.attention_cta_backward : &m.attention_cta; });
+      params.add({.key = "attention_ramp" + pass,
+                  .fallback = backward ? 0_us : 30.73_us,
+                  .check = non_negative,
+                  .doc = "per " + what + " kernel: the first wave's start, the last one's drain" +
+                         (backward ? " and the helper kernels" : ""),
+                  .source = "fit H200 compute/attention (cuDNN)"},
+                 [backward](ComputeModel& m) { return backward ? &m.attention_ramp_backward : &m.attention_ramp; });
+    }
     return params;
   }();
   return table;
@@ -192,6 +237,9 @@ constexpr Tile TILES_16BIT[] = {{128, 64},  {64, 128},  {96, 128},  {128, 128}, 
                                 {192, 128}, {128, 256}, {256, 128}, {192, 192}, {160, 256}};
 constexpr Tile TILES_TF32[] = {{128, 64}, {128, 128}, {128, 256}, {256, 128}};
 constexpr int MAX_SPLIT_K = 4;
+// The query rows of a fused attention CTA and the keys of one step of its loop (FlashAttention's and cuDNN's 128 for
+// head dimensions up to 128).
+constexpr std::int64_t ATTENTION_BLOCK = 128;
 // A split-K GEMM writes and reads back one fp32 partial sum of C per slice.
 constexpr double PARTIAL_BYTES = 4;
 
@@ -271,6 +319,14 @@ std::optional<MemoryKernel> memory_kernel(std::string_view name) {
   for (const auto k : ALL_MEMORY_KERNELS)
     if (to_string(k) == name) return k;
   return std::nullopt;
+}
+
+std::string memory_kernel_names() {
+  std::string names;
+  for (const auto k : ALL_MEMORY_KERNELS) names += fmt::format("{}{}", names.empty() ? "" : ", ", to_string(k));
+  for (const auto k : ALL_MEMORY_KERNELS)
+    if (has_backward(k)) names += fmt::format(", {}_backward", to_string(k));
+  return names;
 }
 
 bool has_backward(MemoryKernel kernel) {
@@ -404,6 +460,51 @@ Seconds ComputeModel::gemm_time(const GpuSpec& gpu, const Gemm& g, Dtype dtype, 
   // The input's gradient: (m x n) by (n x k); the weight's: (k x m) by (m x n).
   const Gemm input{g.m, g.k, g.n, g.batch, g.layout}, weight{g.k, g.n, g.m, g.batch, g.layout};
   return plan_gemm(gpu, input, dtype, clock).time + plan_gemm(gpu, weight, dtype, clock).time;
+}
+
+Flops Attention::flops() const {
+  const double s2 = static_cast<double>(seq) * static_cast<double>(seq);
+  const double forward = 4.0 * static_cast<double>(batch) * static_cast<double>(heads) * s2 *
+                         static_cast<double>(head_dim) * (causal ? 0.5 : 1.0);
+  return Flops{forward * (backward ? 2.5 : 1.0)};
+}
+
+AttentionPlan ComputeModel::plan_attention(const GpuSpec& gpu, const Attention& a, double clock) const {
+  const std::int64_t n = ceil_div(a.seq, ATTENTION_BLOCK);  // query blocks, and key blocks per row
+  const double diagonal = a.backward ? attention_diagonal_backward : attention_diagonal;
+  // Causal: query block i attends to key blocks 0..i, the diagonal one masked.
+  const double nd = static_cast<double>(n);
+  const double row_blocks = a.causal ? nd * (nd + 1) / 2 + nd * diagonal : nd * nd;
+  AttentionPlan plan;
+  const double rows = static_cast<double>(a.batch) * static_cast<double>(a.heads);
+  plan.ctas = a.batch * a.heads * n;
+  plan.blocks = rows * row_blocks;
+  const double sms = gpu.sms > 0 ? gpu.sms : 1;
+  plan.per_sm_blocks = std::max(plan.blocks / sms, nd + (a.causal ? diagonal : 0.0));
+  const double sm_rate = gpu.peak(Dtype::bf16).value_or(gpu.dense_bf16).count() / sms * clock *
+                         (a.backward ? attention_efficiency_backward : attention_efficiency);
+  const double mma =
+      4.0 * ATTENTION_BLOCK * ATTENTION_BLOCK * static_cast<double>(a.head_dim) * (a.backward ? 2.5 : 1.0) / sm_rate;
+  const double softmax = (a.backward ? attention_block_backward : attention_block).count() / clock;
+  if (a.backward) {
+    // dO . O (reads both), dQ accumulated in fp32 and converted (reads 4 B, writes 2 B), and with GQA the per-query-
+    // head dK and dV in fp32 summed over each KV head's group: kernels of their own, at the streaming rate.
+    const double q = rows * static_cast<double>(a.seq) * static_cast<double>(a.head_dim);
+    const double e = 2;  // bf16 or fp16
+    const bool gqa = a.kv_heads > 0 && a.kv_heads < a.heads;
+    plan.helpers = Bytes{static_cast<std::uint64_t>(std::llround(q * (2 * e + 4 + e + (gqa ? 8 : 0))))} /
+                   (gpu.hbm_bandwidth * hbm_efficiency);
+  }
+  // The softmax of one block overlaps the MMA of the next (two warp groups take turns): the slower sets the pace.
+  plan.per_sm_ctas = ceil_div(plan.ctas, static_cast<std::int64_t>(sms));
+  const double cta = (a.backward ? attention_cta_backward : attention_cta).count() / clock;
+  plan.time = Seconds{plan.per_sm_blocks * std::max(mma, softmax) + cta * static_cast<double>(plan.per_sm_ctas)} +
+              plan.helpers + (a.backward ? attention_ramp_backward : attention_ramp);
+  return plan;
+}
+
+Seconds ComputeModel::attention_time(const GpuSpec& gpu, const Attention& attention, double clock) const {
+  return plan_attention(gpu, attention, clock).time;
 }
 
 Seconds ComputeModel::math_time(const GpuSpec& gpu, Flops flops, double flop_rate, Dtype dtype) const {

@@ -18,6 +18,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -67,6 +68,8 @@ enum class MemoryKernel {
 constexpr std::size_t MEMORY_KERNELS = 12;
 std::string_view to_string(MemoryKernel kernel);
 std::optional<MemoryKernel> memory_kernel(std::string_view name);
+/// Every kind's name, and those with a backward of their own with `_backward`, for error messages.
+std::string memory_kernel_names();
 /// A memory-bound kernel's kind and pass (the backward of a kernel reaches its own share).
 struct MemoryKind {
   MemoryKernel kernel = MemoryKernel::stream;
@@ -134,6 +137,31 @@ struct GemmPlan {
   Seconds time;             // the kernel, at the clock it was planned for (no launch)
 };
 
+/// Fused attention, as FlashAttention and cuDNN's SDPA kernels run it: softmax(Q K^T / sqrt(d)) V over `batch`
+/// sequences of `seq` queries against as many keys, `heads` query heads of `head_dim` (K and V heads do not change
+/// the work: GQA only reads fewer), causal or not; `backward`: its gradient, which recomputes the scores (2.5 times
+/// the forward's MMA work: Q K^T again, dV, dP, dQ and dK).
+struct Attention {
+  std::int64_t batch = 1, heads = 1, seq = 0, head_dim = 128;
+  std::int64_t kv_heads = 0;  // 0: as many as `heads`; fewer (GQA) adds the backward's reduction of dK and dV
+  bool causal = true;
+  bool backward = false;
+
+  /// 4 b h s^2 d, halved when causal; 2.5 times that for `backward`.
+  Flops flops() const;
+};
+
+/// How the model runs fused attention: one CTA per (sequence, head, block of queries), each walking the blocks of
+/// keys it attends to (all, or up to its diagonal when causal), the busiest SM's blocks setting the time.
+struct AttentionPlan {
+  std::int64_t ctas = 0;         // batch x heads x query blocks
+  std::int64_t per_sm_ctas = 0;  // the busiest SM's: ceil(ctas / SMs)
+  double blocks = 0;             // block times of all CTAs: a causal row's masked diagonal block counts 1 + diagonal
+  double per_sm_blocks = 0;      // the busiest SM's: max(blocks / SMs, the longest CTA's)
+  Seconds helpers;               // backward: its helper kernels' HBM time (dO . O, dQ's conversion, GQA's reductions)
+  Seconds time;                  // the kernel(s), at the clock it was planned for (no launch)
+};
+
 /// A GPU's recent tensor duty cycle: the share of time its tensor cores worked, as a moving average.
 struct TensorDuty {
   double value = 0;  // 0 idle .. 1 always busy
@@ -175,12 +203,29 @@ class ComputeModel final : public Model {
   BytesPerSecond gemm_operand_feed_tf32;  // the whole GPU's rate of tf32 operand panels into the SMs
   Seconds gemm_tile_overhead;             // per tile at boost clock: prologue (pipeline fill) and epilogue
   Seconds gemm_ramp;                      // per kernel: the first wave's start and the last one's drain
+  // Fused attention by shape (attention_time), forward and backward: the share of the SM's peak MMA rate its score
+  // blocks' matrix products reach, the time a block's softmax takes at boost clock (the exponentials and rescaling,
+  // the same for any head dimension; overlapped with the next block's MMA, so d = 64 runs at the softmax's pace and
+  // a lower share of the peak than d = 128), and the kernel's start and drain (backward: with its helper kernels,
+  // dO . O before and dQ's conversion after).
+  // A causal row's diagonal block runs the masked path: it takes 1 + diagonal block times. Each CTA adds its
+  // prologue and epilogue (loading its queries, writing its output and softmax statistics) at boost clock.
+  double attention_efficiency = 0, attention_efficiency_backward = 0;
+  Seconds attention_block, attention_block_backward;
+  double attention_diagonal = 0, attention_diagonal_backward = 0;
+  Seconds attention_cta, attention_cta_backward;
+  Seconds attention_ramp, attention_ramp_backward;
 
   /// The fastest plan for `gemm` in `dtype` on `gpu` at `clock` (the share of the boost clock the SMs run at).
   /// The GPU must know its SMs (GpuSpec::sms).
   GemmPlan plan_gemm(const GpuSpec& gpu, const Gemm& gemm, Dtype dtype, double clock = 1) const;
   /// The kernels of `gemm` (both for `backward`), without launch or queue gap.
   Seconds gemm_time(const GpuSpec& gpu, const Gemm& gemm, Dtype dtype, double clock = 1) const;
+
+  /// How `attention` runs on `gpu` at `clock`; the GPU must know its SMs.
+  AttentionPlan plan_attention(const GpuSpec& gpu, const Attention& attention, double clock = 1) const;
+  /// Its kernel (or its backward's), without launch or queue gap.
+  Seconds attention_time(const GpuSpec& gpu, const Attention& attention, double clock = 1) const;
 
   /// The clock factor (<= 1) of a kernel starting at `now` on a GPU with this recent duty.
   double clock_factor(const TensorDuty& duty, Seconds now) const;

@@ -268,3 +268,71 @@ TEST_CASE("gemm: a backward pass is the input's and the weight's gradient GEMMs,
                           c.gemm_time(gpu, Gemm{4096, 12288, 8192}, Dtype::bf16).count();
   CHECK(c.gemm_time(gpu, backward, Dtype::bf16).count() == doctest::Approx(expected).epsilon(1e-12));
 }
+
+TEST_CASE("attention: causal attention computes half the score blocks, its backward 2.5 times the forward's work") {
+  const Attention full{.batch = 2, .heads = 16, .seq = 4096, .head_dim = 128, .causal = false};
+  Attention causal = full;
+  causal.causal = true;
+  CHECK(full.flops().count() == doctest::Approx(4.0 * 2 * 16 * 4096.0 * 4096 * 128));
+  CHECK(causal.flops().count() == doctest::Approx(full.flops().count() / 2));
+  Attention backward = causal;
+  backward.backward = true;
+  CHECK(backward.flops().count() == doctest::Approx(2.5 * causal.flops().count()));
+}
+
+TEST_CASE("attention: one CTA per block of 128 queries walks the key blocks it attends to") {
+  const auto m = load("models: {compute: {attention_diagonal: 0, attention_cta: 0s, attention_ramp: 0s}}\n");
+  const auto& c = *m.compute;
+  const GpuSpec gpu = h200();
+  // 2 x 16 heads x 4,096 tokens: 32 query blocks a row, 32 x 32 = 1,024 CTAs; all 32 x 32 key blocks each (non-causal),
+  // or 1 + 2 + ... + 32 = 528 (causal).
+  const Attention full{.batch = 2, .heads = 16, .seq = 4096, .head_dim = 128, .causal = false};
+  Attention causal = full;
+  causal.causal = true;
+  const auto f = c.plan_attention(gpu, full), k = c.plan_attention(gpu, causal);
+  CHECK(f.ctas == 1024);
+  CHECK(f.blocks == doctest::Approx(32.0 * 1024));
+  CHECK(k.blocks == doctest::Approx(32.0 * 528));
+  CHECK(f.per_sm_blocks == doctest::Approx(32.0 * 1024 / 132));
+  // Without a ramp or per-CTA costs, the time is the busiest SM's blocks at the block's pace: at d = 128 its MMA (the
+  // softmax, the same for any d, is shorter).
+  const double mma = 4.0 * 128 * 128 * 128 / (989e12 / 132 * c.attention_efficiency);
+  REQUIRE(mma > c.attention_block.count());
+  CHECK(f.time.count() == doctest::Approx(f.per_sm_blocks * mma).epsilon(1e-9));
+  // At d = 64 the MMA halves but the softmax does not: the block runs at the softmax's pace, a lower share of the peak.
+  Attention narrow = full;
+  narrow.head_dim = 64;
+  const double pace = std::max(mma / 2, c.attention_block.count());
+  CHECK(c.attention_time(gpu, narrow).count() == doctest::Approx(f.per_sm_blocks * pace).epsilon(1e-9));
+  CHECK(narrow.flops().count() / c.attention_time(gpu, narrow).count() <
+        full.flops().count() / c.attention_time(gpu, full).count());
+  // One long sequence of few heads: the busiest SM holds at least one whole row of key blocks.
+  const Attention lone{.batch = 1, .heads = 1, .seq = 8192, .head_dim = 128, .causal = false};
+  CHECK(c.plan_attention(gpu, lone).per_sm_blocks == doctest::Approx(64));
+}
+
+TEST_CASE("attention: the masked diagonal, the CTAs' own costs, the backward's helper kernels and GQA's reductions") {
+  const auto m = load("models: {}\n");
+  const auto& c = *m.compute;
+  const GpuSpec gpu = h200();
+  const Attention a{.batch = 2, .heads = 16, .seq = 4096, .head_dim = 128, .causal = true};
+  const auto plan = c.plan_attention(gpu, a);
+  // Each of the 1,024 rows' diagonal block takes 1 + attention_diagonal block times; 1,024 CTAs are 8 a busiest SM.
+  CHECK(plan.blocks == doctest::Approx(32.0 * (528 + 32 * c.attention_diagonal)));
+  CHECK(plan.per_sm_ctas == 8);
+  // The backward's helpers read dO and O (4 B per query element in bf16), convert dQ from fp32 (4 B read, 2 written):
+  // 10 B; GQA adds the per-query-head dK and dV in fp32 summed over each KV head's group (8 B more).
+  Attention backward = a;
+  backward.backward = true;
+  const double q = 2.0 * 16 * 4096 * 128;
+  CHECK(c.plan_attention(gpu, backward).helpers.count() ==
+        doctest::Approx(q * 10 / (4.8e12 * c.hbm_efficiency)).epsilon(1e-6));
+  Attention gqa = backward;
+  gqa.kv_heads = 4;
+  CHECK(c.plan_attention(gpu, gqa).helpers.count() ==
+        doctest::Approx(q * 18 / (4.8e12 * c.hbm_efficiency)).epsilon(1e-6));
+  CHECK(c.plan_attention(gpu, a).helpers.count() == 0);
+  // Everything but the helpers' HBM time and the ramp stretches with 1 / clock.
+  const double boost = c.attention_time(gpu, a).count(), slow = c.attention_time(gpu, a, 0.75).count();
+  CHECK(slow - c.attention_ramp.count() == doctest::Approx((boost - c.attention_ramp.count()) / 0.75).epsilon(1e-9));
+}

@@ -14,12 +14,16 @@ void parse_compute(const ConfigNode& op, const OpParse& at) {
   c.flops = op.optional<Flops>("flops", Flops{0});
   c.bytes = op.optional<Bytes>("bytes", Bytes{0});
   c.pipelined = op.optional<bool>("pipelined", false);
-  if (c.duration && (op.has("flops") || op.has("bytes") || op.has("gemm")))
-    op.fail("give one of time, gemm, or flops and bytes");
+  const bool shaped = op.has("gemm") || op.has("attention");
+  if (op.has("gemm") && op.has("attention")) op.fail("give one of gemm and attention");
+  if (c.duration && (op.has("flops") || op.has("bytes") || shaped))
+    op.fail("give one of time, gemm, attention, or flops and bytes");
   if (op.has("gemm") && (op.has("flops") || op.has("bytes")))
     op.fail("a gemm's flops and bytes follow from its shape: give gemm, or flops and bytes, not both");
-  if (!c.duration && !op.has("gemm") && c.flops.count() == 0 && c.bytes.count() == 0)
-    op.fail("expected time, gemm (a shape), or flops and bytes (for the roofline)");
+  if (op.has("attention") && op.has("flops"))
+    op.fail("attention's flops follow from its shape: give attention (and bytes, its HBM traffic), not flops");
+  if (!c.duration && !shaped && c.flops.count() == 0 && c.bytes.count() == 0)
+    op.fail("expected time, gemm or attention (a shape), or flops and bytes (for the roofline)");
   if (c.duration) check_positive(op, "time", *c.duration);
   if (const auto name = op.maybe<std::string>("dtype")) {
     const auto dtype = dtype_from_string(*name);
@@ -66,6 +70,28 @@ void parse_compute(const ConfigNode& op, const OpParse& at) {
     c.flops = g.flops();
     c.bytes = g.operand_bytes(models::element_size(c.dtype));
   }
+  if (const auto shape = op.maybe_child("attention")) {
+    if (c.dtype != Dtype::bf16 && c.dtype != Dtype::fp16)
+      op.fail_key("dtype", fmt::format("fused attention is modelled in bf16 and fp16, not {}", to_string(c.dtype)));
+    constexpr std::int64_t MAX_DIM = 1 << 24;
+    models::Attention a;
+    for (auto [key, field] : {std::pair{"batch", &a.batch}, std::pair{"heads", &a.heads}, std::pair{"seq", &a.seq},
+                              std::pair{"head_dim", &a.head_dim}}) {
+      *field = key == std::string_view("seq") ? shape->required<std::int64_t>(key)
+                                              : shape->optional<std::int64_t>(key, *field);
+      check_between(*shape, key, *field, std::int64_t{1}, MAX_DIM);
+    }
+    a.kv_heads = shape->optional<std::int64_t>("kv_heads", a.heads);
+    check_between(*shape, "kv_heads", a.kv_heads, std::int64_t{1}, a.heads);
+    if (a.heads % a.kv_heads != 0)
+      shape->fail_key("kv_heads", fmt::format("must divide heads ({}), got {}", a.heads, a.kv_heads));
+    a.causal = shape->optional<bool>("causal", true);
+    a.backward = shape->optional<bool>("backward", false);
+    if (fabric.device(fabric.gpus().front()).gpu->sms <= 0)
+      op.fail_key("attention", "the GPU preset does not say how many SMs it has; give flops and bytes");
+    c.attention = a;
+    c.flops = a.flops();
+  }
   const auto launch_name = op.optional<std::string>("launch", "stream");
   const auto launch = models::launch(launch_name);
   if (!launch) op.fail_key("launch", fmt::format("expected stream or graph, found '{}'", launch_name));
@@ -87,16 +113,14 @@ void parse_compute(const ConfigNode& op, const OpParse& at) {
   }
   if (op.has("kernel")) {
     if (c.duration) op.fail_key("kernel", "applies to computed kernels, not to a fixed time");
-    if (c.gemm) op.fail_key("kernel", "a gemm is timed by its shape; `kernel` names a memory-bound kernel's kind");
+    if (c.gemm || c.attention)
+      op.fail_key("kernel", "a gemm or attention is timed by its shape; `kernel` names a memory-bound kernel's kind");
     const auto name = op.required<std::string>("kernel");
     constexpr std::string_view BACKWARD = "_backward";
     const bool backward = name.ends_with(BACKWARD);
     const auto kernel = models::memory_kernel(backward ? name.substr(0, name.size() - BACKWARD.size()) : name);
     if (!kernel || (backward && !models::has_backward(*kernel)))
-      op.fail_key("kernel", fmt::format("expected stream, widen, layernorm, rmsnorm, softmax, gelu, swiglu, rotary, "
-                                        "cross_entropy or adamw (norms, softmax, gelu, swiglu, rotary and "
-                                        "cross_entropy also with _backward), found '{}'",
-                                        name));
+      op.fail_key("kernel", fmt::format("expected one of {}, found '{}'", models::memory_kernel_names(), name));
     c.memory = {*kernel, backward};
   }
   at.for_each_rank([&](int) { return c; });
@@ -129,6 +153,11 @@ void parse_copy(const ConfigNode& op, const OpParse& at) {
 
 OpDescription describe(const ComputeOp& op) {
   if (op.duration) return {fmt::format("compute {}", *op.duration), op.bytes};
+  if (op.attention)
+    return {fmt::format("attention b{} h{} s{} d{}{} {}{}", op.attention->batch, op.attention->heads, op.attention->seq,
+                        op.attention->head_dim, op.attention->causal ? " causal" : "", to_string(op.dtype),
+                        op.attention->backward ? " backward" : ""),
+            op.bytes};
   if (op.gemm)
     return {fmt::format("gemm {}x{}x{}{} {} {}{}", op.gemm->m, op.gemm->n, op.gemm->k,
                         op.gemm->batch > 1 ? fmt::format(" x{}", op.gemm->batch) : std::string(),

@@ -26,6 +26,9 @@ struct ComputeOp {
   // the queue gap.
   models::Launch launch = models::Launch::stream;
   std::optional<models::Gemm> gemm{};  // a GEMM of known shape: timed by its tiles (flops and bytes are its own)
+  // Fused attention of known shape: its math side timed by its score blocks (ComputeModel::attention_time), its
+  // HBM side by `bytes`.
+  std::optional<models::Attention> attention{};
   // A locked SM clock in MHz (nvidia-smi -lgc, or the clock a record was read at): replaces the power-capped clock
   // for this kernel; the peaks are the preset's boost clock's.
   std::optional<double> clock_mhz{};

@@ -49,8 +49,8 @@ TEST_CASE("workloads: program mistakes are pinned errors") {
   CHECK(error("[{collective: {op: broadcast, bytes: 1MiB, root: 7}}]") ==
         "t.yaml:2:83: workloads[0].ops[0].collective.root: rank 7 is not one of the ranks 0, 1, 2, 3");
   CHECK(error("[{compute: {}}]") ==
-        "t.yaml:2:45: workloads[0].ops[0].compute: expected time, gemm (a shape), or flops and bytes (for the "
-        "roofline)");
+        "t.yaml:2:45: workloads[0].ops[0].compute: expected time, gemm or attention (a shape), or flops and bytes "
+        "(for the roofline)");
   CHECK(error("[{barrier: {}}]", ", ranks: 5-6") ==
         "t.yaml:2:36: workloads[0].ranks: GPU 5 does not exist (the topology has 4 GPUs: 0-3)");
   CHECK(error("[{repeat: 0, ops: [{barrier: {}}]}]") ==
@@ -103,8 +103,9 @@ TEST_CASE("workloads: a gemm op's mistakes name the key, what was found and what
   CHECK(error("{time: 1us, operands: normal}") ==
         "t.yaml:2:67: workloads[0].ops[0].compute.operands: applies to computed kernels, not to a fixed time");
   const std::string kinds =
-      "expected stream, widen, layernorm, rmsnorm, softmax, gelu, swiglu, rotary, cross_entropy or adamw (norms, "
-      "softmax, gelu, swiglu, rotary and cross_entropy also with _backward), found ";
+      "expected one of stream, widen, layernorm, rmsnorm, softmax, gelu, strided, cross_entropy, adamw, bias_grad, "
+      "embedding_grad, mixed_add, layernorm_backward, rmsnorm_backward, softmax_backward, gelu_backward, "
+      "cross_entropy_backward, found ";
   CHECK(error("{bytes: 1MiB, kernel: dropout}") ==
         "t.yaml:2:67: workloads[0].ops[0].compute.kernel: " + kinds + "'dropout'");
   CHECK(error("{bytes: 1MiB, kernel: adamw_backward}") ==
@@ -112,8 +113,25 @@ TEST_CASE("workloads: a gemm op's mistakes name the key, what was found and what
   CHECK(error("{time: 1us, kernel: gelu}") ==
         "t.yaml:2:65: workloads[0].ops[0].compute.kernel: applies to computed kernels, not to a fixed time");
   CHECK(error("{gemm: {m: 8, n: 8, k: 8}, kernel: layernorm}") ==
-        "t.yaml:2:80: workloads[0].ops[0].compute.kernel: a gemm is timed by its shape; `kernel` names a "
+        "t.yaml:2:80: workloads[0].ops[0].compute.kernel: a gemm or attention is timed by its shape; `kernel` names a "
         "memory-bound kernel's kind");
+  // Fused attention by shape: the same kind of mistakes.
+  CHECK(error("{attention: {batch: 2, seq: 0}}") ==
+        "t.yaml:2:73: workloads[0].ops[0].compute.attention.seq: must be between 1 and 16777216, got 0");
+  CHECK(error("{attention: {heads: 16}}") ==
+        "t.yaml:2:57: workloads[0].ops[0].compute.attention.seq: required key is missing");
+  CHECK(error("{attention: {seq: 4096}, dtype: fp8}") ==
+        "t.yaml:2:77: workloads[0].ops[0].compute.dtype: fused attention is modelled in bf16 and fp16, not fp8");
+  CHECK(error("{attention: {seq: 4096}, flops: 1TFLOP}") ==
+        "t.yaml:2:45: workloads[0].ops[0].compute: attention's flops follow from its shape: give attention (and "
+        "bytes, its HBM traffic), not flops");
+  CHECK(error("{attention: {seq: 4096}, gemm: {m: 8, n: 8, k: 8}}") ==
+        "t.yaml:2:45: workloads[0].ops[0].compute: give one of gemm and attention");
+  CHECK(error("{attention: {seq: 4096, window: 128}}") ==
+        "t.yaml:2:69: workloads[0].ops[0].compute.attention.window: unknown key; known keys: backward, batch, causal, "
+        "head_dim, heads, kv_heads, seq");
+  CHECK(error("{attention: {heads: 16, kv_heads: 5, seq: 4096}}") ==
+        "t.yaml:2:79: workloads[0].ops[0].compute.attention.kv_heads: must divide heads (16), got 5");
   CHECK(error("{time: 1us, launch: graph}") ==
         "t.yaml:2:65: workloads[0].ops[0].compute.launch: applies to computed kernels");
   CHECK(error("{gemm: {m: 16777216, n: 16777216, k: 16777216, batch: 1048576}}") ==

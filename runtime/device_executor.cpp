@@ -25,9 +25,10 @@ void DeviceExecutor::run(int rank, const ComputeOp& op) {
   const Seconds start = Simulation::now();
   const double clock = op.clock_mhz ? *op.clock_mhz / spec.boost_mhz : model.clock_factor(duty, start);
   const double rate = variability_.flop_rate(gpu) * clock;
-  const Seconds math =
-      (op.gemm ? model.gemm_time(spec, *op.gemm, op.dtype, rate) : model.math_time(spec, op.flops, rate, op.dtype)) *
-      jitter;
+  const Seconds math = (op.gemm        ? model.gemm_time(spec, *op.gemm, op.dtype, rate)
+                        : op.attention ? model.attention_time(spec, *op.attention, rate)
+                                       : model.math_time(spec, op.flops, rate, op.dtype)) *
+                       jitter;
   const Seconds memory = model.memory_time(spec, op.bytes, variability_.hbm_rate(gpu), op.memory) * jitter;
   simulation_.kernel(gpu, math, memory, op.bytes);
   model.account(duty, start, Simulation::now(), math >= memory ? 1.0 : math / memory, op.operands);

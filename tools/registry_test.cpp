@@ -78,7 +78,9 @@ TEST_CASE("registry: workloads document the keys they read") {
        "to: 16B, factor: 2}}"},
       {"training",
        "{schedule: pgas, steps: 1, model: {preset: llama3.1-8b, layers: 2, hidden: 1024, heads: 8, kv_heads: 8, "
-       "head_dim: 128, ffn_hidden: 4096, mlp: swiglu, norm: rmsnorm, rotary: true, rope: fused, autocast: false, "
+       "head_dim: 128, ffn_hidden: 4096, mlp: swiglu, glu: fused, causal: true, norm: rmsnorm, rotary: true, rope: "
+       "fused, "
+       "autocast: false, "
        "tied_embeddings: false, dropout: false, sequence: 512, vocabulary: 1000, micro_batch: 1, micro_batches: 2, "
        "dtype: bf16, attention: flash, mla: "
        "{q_lora_rank: 64, kv_lora_rank: 32, qk_nope_head_dim: 16, qk_rope_head_dim: 8, v_head_dim: 16}, moe: "

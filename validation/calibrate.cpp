@@ -274,6 +274,7 @@ Calibration calibrate(const std::vector<Trace>& traces, const PlatformChoice& ch
   fits::compute(fit);
   fits::gemms(fit);
   fits::memory_kernels(fit);
+  fits::attention(fit);
   return result;
 }
 

@@ -229,6 +229,50 @@ TEST_CASE("compute twins: PyTorch's memory-bound kernels run as the kernels of t
   CHECK(std::get<std::string>(none) == "compute/memory_bound: kernel 'dropout_fwd' is not modelled");
 }
 
+TEST_CASE("compute twins: cuDNN's SDPA runs as one fused attention kernel of its shape at the clock read") {
+  const auto models = default_models();
+  const auto record = [](const std::string& backend, const std::string& pass) {
+    TraceRecord r;
+    r.id = fmt::format("compute/attention/{}_{}/0/67108864/b2_s2048_h16_kv4_d128_causal", backend, pass);
+    r.family = Family::compute;
+    r.test = "attention";
+    r.variant = backend + "_" + pass;
+    r.ranks = {0};
+    r.bytes = Bytes{64ull << 20};
+    r.median = r.p01 = r.p99 = r.min = r.max = 1e-4;
+    r.samples = {1e-4};
+    r.extra = {{"op", "sdpa"},        {"backend", backend}, {"batch", 2},
+               {"seq", 2048},         {"heads", 16},        {"kv_heads", 4},
+               {"head_dim", 128},     {"causal", true},     {"method", "events_queued"},
+               {"sm_clock_mhz", 1755}};
+    return r;
+  };
+  const auto r = record("cudnn", "bwd");
+  const auto made = make_twin(trace_of({r}), r, 1, models);
+  REQUIRE(std::holds_alternative<Twin>(made));
+  const auto& ops = std::get<Twin>(made).sample[0];
+  REQUIRE(ops.size() == 2);
+  CHECK(std::get<workloads::ComputeOp>(ops[0].what).duration == models.stream->event_record);
+  const auto& kernel = std::get<workloads::ComputeOp>(ops[1].what);
+  REQUIRE(kernel.attention);
+  CHECK(kernel.attention->batch == 2);
+  CHECK(kernel.attention->heads == 16);
+  CHECK(kernel.attention->kv_heads == 4);
+  CHECK(kernel.attention->seq == 2048);
+  CHECK(kernel.attention->causal);
+  CHECK(kernel.attention->backward);
+  CHECK(kernel.clock_mhz == 1755);
+  CHECK(kernel.bytes == r.bytes);
+  CHECK(kernel.pipelined);
+  // The other backends run at rates of their own: not modelled, said so.
+  const auto flash = record("flash", "fwd");
+  const auto none = make_twin(trace_of({flash}), flash, 1, models);
+  REQUIRE(std::holds_alternative<std::string>(none));
+  CHECK(std::get<std::string>(none) ==
+        "compute/attention: the flash backend is not modelled (snsim times fused attention as cuDNN's SDPA kernels, "
+        "PyTorch's choice on Hopper)");
+}
+
 TEST_CASE("compute twins: a PyTorch training step is the training workload's step of its model on its GPU") {
   const auto models = default_models();
   TraceRecord r;

@@ -78,6 +78,7 @@ void uvm(Fit& fit);
 void compute(Fit& fit);
 void gemms(Fit& fit);
 void memory_kernels(Fit& fit);
+void attention(Fit& fit);
 }  // namespace fits
 
 }  // namespace snsim::validation

@@ -50,6 +50,14 @@ struct RecordedGemm {
   double clock_mhz = 0;
 };
 std::variant<RecordedGemm, std::string> recorded_gemm(const TraceRecord& record);
+/// The fused attention a compute/attention record timed (PyTorch's SDPA on cuDNN's kernels: its batch, query heads,
+/// sequence, head dimension, causality and pass) and the SM clock read during it, or why the record is none the
+/// model times (another backend: FlashAttention-2's and the memory-efficient kernels run at rates of their own).
+struct RecordedAttention {
+  models::Attention attention;
+  double clock_mhz = 0;
+};
+std::variant<RecordedAttention, std::string> recorded_attention(const TraceRecord& record);
 /// The kernels one call of a PyTorch memory-bound record's op launches (compute/memory_bound: its `op`, `_bwd`
 /// variants backward; compute/adamw), each of its kind and bytes: one kernel over the record's bytes, or eager
 /// RoPE's (models::eager_rope, from the record's `elements` and table shape); nullopt for an op the model has no

@@ -368,3 +368,82 @@ void memory_kernels(Fit& fit) {
 }
 
 }  // namespace snsim::validation::fits
+
+// Fused attention by shape (ComputeModel::attention_time) on the calibration half of PyTorch's cuDNN SDPA records
+// (compute/attention, every other sequence length of each curve), forward and backward apart. A sample is one call
+// queued behind the previous one with an event between them:
+//   t = stream.event_record + queue_gap + ramp + per_sm_blocks x max(4 B^2 d p / (SM peak x clock x efficiency),
+//                                                                    block / clock)
+//                + per_sm_ctas x cta / clock [+ the backward's helpers]
+// (B the 128-wide block, p 2.5 for the backward's recomputing passes, else 1; per_sm_blocks from the shape and the
+// masked diagonal's extra block times).
+// The max makes it no sum of known columns: a simplex search on the relative errors, from round starting values.
+namespace snsim::validation::fits {
+
+void attention(Fit& fit) {
+  const auto& gpu = fit.platform().gpu;
+  const auto& defaults = *fit.platform().defaults.compute;
+  const double fixed = fit.value_or("stream.event_record", fit.platform().defaults.stream->event_record.count()) +
+                       fit.value_or("compute.queue_gap", defaults.queue_gap.count());
+  if (gpu.sms <= 0 || gpu.boost_mhz <= 0) {
+    fit.note("compute.attention_*: the GPU preset has no SM count or boost clock: attention parameters kept");
+    return;
+  }
+  for (const bool backward : {false, true}) {
+    std::vector<TracedRecord> records;
+    std::vector<std::pair<RecordedAttention, double>> shapes;  // the attention and the record's median
+    for (const auto& t : fit.select(Family::compute, {"attention"}, std::nullopt, {}, "events_queued")) {
+      auto recorded = recorded_attention(*t.record);
+      const auto* a = std::get_if<RecordedAttention>(&recorded);
+      if (!a || a->attention.backward != backward || a->clock_mhz <= 0) continue;
+      records.push_back(t);
+      shapes.emplace_back(*a, t.record->median);
+    }
+    const std::string pass = backward ? "_backward" : "";
+    if (!fit.enough(records, 4, "compute.attention_*" + pass)) continue;
+    const auto apply = [&](const std::vector<double>& x) {
+      models::ComputeModel m = defaults;
+      (backward ? m.attention_efficiency_backward : m.attention_efficiency) = x[0];
+      (backward ? m.attention_block_backward : m.attention_block) = Seconds{std::max(0.0, x[1]) * 1e-6};
+      (backward ? m.attention_ramp_backward : m.attention_ramp) = Seconds{std::max(0.0, x[2]) * 1e-6};
+      (backward ? m.attention_diagonal_backward : m.attention_diagonal) = std::max(0.0, x[3]);
+      (backward ? m.attention_cta_backward : m.attention_cta) = Seconds{std::max(0.0, x[4]) * 1e-6};
+      return m;
+    };
+    const auto cost = [&](const std::vector<double>& x) {
+      if (!(x[0] > 0)) return std::numeric_limits<double>::infinity();
+      const auto m = apply(x);
+      double sum = 0;
+      for (const auto& [a, median] : shapes) {
+        const double predicted = fixed + m.attention_time(gpu, a.attention, a.clock_mhz / gpu.boost_mhz).count();
+        sum += std::pow(predicted / median - 1, 2);
+      }
+      return sum;
+    };
+    // Efficiency, block (us), ramp (us), diagonal (block times), CTA (us), from round starting values: the max
+    // leaves local minima (MMA-bound or softmax-bound blocks), so the search starts from each side and keeps the best.
+    std::vector<double> x;
+    for (const double block : {0.5, 1.0, 2.0, 4.0}) {
+      auto start = std::vector<double>{0.7, block, 5.0, 1.0, 1.0};
+      for (int round = 0; round < 3; ++round) start = minimize(cost, start, {0.05, 0.2, 2.0, 0.5, 0.5}, 4000);
+      if (x.empty() || cost(start) < cost(x)) x = start;
+    }
+    if (!(x[0] > 0.01 && x[0] <= 1.2)) {  // beyond the peak: the records' shapes do not fit the model
+      fit.note(fmt::format("compute.attention_efficiency{}: the search ends at {:.3g} of the peak, which no kernel "
+                           "reaches (shapes the block model does not explain): defaults kept",
+                           pass, x[0]));
+      continue;
+    }
+    const std::string method = fmt::format(
+        "simplex search on relative errors of event + queue_gap + ramp + busiest SM's score blocks x max(MMA at peak x "
+        "efficiency, block), {} PyTorch cuDNN SDPA records at the clock read during each",
+        records.size());
+    fit.add_number("compute.attention_efficiency" + pass, x[0], method, records);
+    fit.add_time("compute.attention_block" + pass, Seconds{std::max(0.0, x[1]) * 1e-6}, method, records);
+    fit.add_time("compute.attention_ramp" + pass, Seconds{std::max(0.0, x[2]) * 1e-6}, method, records);
+    fit.add_number("compute.attention_diagonal" + pass, std::max(0.0, x[3]), method, records);
+    fit.add_time("compute.attention_cta" + pass, Seconds{std::max(0.0, x[4]) * 1e-6}, method, records);
+  }
+}
+
+}  // namespace snsim::validation::fits

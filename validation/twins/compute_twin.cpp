@@ -9,6 +9,8 @@
 //   gemm, gemm_batched      one (batched) GEMM per sample, events around a run of them
 //   gemm_method             the same GEMMs timed other ways: batch_events (a batch of calls between two events: no
 //                           event between GEMMs) and graph_replay (the calls captured in a CUDA graph)
+//   attention               PyTorch's SDPA on cuDNN's fused kernels, forward or backward (compute_kernels.py,
+//                           events_queued): one kernel of its shape at the clock read during the record
 //   memory_bound, adamw     PyTorch's memory-bound kernels (tools/probe/torch/compute_kernels.py, events_queued: an
 //                           event between calls queued behind each other), a call the kernels of its op
 //                           (memory_calls_of): one of its kind over the record's bytes, or eager RoPE's
@@ -41,6 +43,28 @@ std::variant<RecordedGemm, std::string> recorded_gemm(const TraceRecord& r) {
   g.batch = std::max<std::int64_t>(1, static_cast<std::int64_t>(extra_number(r, "batch", 1)));
   g.layout = *layout;
   if (g.m <= 0 || g.n <= 0 || g.k <= 0) return std::string("GEMM record without m, n and k");
+  out.clock_mhz = extra_number(r, "sm_clock_mhz");
+  return out;
+}
+
+std::variant<RecordedAttention, std::string> recorded_attention(const TraceRecord& r) {
+  const auto backend = r.extra.value("backend", std::string());
+  if (backend != "cudnn")
+    return fmt::format(
+        "compute/attention: the {} backend is not modelled (snsim times fused attention as cuDNN's "
+        "SDPA kernels, PyTorch's choice on Hopper)",
+        backend.empty() ? "unnamed" : backend);
+  RecordedAttention out;
+  auto& a = out.attention;
+  a.batch = static_cast<std::int64_t>(extra_number(r, "batch"));
+  a.heads = static_cast<std::int64_t>(extra_number(r, "heads"));
+  a.seq = static_cast<std::int64_t>(extra_number(r, "seq"));
+  a.head_dim = static_cast<std::int64_t>(extra_number(r, "head_dim"));
+  a.kv_heads = static_cast<std::int64_t>(extra_number(r, "kv_heads", static_cast<double>(a.heads)));
+  a.causal = r.extra.value("causal", true);
+  a.backward = r.variant.ends_with("_bwd");
+  if (a.batch <= 0 || a.heads <= 0 || a.seq <= 0 || a.head_dim <= 0)
+    return std::string("attention record without batch, heads, seq and head_dim");
   out.clock_mhz = extra_number(r, "sm_clock_mhz");
   return out;
 }
@@ -160,6 +184,23 @@ std::variant<Twin, std::string> compute(const TraceRecord& r, int gpus, const mo
       c.memory = call.kind;
       ops.push_back(op(c));
     }
+    return twin;
+  }
+  if (r.test == "attention") {
+    auto recorded = recorded_attention(r);
+    if (auto* reason = std::get_if<std::string>(&recorded)) return *reason;
+    const auto& a = std::get<RecordedAttention>(recorded);
+    Twin twin;
+    twin.sample.resize(static_cast<std::size_t>(gpus));
+    auto& ops = twin.sample[static_cast<std::size_t>(rank_at(r, 0))];
+    ops.push_back(op(event(models)));
+    workloads::ComputeOp c;
+    c.attention = a.attention;
+    c.flops = a.attention.flops();
+    c.bytes = r.bytes;  // Q, K, V read and O written (backward: with dO, and dQ, dK, dV written)
+    c.pipelined = true;
+    if (a.clock_mhz > 0) c.clock_mhz = a.clock_mhz;
+    ops.push_back(op(c));
     return twin;
   }
   if (r.test != "gemm" && r.test != "gemm_batched" && r.test != "gemm_method")

@@ -277,6 +277,17 @@ LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, boo
   if (!model.flash_attention) attention_bytes += 4 * b * (a / t) * s * s * e;
   l.attention.bytes = bytes_of(attention_bytes);
   l.attention.name = "attention";
+  // FlashAttention's kernels by shape: this rank's heads, causal or not. MLA's Q K^T runs on d_qk and its
+  // P V on d_v: their mean is the block's MMA work.
+  if (model.flash_attention)
+    l.attention.attention =
+        models::Attention{.batch = model.micro_batch,
+                          .heads = std::max<std::int64_t>(1, std::llround(a / t)),
+                          .seq = model.sequence,
+                          .head_dim = std::llround((w.qk_head + w.v_head) / 2),
+                          .kv_heads = std::max<std::int64_t>(
+                              1, std::llround((model.mla || model.kv_heads == 0 ? a : model.kv_heads) / t)),
+                          .causal = model.causal};
   l.projection = gemm(tokens, w.o / t, h, e);
   // Per token: a norm reads and writes h, a residual add reads 2 h and writes h (over 1 / t of the tokens with
   // sequence parallelism); each runs twice a layer. Autocast keeps the residual stream in fp32 (the embedding's
@@ -330,12 +341,10 @@ Kernel expert_forward(const ModelSpec& model, std::uint64_t tokens) {
   const double e = models::element_size(model.dtype);
   const Kernel up = gemm(n, h, (mlp_matrices(model.mlp) - 1) * f, e), down = gemm(n, f, h, e);
   // The expert's GEMMs and its activation, timed as one by the roofline.
-  return {Flops{up.flops.count() + down.flops.count()},
-          up.bytes + down.bytes + bytes_of(activation_passes(model.mlp) * n * f * e),
-          true,
-          std::nullopt,
-          models::MemoryKernel::stream,
-          "expert"};
+  return {.flops = Flops{up.flops.count() + down.flops.count()},
+          .bytes = up.bytes + down.bytes + bytes_of(activation_passes(model.mlp) * n * f * e),
+          .fp8 = true,
+          .name = "expert"};
 }
 
 Kernel logits_forward(const ModelSpec& model, const ParallelPlan& plan) {
@@ -539,6 +548,7 @@ ModelSpec parse_model(const ConfigNode& node, const Fabric& fabric) {
     if (mlp_matrices(m.mlp) != 3) node.fail_key("glu", "applies to gated MLPs: set mlp: swiglu or geglu");
     m.eager_glu = glu == "eager";
   }
+  m.causal = node.optional<bool>("causal", m.causal);
   m.tied_embeddings = node.optional<bool>("tied_embeddings", m.tied_embeddings);
   m.linear_bias = node.optional<bool>("linear_bias", m.linear_bias);
   m.dropout = node.optional<bool>("dropout", m.dropout);

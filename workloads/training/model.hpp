@@ -111,6 +111,7 @@ struct ModelSpec {
   bool rotary = false;           // rotary position embeddings (RoPE) on Q and K
   bool eager_rope = false;       // RoPE as HF's eager x cos + rotate_half(x) sin (five kernels), not one fused kernel
   bool eager_glu = false;        // a gated MLP's activation as PyTorch's eager kernels, not one fused kernel each way
+  bool causal = true;            // each token attends to those before it (a decoder); false: to all (BERT's encoder)
   bool tied_embeddings = false;  // the logits reuse the input embedding's V x h matrix
   bool dropout = false;          // dropout after attention and the MLP (memory: its masks)
   // PyTorch AMP (torch.autocast over fp32 parameters): weights, gradients and their reduction in fp32; each linear
@@ -185,6 +186,9 @@ struct Kernel {
   // The GEMM's shape (its forward pass) when the kernel is one GEMM of known shape: timed by its tiles
   // (ComputeModel::gemm_time) rather than the roofline; its backward is the same shape with `backward` set.
   std::optional<models::Gemm> gemm{};
+  // Fused attention of known shape (its forward): timed by its score blocks (ComputeModel::attention_time), its
+  // backward the same shape with `backward` set.
+  std::optional<models::Attention> attention{};
   // What its memory side does, when it is a memory-bound kernel (its backward reaches that kind's backward share).
   models::MemoryKernel memory = models::MemoryKernel::stream;
   // What the step's report of time by kernel calls it ("gemm", "attention", "residual", ...); empty: its memory kind.

@@ -463,7 +463,8 @@ double compute_flops(const std::vector<snsim::workloads::Op>& ops) {
 
 TEST_CASE("training: recomputation adds the forward it recomputes to the backward") {
   // 4 layers of h 1024, s 512 on 8 DP ranks, 2 micro-batches each: full recomputation runs every layer's forward
-  // once more, selective the attention core's 4 b s^2 h.
+  // once more, selective the attention core's forward: causal, the half of 4 b s^2 h that FlashAttention computes
+  // (the model's FLOPs count all of it).
   auto flops = [](const std::string& recompute) {
     const auto s =
         load(scenario("    steps: 1\n    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, micro_batches: 2}\n"
@@ -477,8 +478,8 @@ TEST_CASE("training: recomputation adds the forward it recomputes to the backwar
   m.heads = 8;
   m.sequence = 512;
   const double none = flops("none"), s = 512, h = 1024;
-  CHECK(flops("full") - none == doctest::Approx(4 * 2 * layer_model_flops(m, 0).count()));
-  CHECK(flops("selective") - none == doctest::Approx(4 * 2 * 4 * s * s * h));
+  CHECK(flops("full") - none == doctest::Approx(4 * 2 * (layer_model_flops(m, 0).count() - 2 * s * s * h)));
+  CHECK(flops("selective") - none == doctest::Approx(4 * 2 * 2 * s * s * h));
 }
 
 TEST_CASE("training: dense first layers, MoE layers and shared experts emit their own collectives") {
@@ -616,4 +617,25 @@ TEST_CASE("training: linear biases add a bias gradient per linear layer, reading
   CHECK(static_cast<double>(l.projection.bias_grad.count()) == doctest::Approx(T * h * 2));
   CHECK(static_cast<double>(l.mlp_up.bias_grad.count()) == doctest::Approx(T * f / 4 * 2));
   CHECK(static_cast<double>(l.mlp_down.bias_grad.count()) == doctest::Approx(T * h * 2));
+}
+
+TEST_CASE("training: FlashAttention is timed by its shape: this rank's heads, causal unless the model says not") {
+  ModelSpec m = llama_layer();  // 32 heads, 8 KV heads of 128, sequence 4096
+  m.micro_batch = 2;
+  ParallelPlan p;
+  p.tp = 4;
+  const auto a = layer_forward(m, p, false).attention.attention;
+  REQUIRE(a);
+  CHECK(a->batch == 2);
+  CHECK(a->heads == 8);
+  CHECK(a->kv_heads == 2);
+  CHECK(a->seq == 4096);
+  CHECK(a->head_dim == 128);
+  CHECK(a->causal);
+  // An encoder (BERT) attends to every token.
+  m.causal = false;
+  CHECK_FALSE(layer_forward(m, p, false).attention.attention->causal);
+  // Unfused attention stays a roofline of its FLOPs and score bytes.
+  m.flash_attention = false;
+  CHECK_FALSE(layer_forward(m, p, false).attention.attention);
 }

@@ -236,6 +236,11 @@ class RankEmitter {
       c.gemm->backward = scale == 2;
       c.flops = c.gemm->flops();
     }
+    if (k.attention && t_.gemm_by_shape() && (scale == 1 || scale == 2)) {  // a whole pass (not a CP round's part)
+      c.attention = *k.attention;
+      c.attention->backward = scale == 2;
+      c.flops = c.attention->flops();
+    }
     c.memory = {k.memory, scale == 2};
     c.kernel = k.name.empty() ? models::to_string(k.memory) : k.name;
     // Autocast: the forward casts the linear layer's fp32 weight first (4 B read, 2 written per element), the
@@ -1240,6 +1245,8 @@ WorkloadRegistry::Entry training_entry() {
        {"model.rotary", "bool", "false", "rotary position embeddings on Q and K"},
        {"model.rope", "fused|eager", "fused",
         "RoPE as one fused kernel or HF's eager rotate_half (five kernels on Q and on K, nine backward)"},
+       {"model.causal", "bool", "true",
+        "causal attention (a decoder's); false: every token attends to all (an encoder's)"},
        {"model.glu", "fused|eager", "fused",
         "a gated MLP's activation as one fused kernel or PyTorch's eager act(gate) * up on the chunked gate/up output"},
        {"model.autocast", "bool", "false",

@@ -424,6 +424,24 @@ class Capture:
                             except Exception as error:  # noqa: BLE001
                                 self.skip(f"{label} s{seq}", error)
 
+    def attention_steps(self):
+        """cuDNN's SDPA (PyTorch's choice on Hopper) on the shapes of training steps on one GPU: a few sequences of
+        16 or 32 heads, causal, d = 128 -- hundreds of CTAs rather than the thousands of `attention`'s shapes, where a
+        kernel's fixed costs and its CTAs' prologues show."""
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        shapes = ([(2, 2048, 16, 16)] if self.args.quick else
+                  [(1, 1024, 16, 16), (1, 2048, 16, 16), (1, 2048, 16, 4), (2, 2048, 16, 16), (2, 2048, 16, 4),
+                   (4, 2048, 16, 16), (1, 4096, 16, 4), (2, 4096, 16, 16), (1, 4096, 32, 8), (2, 4096, 32, 32),
+                   (1, 8192, 32, 8), (4, 2048, 32, 32)])
+        for batch, seq, heads, kv_heads in shapes:
+            if self.left() < 0:
+                return
+            try:
+                self.sdpa("cudnn", SDPBackend.CUDNN_ATTENTION, sdpa_kernel, batch, seq, heads, kv_heads, 128, True,
+                          None)
+            except Exception as error:  # noqa: BLE001
+                self.skip(f"sdpa_cudnn b{batch} s{seq} h{heads} kv{kv_heads}", error)
+
     def sdpa(self, name, backend, sdpa_kernel, batch, seq, heads, kv_heads, head_dim, causal, profile_label):
         q = torch.randn(batch, heads, seq, head_dim, device="cuda", dtype=BF16)
         k = torch.randn(batch, kv_heads, seq, head_dim, device="cuda", dtype=BF16)
@@ -507,7 +525,7 @@ class Capture:
     def run(self):
         # Fused attention first: of what the budget may cut, it is what nothing else measures.
         parts = [self.attention, self.row_ops, self.elementwise_ops, self.cross_entropy, self.adamw,
-                 self.attention_unfused, self.autocast_ops]
+                 self.attention_unfused, self.autocast_ops, self.attention_steps]
         if self.args.only:
             parts = [getattr(self, name) for name in self.args.only.split(",")]
         for part in parts:
@@ -530,7 +548,7 @@ def main():
     parser.add_argument("--quick", action="store_true", help="one size per op: a dry run")
     parser.add_argument("--budget-seconds", type=float, default=0, help="stop starting new records after this")
     parser.add_argument("--only", default="", help="comma-separated parts (default: all): attention, row_ops, "
-                        "elementwise_ops, cross_entropy, adamw, attention_unfused, autocast_ops")
+                        "elementwise_ops, cross_entropy, adamw, attention_unfused, autocast_ops, attention_steps")
     args = parser.parse_args()
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = False
