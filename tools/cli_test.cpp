@@ -642,8 +642,8 @@ TEST_CASE("cli: validate and calibrate refuse bad input with one line and exit c
   const std::string trace = (fs::path(SNSIM_SOURCE_DIR) / "validation/traces/h200/h200x1-launch.jsonl").string();
   check_input_error(
       run_snsim(dir, {"validate", trace, "--bounds", dir.write("b.yaml", "copy: {median: 0.05}\nbogus: 1\n")}),
-      "b.yaml:2:8: bogus: not a trace family (or known_misses); known: collective, compute, copy, jitter, "
-      "latency, launch, nvshmem, step, uvm");
+      "b.yaml:2:8: bogus: not a trace family, family/test or known_misses; known families: collective, compute, "
+      "copy, jitter, latency, launch, nvshmem, step, uvm");
   check_input_error(run_snsim(dir, {"validate", trace, "--params", "nowhere.yaml"}),
                     "--params: models.params: no parameter file 'nowhere.yaml' (and not a preset: h200, h100, gb200)");
 }

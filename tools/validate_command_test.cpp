@@ -102,3 +102,22 @@ TEST_CASE("snsim traces show names the platform an imported log is simulated on,
   CHECK(cut.out.find("  platform not known from the file: ") != std::string::npos);
   CHECK(cut.out.find("pass --set gpu=PRESET") != std::string::npos);
 }
+
+TEST_CASE("snsim validate: a bound on family/test judges that test's comparisons in a row of their own") {
+  TempDir dir;
+  const std::string steps = (fs::path(SNSIM_SOURCE_DIR) / "validation/traces/h200/h200x1-compute-steps.jsonl").string();
+  // The whole steps are within 10 % of their measurement (docs/models-and-validation.md#train-steps), not 0.1 %.
+  dir.write("loose.yaml", "compute/train_step: {median: 0.05, max: 0.10}\n");
+  dir.write("tight.yaml", "compute/train_step: {max: 0.001}\n");
+  const Result loose = run_snsim(dir, {"validate", steps, "--params", "h200", "--bounds", "loose.yaml"});
+  INFO(loose.out, loose.err);
+  CHECK(loose.code == 0);
+  CHECK(loose.out.find("compute/train_step") != std::string::npos);
+  const Result tight = run_snsim(dir, {"validate", steps, "--params", "h200", "--bounds", "tight.yaml"});
+  CHECK(tight.code == 1);
+  CHECK(tight.out.find("FAIL") != std::string::npos);
+  dir.write("bad.yaml", "compute/: {max: 0.1}\n");
+  const Result bad = run_snsim(dir, {"validate", steps, "--bounds", "bad.yaml"});
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("bad.yaml:1:11: compute/: not a trace family, family/test or known_misses") != std::string::npos);
+}

@@ -393,8 +393,11 @@ Bounds load_bounds(const std::string& yaml, const std::string& file_name) {
       }
       continue;
     }
-    if (!family_from_string(name))
-      node.fail(fmt::format("not a trace family (or known_misses); known: {}", known_family_names()));
+    // A family, or family/test: a row of its own for one test of the family, with bounds of its own.
+    const auto slash = name.find('/');
+    if (!family_from_string(name.substr(0, slash)) || (slash != std::string::npos && slash + 1 == name.size()))
+      node.fail(
+          fmt::format("not a trace family, family/test or known_misses; known families: {}", known_family_names()));
     FamilyBound b{node.maybe<double>("median"), node.maybe<double>("max")};
     for (auto [key, value] : {std::pair{"median", b.median}, {"max", b.max}})
       if (value && !(*value > 0)) node.fail_key(key, fmt::format("must be > 0, got {}", *value));
@@ -476,20 +479,28 @@ ValidationResult validate(const std::vector<Trace>& traces, const Bounds& bounds
     const auto& r = *all[i].record;
     const std::string family(to_string(r.family));
     const std::string source = imported_source(*all[i].trace);
-    auto& summary = families[{!source.empty(), family}];
-    summary.family = family;
-    summary.imported = !source.empty();
+    // The record's family, and its family/test where the bounds give that test a row of its own.
+    std::vector<FamilySummary*> rows;
+    for (const std::string& name : {family, family + "/" + r.test}) {
+      if (name != family && !bounds.families.contains(name)) continue;
+      auto& summary = families[{!source.empty(), name}];
+      summary.family = name;
+      summary.imported = !source.empty();
+      rows.push_back(&summary);
+    }
     if (!simulated[i].skipped.empty() || simulated[i].samples.empty()) {
       const std::string reason = simulated[i].skipped.empty() ? "no sample simulated" : simulated[i].skipped;
-      ++summary.skipped;
-      ++summary.skipped_reasons[reason];
-      summary.note = reason;
+      for (auto* summary : rows) {
+        ++summary->skipped;
+        ++summary->skipped_reasons[reason];
+        summary->note = reason;
+      }
       not_compared[all[i].trace].push_back(reason);
       result.skipped.push_back(fmt::format("{}:{}: {}", all[i].trace->source, r.id, reason));
       continue;
     }
     ++compared[all[i].trace];
-    (uses[i] == Use::calibration ? summary.calibration_count : summary.validation_count)++;
+    for (auto* summary : rows) (uses[i] == Use::calibration ? summary->calibration_count : summary->validation_count)++;
     auto compare = [&](std::string statistic, double measured, double predicted) {
       Comparison c{all[i].trace->source,
                    r.id,
@@ -524,7 +535,7 @@ ValidationResult validate(const std::vector<Trace>& traces, const Bounds& bounds
     const auto& [imported, name] = key;
     std::vector<const Comparison*> members;
     for (const auto& c : result.comparisons)
-      if (c.family == name && is_imported(c) == imported) members.push_back(&c);
+      if ((c.family == name || c.family + "/" + c.test == name) && is_imported(c) == imported) members.push_back(&c);
     summarise(
         members,
         [&](const Comparison& c) {

@@ -57,8 +57,9 @@ TEST_CASE("validation: bounds and known misses are read with clear errors") {
   c.bytes = Bytes{4 << 20};
   CHECK_FALSE(bounds.known_misses[0].matches(c));
   CHECK_THROWS_WITH(load_bounds("cpoy: {median: 0.05}\n", "b.yaml"),
-                    "b.yaml:1:7: cpoy: not a trace family (or known_misses); known: collective, compute, copy, jitter, "
-                    "latency, launch, nvshmem, step, uvm");
+                    "b.yaml:1:7: cpoy: not a trace family, family/test or known_misses; known families: collective, "
+                    "compute, copy, jitter, latency, launch, nvshmem, step, uvm");
+  CHECK(*load_bounds("compute/train_step: {max: 0.1}\n", "b.yaml").families.at("compute/train_step").max == 0.1);
   CHECK_THROWS_WITH(load_bounds("copy: {median: 0}\n", "b.yaml"), "b.yaml:1:16: copy.median: must be > 0, got 0");
   CHECK_THROWS_WITH(load_bounds("copy: {mean: 0.1}\n", "b.yaml"),
                     doctest::Contains("b.yaml:1:8: copy.mean: unknown key"));
