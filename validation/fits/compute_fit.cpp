@@ -429,9 +429,10 @@ void attention(Fit& fit) {
       if (x.empty() || cost(start) < cost(x)) x = start;
     }
     if (!(x[0] > 0.01 && x[0] <= 1.2)) {  // beyond the peak: the records' shapes do not fit the model
-      fit.note(fmt::format("compute.attention_efficiency{}: the search ends at {:.3g} of the peak, which no kernel "
-                           "reaches (shapes the block model does not explain): defaults kept",
-                           pass, x[0]));
+      fit.note(
+          fmt::format("compute.attention_efficiency{}: the search ends at {:.3g} of the peak, which no kernel "
+                      "reaches (shapes the block model does not explain): defaults kept",
+                      pass, x[0]));
       continue;
     }
     const std::string method = fmt::format(
