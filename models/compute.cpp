@@ -186,9 +186,7 @@ const ParamTable<ComputeModel>& compute_params() {
                   .check = between(0.01, 1.2),
                   .doc = "share of an SM's peak MMA rate the score blocks of " + what + " reach",
                   .source = "fit H200 compute/attention (cuDNN)"},
-                 [backward](ComputeModel& m) {
-                   return backward ? &m.attention_efficiency_backward : &m.attention_efficiency;
-                 });
+                 [backward](ComputeModel& m) { return &m.attention[backward].efficiency; });
       params.add({.key = "attention_block" + pass,
                   .fallback = backward ? 2.858_us : 1.108_us,
                   .check = non_negative,
@@ -196,28 +194,27 @@ const ParamTable<ComputeModel>& compute_params() {
                          " at boost clock: its softmax, overlapped with the "
                          "next block's MMA",
                   .source = "fit H200 compute/attention (cuDNN)"},
-                 [backward](ComputeModel& m) { return backward ? &m.attention_block_backward : &m.attention_block; });
-      params.add(
-          {.key = "attention_diagonal" + pass,
-           .unit = "fraction",
-           .fallback = backward ? 0.583702 : 0.537706,
-           .check = between(0.0, 8.0),
-           .doc = "extra block times a causal row's masked diagonal block takes in " + what,
-           .source = "fit H200 compute/attention (cuDNN)"},
-          [backward](ComputeModel& m) { return backward ? &m.attention_diagonal_backward : &m.attention_diagonal; });
+                 [backward](ComputeModel& m) { return &m.attention[backward].block; });
+      params.add({.key = "attention_diagonal" + pass,
+                  .unit = "fraction",
+                  .fallback = backward ? 0.583702 : 0.537706,
+                  .check = between(0.0, 8.0),
+                  .doc = "extra block times a causal row's masked diagonal block takes in " + what,
+                  .source = "fit H200 compute/attention (cuDNN)"},
+                 [backward](ComputeModel& m) { return &m.attention[backward].diagonal; });
       params.add({.key = "attention_cta" + pass,
                   .fallback = backward ? 4.489_us : 0_us,
                   .check = non_negative,
                   .doc = "per CTA of " + what + " at boost clock: loading its queries, writing its results",
                   .source = "fit H200 compute/attention (cuDNN)"},
-                 [backward](ComputeModel& m) { return backward ? &m.attention_cta_backward : &m.attention_cta; });
+                 [backward](ComputeModel& m) { return &m.attention[backward].cta; });
       params.add({.key = "attention_ramp" + pass,
                   .fallback = backward ? 0_us : 30.73_us,
                   .check = non_negative,
                   .doc = "per " + what + " kernel: the first wave's start, the last one's drain" +
                          (backward ? " and the helper kernels" : ""),
                   .source = "fit H200 compute/attention (cuDNN)"},
-                 [backward](ComputeModel& m) { return backward ? &m.attention_ramp_backward : &m.attention_ramp; });
+                 [backward](ComputeModel& m) { return &m.attention[backward].ramp; });
     }
     return params;
   }();
@@ -471,7 +468,8 @@ Flops Attention::flops() const {
 
 AttentionPlan ComputeModel::plan_attention(const GpuSpec& gpu, const Attention& a, double clock) const {
   const std::int64_t n = ceil_div(a.seq, ATTENTION_BLOCK);  // query blocks, and key blocks per row
-  const double diagonal = a.backward ? attention_diagonal_backward : attention_diagonal;
+  const AttentionPass& pass = attention[a.backward];
+  const double diagonal = pass.diagonal;
   // Causal: query block i attends to key blocks 0..i, the diagonal one masked.
   const double nd = static_cast<double>(n);
   const double row_blocks = a.causal ? nd * (nd + 1) / 2 + nd * diagonal : nd * nd;
@@ -481,11 +479,10 @@ AttentionPlan ComputeModel::plan_attention(const GpuSpec& gpu, const Attention& 
   plan.blocks = rows * row_blocks;
   const double sms = gpu.sms > 0 ? gpu.sms : 1;
   plan.per_sm_blocks = std::max(plan.blocks / sms, nd + (a.causal ? diagonal : 0.0));
-  const double sm_rate = gpu.peak(Dtype::bf16).value_or(gpu.dense_bf16).count() / sms * clock *
-                         (a.backward ? attention_efficiency_backward : attention_efficiency);
+  const double sm_rate = gpu.peak(Dtype::bf16).value_or(gpu.dense_bf16).count() / sms * clock * pass.efficiency;
   const double mma =
       4.0 * ATTENTION_BLOCK * ATTENTION_BLOCK * static_cast<double>(a.head_dim) * (a.backward ? 2.5 : 1.0) / sm_rate;
-  const double softmax = (a.backward ? attention_block_backward : attention_block).count() / clock;
+  const double softmax = pass.block.count() / clock;
   if (a.backward) {
     // dO . O (reads both), dQ accumulated in fp32 and converted (reads 4 B, writes 2 B), and with GQA the per-query-
     // head dK and dV in fp32 summed over each KV head's group: kernels of their own, at the streaming rate.
@@ -495,11 +492,11 @@ AttentionPlan ComputeModel::plan_attention(const GpuSpec& gpu, const Attention& 
     plan.helpers = Bytes{static_cast<std::uint64_t>(std::llround(q * (2 * e + 4 + e + (gqa ? 8 : 0))))} /
                    (gpu.hbm_bandwidth * hbm_efficiency);
   }
-  // The softmax of one block overlaps the MMA of the next (two warp groups take turns): the slower sets the pace.
   plan.per_sm_ctas = ceil_div(plan.ctas, static_cast<std::int64_t>(sms));
-  const double cta = (a.backward ? attention_cta_backward : attention_cta).count() / clock;
-  plan.time = Seconds{plan.per_sm_blocks * std::max(mma, softmax) + cta * static_cast<double>(plan.per_sm_ctas)} +
-              plan.helpers + (a.backward ? attention_ramp_backward : attention_ramp);
+  // The softmax of one block overlaps the MMA of the next (two warp groups take turns): the slower sets the pace.
+  plan.time = Seconds{plan.per_sm_blocks * std::max(mma, softmax) +
+                      pass.cta.count() / clock * static_cast<double>(plan.per_sm_ctas)} +
+              plan.helpers + pass.ramp;
   return plan;
 }
 

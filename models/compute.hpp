@@ -210,11 +210,14 @@ class ComputeModel final : public Model {
   // dO . O before and dQ's conversion after).
   // A causal row's diagonal block runs the masked path: it takes 1 + diagonal block times. Each CTA adds its
   // prologue and epilogue (loading its queries, writing its output and softmax statistics) at boost clock.
-  double attention_efficiency = 0, attention_efficiency_backward = 0;
-  Seconds attention_block, attention_block_backward;
-  double attention_diagonal = 0, attention_diagonal_backward = 0;
-  Seconds attention_cta, attention_cta_backward;
-  Seconds attention_ramp, attention_ramp_backward;
+  struct AttentionPass {
+    double efficiency = 0;
+    Seconds block;
+    double diagonal = 0;
+    Seconds cta;
+    Seconds ramp;
+  };
+  std::array<AttentionPass, 2> attention{};  // [0] forward, [1] backward
 
   /// The fastest plan for `gemm` in `dtype` on `gpu` at `clock` (the share of the boost clock the SMs run at).
   /// The GPU must know its SMs (GpuSpec::sms).

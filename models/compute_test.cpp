@@ -296,13 +296,13 @@ TEST_CASE("attention: one CTA per block of 128 queries walks the key blocks it a
   CHECK(f.per_sm_blocks == doctest::Approx(32.0 * 1024 / 132));
   // Without a ramp or per-CTA costs, the time is the busiest SM's blocks at the block's pace: at d = 128 its MMA (the
   // softmax, the same for any d, is shorter).
-  const double mma = 4.0 * 128 * 128 * 128 / (989e12 / 132 * c.attention_efficiency);
-  REQUIRE(mma > c.attention_block.count());
+  const double mma = 4.0 * 128 * 128 * 128 / (989e12 / 132 * c.attention[0].efficiency);
+  REQUIRE(mma > c.attention[0].block.count());
   CHECK(f.time.count() == doctest::Approx(f.per_sm_blocks * mma).epsilon(1e-9));
   // At d = 64 the MMA halves but the softmax does not: the block runs at the softmax's pace, a lower share of the peak.
   Attention narrow = full;
   narrow.head_dim = 64;
-  const double pace = std::max(mma / 2, c.attention_block.count());
+  const double pace = std::max(mma / 2, c.attention[0].block.count());
   CHECK(c.attention_time(gpu, narrow).count() == doctest::Approx(f.per_sm_blocks * pace).epsilon(1e-9));
   CHECK(narrow.flops().count() / c.attention_time(gpu, narrow).count() <
         full.flops().count() / c.attention_time(gpu, full).count());
@@ -318,7 +318,7 @@ TEST_CASE("attention: the masked diagonal, the CTAs' own costs, the backward's h
   const Attention a{.batch = 2, .heads = 16, .seq = 4096, .head_dim = 128, .causal = true};
   const auto plan = c.plan_attention(gpu, a);
   // Each of the 1,024 rows' diagonal block takes 1 + attention_diagonal block times; 1,024 CTAs are 8 a busiest SM.
-  CHECK(plan.blocks == doctest::Approx(32.0 * (528 + 32 * c.attention_diagonal)));
+  CHECK(plan.blocks == doctest::Approx(32.0 * (528 + 32 * c.attention[0].diagonal)));
   CHECK(plan.per_sm_ctas == 8);
   // The backward's helpers read dO and O (4 B per query element in bf16), convert dQ from fp32 (4 B read, 2 written):
   // 10 B; GQA adds the per-query-head dK and dV in fp32 summed over each KV head's group (8 B more).
@@ -334,5 +334,6 @@ TEST_CASE("attention: the masked diagonal, the CTAs' own costs, the backward's h
   CHECK(c.plan_attention(gpu, a).helpers.count() == 0);
   // Everything but the helpers' HBM time and the ramp stretches with 1 / clock.
   const double boost = c.attention_time(gpu, a).count(), slow = c.attention_time(gpu, a, 0.75).count();
-  CHECK(slow - c.attention_ramp.count() == doctest::Approx((boost - c.attention_ramp.count()) / 0.75).epsilon(1e-9));
+  CHECK(slow - c.attention[0].ramp.count() ==
+        doctest::Approx((boost - c.attention[0].ramp.count()) / 0.75).epsilon(1e-9));
 }

@@ -60,9 +60,9 @@ struct RecordedAttention {
 std::variant<RecordedAttention, std::string> recorded_attention(const TraceRecord& record);
 /// The kernels one call of a PyTorch memory-bound record's op launches (compute/memory_bound: its `op`, `_bwd`
 /// variants backward; compute/adamw), each of its kind and bytes: one kernel over the record's bytes, or eager
-/// RoPE's (models::eager_rope, from the record's `elements` and table shape); nullopt for an op the model has no
+/// RoPE's (models::eager_rope, from the record's `elements` and table shape); none for an op the model has no
 /// kind for.
-std::optional<std::vector<models::MemoryCall>> memory_calls_of(const TraceRecord& record);
+std::vector<models::MemoryCall> memory_calls_of(const TraceRecord& record);
 
 /// How a record was timed: its `method` field, else its trace header's (snsim-crosscheck writes both: gate,
 /// events_single, graph, host_clock, ...); "probe" for snsim-probe's records (copies behind its gate kernel,

@@ -298,7 +298,7 @@ namespace snsim::validation::fits {
 void memory_kernels(Fit& fit) {
   const auto records = fit.select(
       Family::compute, {"memory_bound", "adamw"}, std::nullopt,
-      [](const TraceRecord& r) { return memory_calls_of(r).has_value() && r.bytes.count() > 0; }, "events_queued");
+      [](const TraceRecord& r) { return !memory_calls_of(r).empty() && r.bytes.count() > 0; }, "events_queued");
   if (!fit.enough(records, 4, "compute.memory_efficiency and memory_ramp")) return;
   const auto& defaults = *fit.platform().defaults.compute;
   const double hbm = fit.platform().gpu.hbm_bandwidth.count();
@@ -311,14 +311,9 @@ void memory_kernels(Fit& fit) {
   };
   const auto stream = [](const models::MemoryCall& c) { return c.kind.kernel == models::MemoryKernel::stream; };
   std::map<std::size_t, std::vector<TracedRecord>> by_kind;
-  // The kernels of a record's call (bound before a loop walks them: a loop over *memory_calls_of(r) would read a
-  // destroyed temporary).
-  const auto calls_of = [](const TraceRecord& r) {
-    return memory_calls_of(r).value_or(std::vector<models::MemoryCall>{});
-  };
   for (const auto& t : records) {
     std::set<std::size_t> kinds;
-    for (const auto& call : calls_of(*t.record))
+    for (const auto& call : memory_calls_of(*t.record))
       if (!stream(call)) kinds.insert(index_of(call.kind));
     for (const auto index : kinds) by_kind[index].push_back(t);
   }
@@ -327,7 +322,7 @@ void memory_kernels(Fit& fit) {
     if (kind_records.size() >= MIN_RECORDS) column.emplace(index, column.size() + 1);
   std::vector<TracedRecord> used;
   for (const auto& t : records) {
-    if (std::ranges::all_of(calls_of(*t.record),
+    if (std::ranges::all_of(memory_calls_of(*t.record),
                             [&](const auto& c) { return stream(c) || column.contains(index_of(c.kind)); }))
       used.push_back(t);
   }
@@ -335,7 +330,7 @@ void memory_kernels(Fit& fit) {
       used,
       [&](const TraceRecord& r) {
         std::vector<double> row(column.size() + 1, 0.0);
-        for (const auto& call : calls_of(r)) {
+        for (const auto& call : memory_calls_of(r)) {
           row[0] += 1;
           if (!stream(call)) row[column.at(index_of(call.kind))] += static_cast<double>(call.bytes.count()) / hbm;
         }
@@ -343,7 +338,7 @@ void memory_kernels(Fit& fit) {
       },
       [&](const TraceRecord& r) {
         double known = event;
-        for (const auto& call : calls_of(r))
+        for (const auto& call : memory_calls_of(r))
           known += gap + (stream(call) ? static_cast<double>(call.bytes.count()) / (hbm * defaults.hbm_efficiency) : 0);
         return r.median - known;
       });
@@ -403,11 +398,11 @@ void attention(Fit& fit) {
     if (!fit.enough(records, 4, "compute.attention_*" + pass)) continue;
     const auto apply = [&](const std::vector<double>& x) {
       models::ComputeModel m = defaults;
-      (backward ? m.attention_efficiency_backward : m.attention_efficiency) = x[0];
-      (backward ? m.attention_block_backward : m.attention_block) = Seconds{std::max(0.0, x[1]) * 1e-6};
-      (backward ? m.attention_ramp_backward : m.attention_ramp) = Seconds{std::max(0.0, x[2]) * 1e-6};
-      (backward ? m.attention_diagonal_backward : m.attention_diagonal) = std::max(0.0, x[3]);
-      (backward ? m.attention_cta_backward : m.attention_cta) = Seconds{std::max(0.0, x[4]) * 1e-6};
+      m.attention[backward] = {.efficiency = x[0],
+                               .block = Seconds{std::max(0.0, x[1]) * 1e-6},
+                               .diagonal = std::max(0.0, x[3]),
+                               .cta = Seconds{std::max(0.0, x[4]) * 1e-6},
+                               .ramp = Seconds{std::max(0.0, x[2]) * 1e-6}};
       return m;
     };
     const auto cost = [&](const std::vector<double>& x) {

@@ -90,13 +90,13 @@ std::optional<models::MemoryKind> memory_kind_of(const TraceRecord& r) {
 
 /// Eager RoPE's kernels on the record's tensor: `elements` of `dtype`, with cos and sin tables of one head's
 /// positions (`rows` of them on a [rows, heads, d] tensor; a sequence's, tokens / batch, on a heads view).
-std::optional<std::vector<models::MemoryCall>> rotary_calls(const TraceRecord& r) {
+std::vector<models::MemoryCall> rotary_calls(const TraceRecord& r) {
   const double elements = extra_number(r, "elements"), head = extra_number(r, "head_dim");
   const bool heads = r.extra.value("layout", std::string()) == "heads_view";
   const double positions =
       heads ? extra_number(r, "tokens") / std::max(1.0, extra_number(r, "batch", 1)) : extra_number(r, "rows");
   const auto dtype = dtype_from_string(r.extra.value("dtype", std::string("bf16")));
-  if (!(elements > 0) || !(head > 0) || !(positions > 0) || !dtype) return std::nullopt;
+  if (!(elements > 0) || !(head > 0) || !(positions > 0) || !dtype) return {};
   return models::eager_rope(elements, positions * head, models::element_size(*dtype), r.variant.ends_with("_bwd"),
                             !heads);
 }
@@ -104,10 +104,10 @@ std::optional<std::vector<models::MemoryCall>> rotary_calls(const TraceRecord& r
 /// A gated MLP's eager activation on the record's `elements` outputs: on a 1-d x chunked in two (contiguous halves)
 /// or, with layout `chunk_last_dim`, on a [tokens, 2 f] x chunked along its last dimension as a fused GEMM's output
 /// is; the backward's gradient with respect to x adds the chunk's concatenation of the two halves' gradients.
-std::optional<std::vector<models::MemoryCall>> gated_calls(const TraceRecord& r) {
+std::vector<models::MemoryCall> gated_calls(const TraceRecord& r) {
   const double elements = extra_number(r, "elements");
   const auto dtype = dtype_from_string(r.extra.value("dtype", std::string("bf16")));
-  if (!(elements > 0) || !dtype) return std::nullopt;
+  if (!(elements > 0) || !dtype) return {};
   const double e = models::element_size(*dtype);
   const bool backward = r.variant.ends_with("_bwd");
   auto calls = models::eager_gated(elements, e, backward, r.extra.value("layout", std::string()) != "chunk_last_dim");
@@ -119,13 +119,13 @@ std::optional<std::vector<models::MemoryCall>> gated_calls(const TraceRecord& r)
 
 }  // namespace
 
-std::optional<std::vector<models::MemoryCall>> memory_calls_of(const TraceRecord& r) {
+std::vector<models::MemoryCall> memory_calls_of(const TraceRecord& r) {
   const std::string op = r.test == "adamw" ? std::string() : r.extra.value("op", std::string());
   if (op == "rotary") return rotary_calls(r);
   if (op == "swiglu") return gated_calls(r);
   const auto kind = memory_kind_of(r);
-  if (!kind) return std::nullopt;
-  return std::vector<models::MemoryCall>{{*kind, r.bytes}};
+  if (!kind) return {};
+  return {{*kind, r.bytes}};
 }
 
 namespace twins {
@@ -172,12 +172,12 @@ std::variant<Twin, std::string> compute(const TraceRecord& r, int gpus, const mo
   if (r.test == "gemm_sustained" || r.test == "gemm_data") return sustained(r, gpus, models);
   if (r.test == "memory_bound" || r.test == "adamw") {
     const auto calls = memory_calls_of(r);
-    if (!calls) return fmt::format("compute/{}: kernel '{}' is not modelled", r.test, r.variant);
+    if (calls.empty()) return fmt::format("compute/{}: kernel '{}' is not modelled", r.test, r.variant);
     Twin twin;
     twin.sample.resize(static_cast<std::size_t>(gpus));
     auto& ops = twin.sample[static_cast<std::size_t>(rank_at(r, 0))];
     ops.push_back(op(event(models)));
-    for (const auto& call : *calls) {
+    for (const auto& call : calls) {
       workloads::ComputeOp c;
       c.bytes = call.bytes;
       c.pipelined = true;

@@ -209,6 +209,13 @@ double rank_tokens(const ModelSpec& model, const ParallelPlan& plan) {
   return static_cast<double>(model.micro_batch) * model.sequence / plan.cp;
 }
 
+/// A framework's kernels (models::eager_rope, eager_gated) as the step's kernels named `name`, each moving its own
+/// bytes (its backward ratio 1: a backward's kernels are listed apart).
+void append(std::vector<Kernel>& out, const std::vector<models::MemoryCall>& calls, std::string_view name) {
+  for (const auto& call : calls)
+    out.push_back(Kernel{.bytes = call.bytes, .memory = call.kind.kernel, .name = name, .backward = 1});
+}
+
 /// RoPE on this rank's Q and K heads: the rotated part of each head (all of it, or MLA's decoupled rotary part on
 /// every query head and the one shared key head). Fused: one kernel each way reading and writing it; eager: PyTorch's
 /// kernels on Q, then on K, with cos and sin tables of a sequence's positions.
@@ -224,12 +231,9 @@ void rotary_kernels(const ModelSpec& model, const ParallelPlan& plan, LayerForwa
     return;
   }
   const double table = static_cast<double>(model.sequence) / plan.cp * head;
-  for (const bool backward : {false, true}) {
-    auto& out = backward ? l.rope_grad : l.rope;
+  for (const bool backward : {false, true})
     for (const double width : {q, k})
-      for (const auto& call : models::eager_rope(tokens * width, table, e, backward, false))
-        out.push_back(Kernel{.bytes = call.bytes, .memory = call.kind.kernel, .name = "rotary", .backward = 1});
-  }
+      append(backward ? l.rope_grad : l.rope, models::eager_rope(tokens * width, table, e, backward, false), "rotary");
 }
 
 /// The MLP's activation on `outputs` elements, forward and backward. GeLU and squared ReLU: one kernel reading and
@@ -253,9 +257,7 @@ void activation_kernels(const ModelSpec& model, double outputs, LayerForward& l)
     return;
   }
   for (const bool backward : {false, true})
-    for (const auto& call : models::eager_gated(outputs, e, backward, false))
-      (backward ? l.activation_grad : l.activation)
-          .push_back(Kernel{.bytes = call.bytes, .memory = call.kind.kernel, .name = "activation", .backward = 1});
+    append(backward ? l.activation_grad : l.activation, models::eager_gated(outputs, e, backward, false), "activation");
   l.mlp_split = Kernel{.bytes = bytes_of(4 * outputs * e), .name = "mlp_split", .backward = 1};
 }
 
@@ -487,6 +489,17 @@ const std::vector<std::pair<std::string_view, Mlp>> MLP_NAMES{
 const std::vector<std::pair<std::string_view, Norm>> NORM_NAMES{{"layernorm", Norm::layernorm},
                                                                 {"rmsnorm", Norm::rmsnorm}};
 
+/// A `fused|eager` key (`rope`, `glu`): whether the kernels are PyTorch's eager ones; `current` without the key. A key
+/// for a part the model does not have (`applies` false) is an error saying `why`.
+bool eager(const ConfigNode& node, const char* key, bool current, bool applies, std::string_view why) {
+  if (!node.has(key)) return current;
+  const auto value = node.required<std::string>(key);
+  if (value != "fused" && value != "eager")
+    node.fail_key(key, fmt::format("expected fused or eager, found '{}'", value));
+  if (!applies) node.fail_key(key, std::string(why));
+  return value == "eager";
+}
+
 ModelSpec start_from(const ConfigNode& name_node, const std::string& name) {
   const ModelSpec* preset = find_preset(name);
   if (!preset) name_node.fail(fmt::format("unknown model preset '{}'; known: {}", name, preset_names()));
@@ -535,19 +548,9 @@ ModelSpec parse_model(const ConfigNode& node, const Fabric& fabric) {
   m.mlp = choice(node, "mlp", m.mlp, MLP_NAMES);
   m.norm = choice(node, "norm", m.norm, NORM_NAMES);
   m.rotary = node.optional<bool>("rotary", m.rotary);
-  if (node.has("rope")) {
-    const auto rope = node.required<std::string>("rope");
-    if (rope != "fused" && rope != "eager")
-      node.fail_key("rope", fmt::format("expected fused or eager, found '{}'", rope));
-    if (!m.rotary) node.fail_key("rope", "applies to rotary embeddings: set rotary: true");
-    m.eager_rope = rope == "eager";
-  }
-  if (node.has("glu")) {
-    const auto glu = node.required<std::string>("glu");
-    if (glu != "fused" && glu != "eager") node.fail_key("glu", fmt::format("expected fused or eager, found '{}'", glu));
-    if (mlp_matrices(m.mlp) != 3) node.fail_key("glu", "applies to gated MLPs: set mlp: swiglu or geglu");
-    m.eager_glu = glu == "eager";
-  }
+  m.eager_rope = eager(node, "rope", m.eager_rope, m.rotary, "applies to rotary embeddings: set rotary: true");
+  m.eager_glu =
+      eager(node, "glu", m.eager_glu, mlp_matrices(m.mlp) == 3, "applies to gated MLPs: set mlp: swiglu or geglu");
   m.causal = node.optional<bool>("causal", m.causal);
   m.tied_embeddings = node.optional<bool>("tied_embeddings", m.tied_embeddings);
   m.linear_bias = node.optional<bool>("linear_bias", m.linear_bias);

@@ -231,12 +231,12 @@ class RankEmitter {
     ComputeOp c{Flops{k.flops.count() * scale}, bytes_of(static_cast<double>(k.bytes.count()) * byte_scale),
                 std::nullopt, dtype};
     // A linear layer's forward (scale 1) or its backward's two GEMMs (scale 2), by shape.
-    if (k.gemm && t_.gemm_by_shape() && (scale == 1 || scale == 2)) {
+    if (k.gemm && t_.by_shape() && (scale == 1 || scale == 2)) {
       c.gemm = *k.gemm;
       c.gemm->backward = scale == 2;
       c.flops = c.gemm->flops();
     }
-    if (k.attention && t_.gemm_by_shape() && (scale == 1 || scale == 2)) {  // a whole pass (not a CP round's part)
+    if (k.attention && t_.by_shape() && (scale == 1 || scale == 2)) {  // a whole pass (not a CP round's part)
       c.attention = *k.attention;
       c.attention->backward = scale == 2;
       c.flops = c.attention->flops();
@@ -988,9 +988,9 @@ Training::Training(TrainingConfig config, const Fabric& fabric) : config_{std::m
   const auto& gpu = *fabric.device(fabric.gpus().front()).gpu;
   peak_ = *gpu.peak(config_.model.dtype);
   hbm_ = gpu.memory;
-  // The GEMM model's tiles and rates are Hopper's, fitted at its published boost clock: presets without one (the
-  // Blackwell ones, whose tiles also differ) keep the roofline.
-  gemm_by_shape_ =
+  // The GEMM and attention models' tiles and rates are Hopper's, fitted at its published boost clock: presets without
+  // one (the Blackwell ones, whose tiles also differ) keep the roofline.
+  by_shape_ =
       gpu.sms > 0 && gpu.boost_mhz > 0 && config_.model.dtype != Dtype::fp32 && config_.model.dtype != Dtype::fp64;
   footprints_ = training::footprints(config_.model, config_.plan, config_.memory);
 }

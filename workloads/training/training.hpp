@@ -95,10 +95,10 @@ class Training final : public Workload {
   void add_note(std::string note) { notes_.push_back(std::move(note)); }
 
   const TrainingConfig& config() const { return config_; }
-  /// Whether the linear layers run as GEMMs by shape (ComputeModel::gemm_time): the GPU preset knows its SMs and its
-  /// boost clock (the Hopper presets the GEMM model is fitted on) and the model trains in a format the GEMM model
-  /// has; otherwise they run on the roofline.
-  bool gemm_by_shape() const { return gemm_by_shape_; }
+  /// Whether the linear layers and attention run by shape (ComputeModel::gemm_time, attention_time): the GPU preset
+  /// knows its SMs and its boost clock (the Hopper presets the models are fitted on) and the model trains in a format
+  /// the GEMM model has; otherwise they run on the roofline.
+  bool by_shape() const { return by_shape_; }
   /// Every stage's HBM footprint per GPU (workloads/training/memory.hpp), and whether the largest fits the GPU's.
   const std::vector<Footprint>& footprints() const { return footprints_; }
   bool fits() const;
@@ -110,7 +110,7 @@ class Training final : public Workload {
   TrainingConfig config_;
   FlopsPerSecond peak_;  // of one GPU in the model's dtype
   Bytes hbm_;            // of one GPU
-  bool gemm_by_shape_ = false;
+  bool by_shape_ = false;
   std::vector<Footprint> footprints_;
   std::uint64_t seed_ = 1;
   std::vector<std::string> notes_;
