@@ -67,14 +67,18 @@ constexpr std::uint64_t kPoolBytes = 4ull << 30;      // each of the A, B and C 
 constexpr std::uint64_t kRotateBytes = 256ull << 20;  // operands rotated until a call's sets span ~4x L2
 constexpr int kMaxOperandSets = 16;
 constexpr std::size_t kWorkspaceBytes = 32ull << 20;  // cuBLASLt workspace, as PyTorch gives it on Hopper
-constexpr double kTargetSeconds = 0.015;              // timed calls per GEMM: about this long in all
+// Timed calls per GEMM: about this long in all, so that the telemetry thread reads the SM clock ~20 times in the
+// record's window. The power cap moves the clock within milliseconds: of the first capture's records (15 ms, one
+// reading every 20 ms), those read once were off the GEMM model by 3.3 % at the median and up to 34 %, those read
+// 8+ times by 1.4 % and 13 %, so a single reading is not the clock the GEMMs ran at.
+constexpr double kTargetSeconds = 0.04;
 constexpr double kWarmupSeconds = 0.003;
-constexpr int kMinReps = 5, kMaxReps = 100;
+constexpr int kMinReps = 5, kMaxReps = 2000;
 constexpr int kQueueBatch = 128;  // calls queued behind one gate (the stream's queue holds more)
 constexpr double kSustainedSeconds = 25.0;
 constexpr double kDataSeconds = 2.0;  // per operand pattern; the first quarter is warm-up
 constexpr int kSustainedChunk = 8;    // GEMMs between two events in the sustained loops
-constexpr int kTelemetryPeriodMs = 20;
+constexpr int kTelemetryPeriodMs = 2;
 constexpr int kScaleStride = 64;  // floats between the fp8 A and B scales: 256 bytes
 // Of --budget-seconds, what the tests other than the GEMM table need (sustained, data, methods, jitter, launch).
 constexpr double kReservedSeconds = 60.0;
