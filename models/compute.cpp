@@ -96,13 +96,13 @@ const ParamTable<ComputeModel>& compute_params() {
     // nvidia-smi does not show].
     params.add({.key = "power_duty",
                 .unit = "fraction",
-                .fallback = 0.500237,
+                .fallback = 0.467569,
                 .check = between(0.05, 1.0),
                 .doc = "tensor duty cycle the power limit sustains at boost clock; above, clocks drop (1 = never)"},
                [](ComputeModel& m) { return &m.power_duty; });
     params.add({.key = "power_exponent",
                 .unit = "number",
-                .fallback = 2.43161,
+                .fallback = 2.41081,
                 .check = between(0.5, 10.0),
                 .doc = "clock factor = (power_duty / duty)^(1/exponent) above it"},
                [](ComputeModel& m) { return &m.power_exponent; });
@@ -116,10 +116,30 @@ const ParamTable<ComputeModel>& compute_params() {
     params.add(
         {.key = "low_entropy_power",
          .unit = "fraction",
-         .fallback = 0.675064,
+         .fallback = 0.629446,
          .check = between(0.05, 1.0),
          .doc = "power per tensor duty on low-entropy operands (constants, small integers), relative to normal data"},
         [](ComputeModel& m) { return &m.low_entropy_power; });
+    // What a probe record's clock reading says of the tensor rate (ComputeModel::boost_reading_rate): the H200 fit,
+    // the elasticity with the GEMM model, the rate at a reported boost clock from the GEMM bursts that never reach the
+    // power cap (validation/fits/compute_fit.cpp, docs/models-and-validation.md#clock-readings). Only twins of
+    // records with a reading use them.
+    params.add({.key = "clock_elasticity",
+                .unit = "number",
+                .fallback = 0.552917,
+                .check = between(0.0, 1.0),
+                .doc = "a tensor kernel timed with a clock reading runs at a rate ~ (the SM clock NVML reported / "
+                       "boost)^this (1: the reading is the rate)",
+                .source = "fit H200 compute/gemm"},
+               [](ComputeModel& m) { return &m.clock_elasticity; });
+    params.add({.key = "boost_reading_rate",
+                .unit = "fraction",
+                .fallback = 0.889645,
+                .check = between(0.3, 1.0),
+                .doc = "rate, as a share of the unthrottled one, of a tensor kernel while NVML reports the boost clock "
+                       "under load",
+                .source = "fit H200 step/gemm bursts"},
+               [](ComputeModel& m) { return &m.boost_reading_rate; });
     // Share of the SMs that an SM-driven copy or a collective kernel holds while it runs [estimate: NCCL runs
     // one CTA per channel, one SM each, and uses 16-32 channels on NVLink4 machines (NCCL_MIN/MAX_CTAS);
     // DeepEP's intranode kernels are tuned at 24 SMs (docs/hardware.md#gpus, DeepEP); 24 of the H100/H200's
@@ -143,33 +163,33 @@ const ParamTable<ComputeModel>& compute_params() {
                   .source = "fit H200 compute/gemm"},
                  [field](ComputeModel& m) { return &(m.*field); });
     };
-    gemm_efficiency("gemm_efficiency", 0.9692, "share of an SM's peak MMA rate a bf16/fp16 GEMM tile reaches",
+    gemm_efficiency("gemm_efficiency", 0.9670, "share of an SM's peak MMA rate a bf16/fp16 GEMM tile reaches",
                     &ComputeModel::gemm_efficiency);
-    gemm_efficiency("gemm_efficiency_fp8", 0.9690, "the same for fp8 operands", &ComputeModel::gemm_efficiency_fp8);
-    gemm_efficiency("gemm_efficiency_tf32", 0.9513, "the same for tf32 operands, both K-major (TN)",
+    gemm_efficiency("gemm_efficiency_fp8", 0.9454, "the same for fp8 operands", &ComputeModel::gemm_efficiency_fp8);
+    gemm_efficiency("gemm_efficiency_tf32", 0.9840, "the same for tf32 operands, both K-major (TN)",
                     &ComputeModel::gemm_efficiency_tf32);
-    gemm_efficiency("gemm_efficiency_tf32_one_transpose", 0.9013, "tf32 with one operand to transpose (NN, TT)",
+    gemm_efficiency("gemm_efficiency_tf32_one_transpose", 0.9236, "tf32 with one operand to transpose (NN, TT)",
                     &ComputeModel::gemm_efficiency_tf32_one_transpose);
-    gemm_efficiency("gemm_efficiency_tf32_two_transposes", 0.5670, "tf32 with both operands to transpose (NT)",
+    gemm_efficiency("gemm_efficiency_tf32_two_transposes", 0.5914, "tf32 with both operands to transpose (NT)",
                     &ComputeModel::gemm_efficiency_tf32_two_transposes);
-    gemm_efficiency("gemm_efficiency_unaligned", 0.1363,
+    gemm_efficiency("gemm_efficiency_unaligned", 0.1526,
                     "share of the peak a GEMM reaches when a dimension is no 16-byte multiple (no TMA)",
                     &ComputeModel::gemm_efficiency_unaligned);
     params.add({.key = "gemm_operand_feed_tf32",
                 .unit = "bytes/s",
-                .fallback = 12.03_TBps,
+                .fallback = 11.66_TBps,
                 .check = positive,
                 .doc = "rate at which the SMs together take in tf32 operand panels (binds skinny tf32 tiles)",
                 .source = "fit H200 compute/gemm"},
                [](ComputeModel& m) { return &m.gemm_operand_feed_tf32; });
     params.add({.key = "gemm_tile_overhead",
-                .fallback = 1.703_us,
+                .fallback = 1.661_us,
                 .check = non_negative,
                 .doc = "per GEMM tile at boost clock: pipeline fill and epilogue",
                 .source = "fit H200 compute/gemm"},
                [](ComputeModel& m) { return &m.gemm_tile_overhead; });
     params.add({.key = "gemm_ramp",
-                .fallback = 2.004_us,
+                .fallback = 1.466_us,
                 .check = non_negative,
                 .doc = "per GEMM kernel: the first wave's start and the last one's drain",
                 .source = "fit H200 compute/gemm"},
@@ -182,13 +202,13 @@ const ParamTable<ComputeModel>& compute_params() {
       const std::string what = backward ? "fused attention's backward" : "fused attention";
       params.add({.key = "attention_efficiency" + pass,
                   .unit = "fraction",
-                  .fallback = backward ? 0.631259 : 0.723397,
+                  .fallback = backward ? 0.688285 : 0.781928,
                   .check = between(0.01, 1.2),
                   .doc = "share of an SM's peak MMA rate the score blocks of " + what + " reach",
                   .source = "fit H200 compute/attention (cuDNN)"},
                  [backward](ComputeModel& m) { return &m.attention[backward].efficiency; });
       params.add({.key = "attention_block" + pass,
-                  .fallback = backward ? 2.858_us : 1.108_us,
+                  .fallback = backward ? 2.58_us : 1.0_us,
                   .check = non_negative,
                   .doc = "per 128 x 128 score block of " + what +
                          " at boost clock: its softmax, overlapped with the "
@@ -197,19 +217,19 @@ const ParamTable<ComputeModel>& compute_params() {
                  [backward](ComputeModel& m) { return &m.attention[backward].block; });
       params.add({.key = "attention_diagonal" + pass,
                   .unit = "fraction",
-                  .fallback = backward ? 0.583702 : 0.537706,
+                  .fallback = backward ? 0.589306 : 0.553172,
                   .check = between(0.0, 8.0),
                   .doc = "extra block times a causal row's masked diagonal block takes in " + what,
                   .source = "fit H200 compute/attention (cuDNN)"},
                  [backward](ComputeModel& m) { return &m.attention[backward].diagonal; });
       params.add({.key = "attention_cta" + pass,
-                  .fallback = backward ? 4.489_us : 0_us,
+                  .fallback = backward ? 3.598_us : 0.6871_us,
                   .check = non_negative,
                   .doc = "per CTA of " + what + " at boost clock: loading its queries, writing its results",
                   .source = "fit H200 compute/attention (cuDNN)"},
                  [backward](ComputeModel& m) { return &m.attention[backward].cta; });
       params.add({.key = "attention_ramp" + pass,
-                  .fallback = backward ? 0_us : 30.73_us,
+                  .fallback = 0_us,
                   .check = non_negative,
                   .doc = "per " + what + " kernel: the first wave's start, the last one's drain" +
                          (backward ? " and the helper kernels" : ""),
@@ -517,6 +537,10 @@ double ComputeModel::efficiency(MemoryKind kind) const {
 Seconds ComputeModel::memory_time(const GpuSpec& gpu, Bytes bytes, double hbm_rate, MemoryKind kind) const {
   if (bytes.count() == 0) return Seconds{0};
   return memory_ramp + bytes / (gpu.hbm_bandwidth * (efficiency(kind) * hbm_rate));
+}
+
+double ComputeModel::rate_at_reported_clock(double reported_share) const {
+  return boost_reading_rate * std::pow(reported_share, clock_elasticity);
 }
 
 double ComputeModel::clock_factor(const TensorDuty& duty, Seconds now) const {

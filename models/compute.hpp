@@ -190,6 +190,14 @@ class ComputeModel final : public Model {
   double power_exponent = 0;
   Seconds power_window;
   double low_entropy_power = 0;
+  // What a clock reading says of a tensor kernel's rate. Under the power cap the SM clock NVML reports is not the
+  // rate the tensor cores run at: on our H100, 8192^3 GEMMs took the same time at 1410, 1560 and 1665 MHz (each read
+  // 20 times), and on our H200, GEMMs back to back at a reported 1965-1980 MHz run ~10 % below the rate of GEMM
+  // bursts with idle gaps between them (which never reach the cap). A kernel timed with a clock reading f (a probe
+  // record's sm_clock_mhz) runs at boost_reading_rate x (f / boost)^clock_elasticity of its unthrottled rate; the
+  // power model's clock factor is such a rate already.
+  double clock_elasticity = 1;
+  double boost_reading_rate = 1;
   // GEMMs by shape (gemm_time): the share of the SM's peak MMA rate a tile reaches, per operand format (bf16 and
   // fp16 share one). Hopper's tensor cores read tf32 operands K-major only, so a tf32 GEMM with one operand to
   // transpose (NN, TT) and one with both (NT) have their own.
@@ -230,6 +238,9 @@ class ComputeModel final : public Model {
   /// Its kernel (or its backward's), without launch or queue gap.
   Seconds attention_time(const GpuSpec& gpu, const Attention& attention, double clock = 1) const;
 
+  /// The rate factor (of the unthrottled rate at boost) of a tensor kernel that ran while NVML reported
+  /// `reported_share` of the boost clock.
+  double rate_at_reported_clock(double reported_share) const;
   /// The clock factor (<= 1) of a kernel starting at `now` on a GPU with this recent duty.
   double clock_factor(const TensorDuty& duty, Seconds now) const;
   /// Adds a kernel that ran from `start` to `end` with its tensor cores busy `tensor_share` of the time on

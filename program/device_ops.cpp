@@ -97,12 +97,16 @@ void parse_compute(const ConfigNode& op, const OpParse& at) {
   if (!launch) op.fail_key("launch", fmt::format("expected stream or graph, found '{}'", launch_name));
   if (*launch == models::Launch::graph && c.duration) op.fail_key("launch", "applies to computed kernels");
   c.launch = *launch;
-  if (op.has("clock_mhz")) {
-    if (c.duration) op.fail_key("clock_mhz", "applies to computed kernels, not to a fixed time");
+  if (op.has("clock_mhz") && op.has("reported_clock_mhz"))
+    op.fail_key("reported_clock_mhz", "a kernel's clock is locked (clock_mhz) or reported, not both");
+  for (const char* key : {"clock_mhz", "reported_clock_mhz"}) {
+    if (!op.has(key)) continue;
+    if (c.duration) op.fail_key(key, "applies to computed kernels, not to a fixed time");
     const double boost = fabric.device(fabric.gpus().front()).gpu->boost_mhz;
-    if (boost <= 0) op.fail_key("clock_mhz", "the GPU preset does not publish its boost clock");
-    c.clock_mhz = op.required<double>("clock_mhz");
-    check_between(op, "clock_mhz", *c.clock_mhz, 100.0, boost);
+    if (boost <= 0) op.fail_key(key, "the GPU preset does not publish its boost clock");
+    c.clock_mhz = op.required<double>(key);
+    c.clock_reported = std::string_view(key) == "reported_clock_mhz";
+    check_between(op, key, *c.clock_mhz, 100.0, boost);
   }
   if (op.has("operands")) {
     if (c.duration) op.fail_key("operands", "applies to computed kernels, not to a fixed time");

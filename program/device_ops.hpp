@@ -29,9 +29,12 @@ struct ComputeOp {
   // Fused attention of known shape: its math side timed by its score blocks (ComputeModel::attention_time), its
   // HBM side by `bytes`.
   std::optional<models::Attention> attention{};
-  // A locked SM clock in MHz (nvidia-smi -lgc, or the clock a record was read at): replaces the power-capped clock
-  // for this kernel; the peaks are the preset's boost clock's.
+  // An SM clock in MHz that replaces the power-capped clock for this kernel (the peaks are the preset's boost
+  // clock's): locked (nvidia-smi -lgc), the kernel runs at that share of the boost rate; or, `clock_reported`, the
+  // clock NVML reported while it ran under load (a probe record's reading), the kernel runs at the rate such a
+  // reading means (ComputeModel::rate_at_reported_clock).
   std::optional<double> clock_mhz{};
+  bool clock_reported = false;
   models::OperandData operands = models::OperandData::normal;  // what the operands hold: the power they draw
   models::MemoryKind memory{};  // what its memory side does: the share of HBM bandwidth it reaches
   // What the workload calls this kernel, for its report of time by kernel ("gemm", "attention", "layernorm", ...;

@@ -98,6 +98,11 @@ TEST_CASE("workloads: a gemm op's mistakes name the key, what was found and what
         "not fp64; give flops and bytes");
   CHECK(error("{gemm: {m: 8, n: 8, k: 8}, clock_mhz: 5000}") ==
         "t.yaml:2:83: workloads[0].ops[0].compute.clock_mhz: must be between 100 and 1980, got 5000");
+  CHECK(error("{gemm: {m: 8, n: 8, k: 8}, reported_clock_mhz: 50}") ==
+        "t.yaml:2:92: workloads[0].ops[0].compute.reported_clock_mhz: must be between 100 and 1980, got 50");
+  CHECK(error("{gemm: {m: 8, n: 8, k: 8}, clock_mhz: 1500, reported_clock_mhz: 1500}") ==
+        "t.yaml:2:109: workloads[0].ops[0].compute.reported_clock_mhz: a kernel's clock is locked (clock_mhz) or "
+        "reported, not both");
   CHECK(error("{gemm: {m: 8, n: 8, k: 8}, operands: zeros}") ==
         "t.yaml:2:82: workloads[0].ops[0].compute.operands: expected normal or low_entropy, found 'zeros'");
   CHECK(error("{time: 1us, operands: normal}") ==
@@ -156,7 +161,9 @@ TEST_CASE("workloads: an unknown dtype or one the GPU has no rate for is an inpu
       "t.yaml:2:68: workloads[0].ops[0].compute.dtype: the gb200 preset has no published dense fp32 rate");
 }
 
-TEST_CASE("workloads: a gemm op runs for the compute model's gemm_time at its locked clock, queued or in a graph") {
+TEST_CASE(
+    "workloads: a gemm op runs for the compute model's gemm_time at its locked or reported clock, queued or in a "
+    "graph") {
   // One simulation per process (SimGrid's engine cannot restart): each run in a child.
   const auto run = [](const std::string& op) {
     return std::stod(run_isolated([&] {
@@ -176,6 +183,13 @@ TEST_CASE("workloads: a gemm op runs for the compute model's gemm_time at its lo
   // Locked at 1,485 MHz: the kernel at that clock.
   CHECK(run("{gemm: {m: 8192, n: 8192, k: 8192}, clock_mhz: 1485}") ==
         doctest::Approx((c.launch + c.gemm_time(h200, g, Dtype::bf16, 1485.0 / 1980)).count()).epsilon(1e-9));
+  // Read at 1,485 MHz under load: at the rate such a reading means, boost_reading_rate x (1485 / 1980)^elasticity,
+  // faster than locked there (the reading understates the rate the tensor cores keep under the power cap).
+  const double reported = c.boost_reading_rate * std::pow(1485.0 / 1980, c.clock_elasticity);
+  CHECK(c.rate_at_reported_clock(1485.0 / 1980) == doctest::Approx(reported));
+  CHECK(reported > 1485.0 / 1980);
+  CHECK(run("{gemm: {m: 8192, n: 8192, k: 8192}, reported_clock_mhz: 1485}") ==
+        doctest::Approx((c.launch + c.gemm_time(h200, g, Dtype::bf16, reported)).count()).epsilon(1e-9));
   // Queued behind another kernel: the queue gap; a graph's node: the graph's per-node launch.
   CHECK(run("{gemm: {m: 8192, n: 8192, k: 8192}, pipelined: true}") ==
         doctest::Approx((c.queue_gap + c.gemm_time(h200, g, Dtype::bf16)).count()).epsilon(1e-9));

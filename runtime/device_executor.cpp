@@ -23,7 +23,9 @@ void DeviceExecutor::run(int rank, const ComputeOp& op) {
                                                                : model.fixed_cost(op.pipelined));
   auto& duty = tensor_duty_[gpu];
   const Seconds start = Simulation::now();
-  const double clock = op.clock_mhz ? *op.clock_mhz / spec.boost_mhz : model.clock_factor(duty, start);
+  const double clock = !op.clock_mhz       ? model.clock_factor(duty, start)
+                       : op.clock_reported ? model.rate_at_reported_clock(*op.clock_mhz / spec.boost_mhz)
+                                           : *op.clock_mhz / spec.boost_mhz;
   const double rate = variability_.flop_rate(gpu) * clock;
   const Seconds math = (op.gemm        ? model.gemm_time(spec, *op.gemm, op.dtype, rate)
                         : op.attention ? model.attention_time(spec, *op.attention, rate)

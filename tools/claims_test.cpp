@@ -97,8 +97,8 @@ TEST_CASE("claims: 2 -- one GPU 5 % slower in a BSP training step on 8 H200s (sn
   REQUIRE(r.code == 0);
   const auto study = nlohmann::json::parse(read_file(dir.path() / "o" / "study.json"));
   const auto& slowed = study["points"][1];
-  check_near(100 * slowed["efficiency_lost"].get<double>(), 3.84);
-  check_near(slowed["amplification"].get<double>(), 0.81);
+  check_near(100 * slowed["efficiency_lost"].get<double>(), 3.91);
+  check_near(slowed["amplification"].get<double>(), 0.82);
 }
 
 TEST_CASE("claims: 2 -- one GPU 5 % slower in a BSP training step on an NVL72 (snsim study slow-node)") {
@@ -175,7 +175,7 @@ TEST_CASE("claims: 6 -- GPT-3 175B on an NVL72 (BSP), samples/s") {
 
 TEST_CASE("claims: 6 -- GPT-3 175B on 9 HGX H200 nodes over InfiniBand (the conventional stack), samples/s") {
   const Report r = run_claim("claim6_conventional_9hgx_ib.yaml");
-  check_near(288 / (training_metric(r, "step_mean_ms") / 1e3), 18.62);
+  check_near(288 / (training_metric(r, "step_mean_ms") / 1e3), 18.37);
 }
 
 TEST_CASE("claims: 7 -- the gradient all-reduce of GPT-3 175B (TP 8 x PP 3 x DP 3), InfiniBand") {

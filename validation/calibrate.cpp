@@ -271,8 +271,8 @@ Calibration calibrate(const std::vector<Trace>& traces, const PlatformChoice& ch
   fits::collectives(fit);
   fits::pgas(fit);
   fits::uvm(fit);
+  fits::gemms(fit);  // before the power model: the clock readings' elasticity
   fits::compute(fit);
-  fits::gemms(fit);
   fits::memory_kernels(fit);
   fits::attention(fit);
   return result;

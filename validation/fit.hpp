@@ -68,6 +68,16 @@ class Fit {
 };
 
 namespace fits {
+/// The step family's bursts of GEMMs with idle gaps (duty_gap_*: the power cap's records): those whose GEMMs ran at
+/// the fastest kernel time (within 1 %: never throttled) and the others. `gap`: compute.queue_gap, the part of a
+/// sample that is not the kernel.
+struct GemmBursts {
+  std::vector<TracedRecord> all, boost, throttled;
+  double gap = 0;
+  double kernel(const TraceRecord& r) const { return r.median - gap; }
+};
+GemmBursts gemm_bursts(const Fit& fit);
+
 // One function per model family, in the order calibrate() runs them (later fits may use earlier values).
 void copies(Fit& fit);
 void launches(Fit& fit);

@@ -50,6 +50,9 @@ struct RecordedGemm {
   double clock_mhz = 0;
 };
 std::variant<RecordedGemm, std::string> recorded_gemm(const TraceRecord& record);
+/// The GEMM of snsim-probe's step family (tools/probe/src/families/step.cu: cublasGemmEx without transposes, bf16),
+/// n x n x n.
+models::Gemm step_gemm(std::int64_t n);
 /// The fused attention a compute/attention record timed (PyTorch's SDPA on cuDNN's kernels: its batch, query heads,
 /// sequence, head dimension, causality and pass) and the SM clock read during it, or why the record is none the
 /// model times (another backend: FlashAttention-2's and the memory-efficient kernels run at rates of their own).

@@ -2,20 +2,25 @@
 // family: bursts of 20 cuBLAS bf16 GEMMs of 4096^3, each burst followed by an idle gap of 0 - 2 ms
 // (tools/probe/src/families/step.cu, test gemm, variants duty_gap_<us>, extra `duty`: the measured share of time in
 // GEMMs). Kernels are queued back to back, so the model's time per GEMM is
-//   t = queue_gap + 2 m n k / (peak_bf16 x flop_efficiency x clock),  clock = min(1, (power_duty / duty)^(1/k))
-// with queue_gap fitted before (fits::launches).
+//   t = queue_gap + gemm_time(shape, rate),  rate = min(1, (power_duty / duty)^(1/k))
+// with queue_gap fitted before (fits::launches) and the GEMM model by shape before (fits::gemms).
 //   1. The bursts with the longest gaps run at boost clock (their GEMMs take the least time, and the two longest
-//      gaps agree): flop_efficiency from them.
-//   2. The others are throttled: ln(t' / t'_boost) = (ln duty - ln power_duty) / k on the kernel part t' = t -
-//      queue_gap, a line in ln duty: k and the bursts' power_duty from its slope and intercept (least squares).
+//      gaps agree): the roofline's flop_efficiency (2 m n k / (peak_bf16 x efficiency), for kernels of unknown
+//      shape) from them.
+//   2. The others are throttled: -ln rate = (ln duty - ln power_duty) / k, rate the one at which the GEMM model
+//      takes a burst's kernel time t - queue_gap, a line in ln duty: k and the bursts' power_duty from its slope and
+//      intercept (least squares).
 //   3. The bursts' operands are low-entropy (k/1024 - 1: few mantissa bits), which draw less power than a training
-//      job's data. compute/gemm_sustained ran 25 s of GEMMs on normal-distributed operands at a duty of 1, with the SM
-//      clock read every second: its clock share f gives power_duty = f^k for normal data, and the bursts' duty over
-//      it low_entropy_power (a duty d of low-entropy data draws what d x low_entropy_power of normal data does).
+//      job's data. compute/gemm_sustained ran 25 s of GEMMs on normal-distributed operands at a duty of 1: the rate r
+//      at which the GEMM model (fits::gemms, run before) takes their time gives power_duty = r^k for normal data,
+//      and the bursts' duty over it low_entropy_power (a duty d of low-entropy data draws what d x
+//      low_entropy_power of normal data does). Their time, not the clock read during them: under the power cap the
+//      reported clock is not the tensor rate (ComputeModel::clock_elasticity).
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <set>
 #include <string>
 #include <variant>
@@ -33,15 +38,47 @@ constexpr std::string_view DUTY_PREFIX = "duty_gap_";
 // GEMMs within this share of the fastest run at the same clock (the probe's run-to-run spread is ~0.3 %).
 constexpr double SAME_CLOCK = 0.01;
 
-/// Step 3: power_duty on normal data, from the clocks sustained GEMMs held, and low_entropy_power from the throttled
-/// `bursts`' duty (`bursts_duty`, on low-entropy data) over it. Without sustained records, the bursts' duty stands for
-/// both.
+/// The GEMM model as fits::gemms left it: its fitted values, else the defaults.
+models::ComputeModel fitted_gemm_model(const Fit& fit) {
+  models::ComputeModel m = *fit.platform().defaults.compute;
+  const auto number = [&](const char* key, double& field) {
+    field = fit.value_or(std::string("compute.") + key, field);
+  };
+  const auto time = [&](const char* key, Seconds& field) {
+    field = Seconds{fit.value_or(std::string("compute.") + key, field.count())};
+  };
+  number("gemm_efficiency", m.gemm_efficiency);
+  number("gemm_efficiency_fp8", m.gemm_efficiency_fp8);
+  number("gemm_efficiency_tf32", m.gemm_efficiency_tf32);
+  number("gemm_efficiency_tf32_one_transpose", m.gemm_efficiency_tf32_one_transpose);
+  number("gemm_efficiency_tf32_two_transposes", m.gemm_efficiency_tf32_two_transposes);
+  number("gemm_efficiency_unaligned", m.gemm_efficiency_unaligned);
+  time("gemm_tile_overhead", m.gemm_tile_overhead);
+  time("gemm_ramp", m.gemm_ramp);
+  number("clock_elasticity", m.clock_elasticity);
+  number("boost_reading_rate", m.boost_reading_rate);
+  return m;
+}
+
+/// The rate factor (share of the boost clock's) at which `model` runs `gemm` in `time`, by bisection (a GEMM's time
+/// falls with the rate, not quite as 1/rate: part of it is its ramp).
+double rate_for(const models::ComputeModel& model, const GpuSpec& gpu, const models::Gemm& gemm, Dtype dtype,
+                double time) {
+  double low = 0.05, high = 2.0;
+  for (int i = 0; i < 60; ++i) {
+    const double mid = 0.5 * (low + high);
+    (model.gemm_time(gpu, gemm, dtype, mid).count() > time ? low : high) = mid;
+  }
+  return 0.5 * (low + high);
+}
+
+/// Step 3: power_duty on normal data, from the rate at which sustained GEMMs ran (their time against the GEMM
+/// model's at boost clock: fits::gemms ran before), and low_entropy_power from the throttled `bursts`' duty
+/// (`bursts_duty`, on low-entropy data) over it. Without sustained records, the bursts' duty stands for both.
 void normal_data_power(Fit& fit, double exponent, double bursts_duty, const std::vector<TracedRecord>& bursts) {
   const auto sustained = fit.select(
       Family::compute, {"gemm_sustained"}, std::nullopt,
-      [](const TraceRecord& r) {
-        return extra_number(r, "sm_clock_mhz") > 0 && extra_number(r, "max_sm_clock_mhz") > 0;
-      },
+      [](const TraceRecord& r) { return std::holds_alternative<RecordedGemm>(recorded_gemm(r)) && r.median > 0; },
       "events_per_chunk");
   if (sustained.empty()) {
     fit.note("compute.power_duty: no sustained GEMMs on normal data: the low-entropy bursts' duty stands for it");
@@ -50,21 +87,25 @@ void normal_data_power(Fit& fit, double exponent, double bursts_duty, const std:
         "ln(t / t_boost) = (ln duty - ln power_duty) / exponent, least squares over the throttled GEMM bursts", bursts);
     return;
   }
-  double log_share = 0;  // the mean of ln f over the records, each weighted by its seconds of telemetry
+  const auto model = fitted_gemm_model(fit);
+  const auto& gpu = fit.platform().gpu;
+  const double gap = fit.value_or("compute.queue_gap", fit.platform().defaults.compute->queue_gap.count());
+  double log_rate = 0;  // the mean of ln rate over the records, each weighted by its seconds
   double seconds = 0;
   for (const auto& t : sustained) {
-    const double f =
-        std::min(1.0, extra_number(*t.record, "sm_clock_mhz") / extra_number(*t.record, "max_sm_clock_mhz"));
+    const auto gemm = std::get<RecordedGemm>(recorded_gemm(*t.record));
+    const double rate = std::min(1.0, rate_for(model, gpu, gemm.gemm, gemm.dtype, t.record->median - gap));
     const double w = std::max(1.0, extra_number(*t.record, "seconds", 1));
-    log_share += w * std::log(f);
+    log_rate += w * std::log(rate);
     seconds += w;
   }
-  const double duty = std::min(1.0, std::exp(exponent * log_share / seconds));
-  fit.add_number("compute.power_duty", duty,
-                 fmt::format("f^exponent, f the SM clock over its maximum read while normal-data GEMMs ran back to "
-                             "back (duty 1), exponent from the GEMM bursts ({:.3g})",
-                             exponent),
-                 sustained);
+  const double duty = std::min(1.0, std::exp(exponent * log_rate / seconds));
+  fit.add_number(
+      "compute.power_duty", duty,
+      fmt::format("r^exponent, r the rate (share of boost) at which normal-data GEMMs ran back to back "
+                  "(duty 1): queue_gap + gemm_time at r = their time; exponent from the GEMM bursts ({:.3g})",
+                  exponent),
+      sustained);
   fit.add_number("compute.low_entropy_power", std::clamp(duty / bursts_duty, 0.05, 1.0),
                  fmt::format("power_duty on normal data over the low-entropy GEMM bursts' power_duty ({:.3g}): "
                              "the bursts throttle at a duty that many times higher",
@@ -78,20 +119,29 @@ void normal_data_power(Fit& fit, double exponent, double bursts_duty, const std:
 
 }  // namespace
 
-void compute(Fit& fit) {
-  const auto records = fit.select(Family::step, {"gemm"}, std::nullopt, [](const TraceRecord& r) {
+GemmBursts gemm_bursts(const Fit& fit) {
+  GemmBursts out;
+  out.all = fit.select(Family::step, {"gemm"}, std::nullopt, [](const TraceRecord& r) {
     return r.variant.starts_with(DUTY_PREFIX) && extra_number(r, "flops") > 0 && extra_number(r, "duty") > 0;
   });
+  out.gap = fit.value_or("compute.queue_gap", fit.platform().defaults.compute->queue_gap.count());
+  if (out.all.empty()) return out;
+  const double fastest =
+      std::ranges::min(out.all, {}, [](const TracedRecord& t) { return t.record->median; }).record->median - out.gap;
+  for (const auto& t : out.all)
+    (out.kernel(*t.record) <= fastest * (1 + SAME_CLOCK) ? out.boost : out.throttled).push_back(t);
+  return out;
+}
+
+void compute(Fit& fit) {
+  const auto bursts = gemm_bursts(fit);
+  const auto& records = bursts.all;
   if (!fit.enough(records, 3, "compute.flop_efficiency and the power-capped clock")) return;
   const auto& gpu = fit.platform().gpu;
   const double peak = gpu.peak(Dtype::bf16).value_or(gpu.dense_bf16).count();
-  const double gap = fit.value_or("compute.queue_gap", fit.platform().defaults.compute->queue_gap.count());
-  const auto kernel = [&](const TraceRecord& r) { return r.median - gap; };
-
-  const double fastest =
-      kernel(*std::ranges::min(records, {}, [&](const TracedRecord& t) { return kernel(*t.record); }).record);
-  std::vector<TracedRecord> boost, throttled;
-  for (const auto& t : records) (kernel(*t.record) <= fastest * (1 + SAME_CLOCK) ? boost : throttled).push_back(t);
+  const auto kernel = [&](const TraceRecord& r) { return bursts.kernel(r); };
+  const auto& boost = bursts.boost;
+  const auto& throttled = bursts.throttled;
   const auto x = Fit::relative_least_squares(
       boost, [&](const TraceRecord& r) { return std::vector<double>{extra_number(r, "flops") / peak}; }, kernel);
   if (x.empty() || !(x[0] > 1)) {
@@ -107,15 +157,21 @@ void compute(Fit& fit) {
     fit.note("compute.power_duty: fewer than two GEMM bursts are throttled: clocks kept uncapped");
     return;
   }
-  const double boost_kernel = extra_number(*boost.front().record, "flops") / (peak / x[0]);
+  // The throttled bursts' rate: at which the GEMM model takes their kernels' time (what the power model's clock
+  // factor sets), or, for bursts without a shape, their time against the roofline just fitted.
+  const auto model = fitted_gemm_model(fit);
+  const bool shaped = gpu.sms > 0 && gpu.boost_mhz > 0;
   std::vector<std::vector<double>> rows;
   std::vector<double> y, w;
   for (const auto& t : throttled) {
+    const auto n = static_cast<std::int64_t>(extra_number(*t.record, "n"));
+    const double rate = shaped && n > 0 ? rate_for(model, gpu, step_gemm(n), Dtype::bf16, kernel(*t.record))
+                                        : extra_number(*t.record, "flops") / (peak / x[0]) / kernel(*t.record);
     rows.push_back({std::log(extra_number(*t.record, "duty")), 1.0});
-    y.push_back(std::log(kernel(*t.record) / boost_kernel));
+    y.push_back(-std::log(rate));
     w.push_back(1);
   }
-  const auto line = least_squares(rows, y, w);  // y = ln(duty) / k - ln(power_duty) / k
+  const auto line = least_squares(rows, y, w);  // -ln rate = ln(duty) / k - ln(power_duty) / k
   if (line.size() != 2 || !(line[0] > 0)) {
     fit.note("compute.power_duty: throttled GEMMs do not slow down with the duty cycle: clocks kept uncapped");
     return;
@@ -147,7 +203,8 @@ constexpr double LOSS_SCALE = 0.05;
 constexpr int EVALUATIONS = 4000;
 // Where the search starts, the same whatever the model's defaults are (they are this fit's last result): round
 // figures of the right order, so that the fit is reproducible and does not chase its own defaults.
-constexpr double START_EFFICIENCY = 0.9, START_UNALIGNED = 0.2, START_FEED = 20e12, START_US = 1;
+constexpr double START_EFFICIENCY = 0.9, START_UNALIGNED = 0.2, START_FEED = 20e12, START_US = 1,
+                 START_ELASTICITY = 0.5;
 constexpr int ROUNDS = 3;
 
 struct GemmRecord {
@@ -196,6 +253,7 @@ void gemms(Fit& fit) {
   if (!fit.enough(used, 10, "the GEMM kernel model (compute.gemm_*)")) return;
   const double gap = fit.value_or("compute.queue_gap", fit.platform().defaults.compute->queue_gap.count());
   models::ComputeModel model = *fit.platform().defaults.compute;
+  model.boost_reading_rate = 1;    // the search's frame: a reading's (below: the unthrottled GPU's)
   double event_record = START_US;  // us, moved by the search
 
   using M = models::ComputeModel;
@@ -227,6 +285,9 @@ void gemms(Fit& fit) {
            [](const GemmRecord&) { return true; }},
       Free{"gemm_ramp", START_US, 0.5, false, [](M& m, double v) { m.gemm_ramp = Seconds{std::max(0.0, v) * 1e-6}; },
            [](const GemmRecord&) { return true; }},
+      Free{"clock_elasticity", START_ELASTICITY, 0.2, false,
+           [](M& m, double v) { m.clock_elasticity = std::clamp(v, 0.0, 1.0); },
+           [](const GemmRecord&) { return true; }},
   };
   // The event between two GEMMs: the search moves it with the model's parameters (a member of no model of compute).
   all.push_back(Free{"stream.event_record", START_US, 0.5, false,
@@ -249,8 +310,8 @@ void gemms(Fit& fit) {
     const auto m = apply(x);
     double sum = 0;
     for (const auto& r : records) {
-      const double predicted =
-          gap + (r.events ? event_record * 1e-6 : 0) + m.gemm_time(gpu, r.gemm, r.dtype, r.clock).count();
+      const double predicted = gap + (r.events ? event_record * 1e-6 : 0) +
+                               m.gemm_time(gpu, r.gemm, r.dtype, m.rate_at_reported_clock(r.clock)).count();
       const double z = (predicted / r.record->median - 1) / LOSS_SCALE;
       sum += 2 * (std::sqrt(1 + z * z) - 1);
     }
@@ -265,8 +326,38 @@ void gemms(Fit& fit) {
   auto x = start;
   for (int round = 0; round < ROUNDS; ++round) x = minimize(cost, x, step, EVALUATIONS);
   const std::string method = fmt::format(
-      "simplex search on soft-L1 relative errors of queue_gap + gemm_time at the record's SM clock, {} GEMMs",
+      "simplex search on soft-L1 relative errors of queue_gap + gemm_time at the rate the record's SM clock reading "
+      "gives (clock_elasticity, fitted with the rest), {} GEMMs",
       used.size());
+  // The search's rates are those of a clock reading (boost_reading_rate 1). The model's are those of the unthrottled
+  // GPU, which the GEMM bursts at boost clock show (the power model's fit): where the GEMM model at a reported boost
+  // clock is h times slower than they are, a reading of boost means 1/h of the unthrottled rate, and the model's
+  // efficiencies are h times higher, its tile overhead h times shorter (the same times at every reading).
+  double h = 1;
+  const auto bursts = gemm_bursts(fit);
+  std::vector<double> ratios;
+  for (const auto& t : bursts.boost)
+    if (const auto n = static_cast<std::int64_t>(extra_number(*t.record, "n")); n > 0)
+      ratios.push_back(apply(x).gemm_time(gpu, step_gemm(n), Dtype::bf16).count() / bursts.kernel(*t.record));
+  if (ratios.empty()) {
+    h = 1 / fit.platform().defaults.compute->boost_reading_rate;
+    fit.note(
+        fmt::format("compute.boost_reading_rate: no GEMM bursts at boost clock (step family): the default's "
+                    "({:.3g}) stands for the rate at a reported boost clock",
+                    1 / h));
+  } else if (const double mean = std::accumulate(ratios.begin(), ratios.end(), 0.0) / ratios.size(); mean < 1)
+    fit.note(
+        fmt::format("compute.boost_reading_rate: the GEMM model at a reported boost clock is faster than the GEMM "
+                    "bursts at boost ({:.3g}): kept 1",
+                    mean));
+  else
+    h = mean;
+  if (!ratios.empty() && h > 1)
+    fit.add_number("compute.boost_reading_rate", 1 / h,
+                   fmt::format("the GEMM bursts' time at boost clock over the GEMM model's at a reported boost clock "
+                               "({} bursts)",
+                               bursts.boost.size()),
+                   bursts.boost);
   // The records are listed once, under the first parameter: every parameter of the search is fitted on all of them.
   const std::vector<TracedRecord> none;
   for (std::size_t i = 0; i < free.size(); ++i) {
@@ -276,10 +367,14 @@ void gemms(Fit& fit) {
     const std::string how = i == 0 ? method : fmt::format("{} (the records of compute.{})", method, free[0].key);
     if (f.log)
       fit.add_yaml(key, fmt::format("{:.4g}TBps", std::exp(x[i]) / 1e12), how, from);
-    else if (f.key == "gemm_tile_overhead" || f.key == "gemm_ramp" || f.key == "stream.event_record")
+    else if (f.key == "gemm_tile_overhead")
+      fit.add_time(key, Seconds{std::max(0.0, x[i]) * 1e-6 / h}, how, from);
+    else if (f.key == "gemm_ramp" || f.key == "stream.event_record")
       fit.add_time(key, Seconds{std::max(0.0, x[i]) * 1e-6}, how, from);
-    else
-      fit.add_number(key, x[i], how, from);
+    else if (f.key == "clock_elasticity")
+      fit.add_number(key, std::clamp(x[i], 0.0, 1.0), how, from);
+    else  // an efficiency
+      fit.add_number(key, x[i] * h, how, from);
   }
 }
 
@@ -396,8 +491,12 @@ void attention(Fit& fit) {
     }
     const std::string pass = backward ? "_backward" : "";
     if (!fit.enough(records, 4, "compute.attention_*" + pass)) continue;
+    const double elasticity = fit.value_or("compute.clock_elasticity", defaults.clock_elasticity);
+    const double boost_reading = fit.value_or("compute.boost_reading_rate", defaults.boost_reading_rate);
     const auto apply = [&](const std::vector<double>& x) {
       models::ComputeModel m = defaults;
+      m.clock_elasticity = elasticity;
+      m.boost_reading_rate = boost_reading;
       m.attention[backward] = {.efficiency = x[0],
                                .block = Seconds{std::max(0.0, x[1]) * 1e-6},
                                .diagonal = std::max(0.0, x[3]),
@@ -410,7 +509,8 @@ void attention(Fit& fit) {
       const auto m = apply(x);
       double sum = 0;
       for (const auto& [a, median] : shapes) {
-        const double predicted = fixed + m.attention_time(gpu, a.attention, a.clock_mhz / gpu.boost_mhz).count();
+        const double predicted =
+            fixed + m.attention_time(gpu, a.attention, m.rate_at_reported_clock(a.clock_mhz / gpu.boost_mhz)).count();
         sum += std::pow(predicted / median - 1, 2);
       }
       return sum;

@@ -199,7 +199,10 @@ std::variant<Twin, std::string> compute(const TraceRecord& r, int gpus, const mo
     c.flops = a.attention.flops();
     c.bytes = r.bytes;  // Q, K, V read and O written (backward: with dO, and dQ, dK, dV written)
     c.pipelined = true;
-    if (a.clock_mhz > 0) c.clock_mhz = a.clock_mhz;
+    if (a.clock_mhz > 0) {
+      c.clock_mhz = a.clock_mhz;
+      c.clock_reported = true;
+    }
     ops.push_back(op(c));
     return twin;
   }
@@ -213,7 +216,10 @@ std::variant<Twin, std::string> compute(const TraceRecord& r, int gpus, const mo
   Twin twin;
   twin.sample.resize(static_cast<std::size_t>(gpus));
   workloads::ComputeOp c = queued_gemm(std::get<RecordedGemm>(recorded));
-  if (clock_mhz > 0) c.clock_mhz = clock_mhz;
+  if (clock_mhz > 0) {
+    c.clock_mhz = clock_mhz;
+    c.clock_reported = true;
+  }
   auto& ops = twin.sample[static_cast<std::size_t>(rank_at(r, 0))];
   if (method == "events_back_to_back")  // the event between this GEMM and the next, on the stream's time
     ops.push_back(op(event(models)));

@@ -8,7 +8,7 @@
 // which is what the probe's slowest-rank step time is in steady state (every step ends with an exchange between
 // all ranks, so they leave it together).
 //
-//   gemm      the GEMMs of one sample, each a compute op of 2 m n k FLOPs over the A, B and C operands (the
+//   gemm      the GEMMs of one sample, each an NN GEMM by shape (cublasGemmEx) over the A, B and C operands (the
 //             record's bytes), then the idle gap of duty_gap_* records; the value is the time per GEMM
 //   bsp       gemms_per_step GEMMs (the slow rank: slow_rank_gemms), then all_reduce of the gradient
 //   pgas      the same GEMMs, then per peer a put of its gradient chunk by put_blocks blocks with a signal each,
@@ -21,7 +21,13 @@
 
 #include "validation/twins/twin_builders.hpp"
 
-namespace snsim::validation::twins {
+namespace snsim::validation {
+
+models::Gemm step_gemm(std::int64_t n) {
+  return models::Gemm{.m = n, .n = n, .k = n, .layout = models::GemmLayout::nn};
+}
+
+namespace twins {
 namespace {
 
 using workloads::CollectiveOp;
@@ -36,6 +42,7 @@ constexpr int GATHERED = 1;
 
 ComputeOp gemm(double n, models::OperandData operands) {
   ComputeOp c;
+  c.gemm = step_gemm(static_cast<std::int64_t>(n));
   c.operands = operands;
   c.flops = Flops{2 * n * n * n};
   c.bytes = Bytes{static_cast<std::uint64_t>(3 * n * n * 2)};  // A, B and C in bf16
@@ -154,4 +161,5 @@ void append_pgas_average(std::vector<Op>& ops, const TraceRecord& r, std::size_t
   exchange(GATHERED);
 }
 
-}  // namespace snsim::validation::twins
+}  // namespace twins
+}  // namespace snsim::validation
