@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <span>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -202,13 +204,13 @@ const ParamTable<ComputeModel>& compute_params() {
       const std::string what = backward ? "fused attention's backward" : "fused attention";
       params.add({.key = "attention_efficiency" + pass,
                   .unit = "fraction",
-                  .fallback = backward ? 0.688285 : 0.781928,
+                  .fallback = backward ? 0.705536 : 0.801337,
                   .check = between(0.01, 1.2),
                   .doc = "share of an SM's peak MMA rate the score blocks of " + what + " reach",
                   .source = "fit H200 compute/attention (cuDNN)"},
                  [backward](ComputeModel& m) { return &m.attention[backward].efficiency; });
       params.add({.key = "attention_block" + pass,
-                  .fallback = backward ? 2.58_us : 1.0_us,
+                  .fallback = backward ? 2.518_us : 0.9772_us,
                   .check = non_negative,
                   .doc = "per 128 x 128 score block of " + what +
                          " at boost clock: its softmax, overlapped with the "
@@ -217,19 +219,19 @@ const ParamTable<ComputeModel>& compute_params() {
                  [backward](ComputeModel& m) { return &m.attention[backward].block; });
       params.add({.key = "attention_diagonal" + pass,
                   .unit = "fraction",
-                  .fallback = backward ? 0.589306 : 0.553172,
+                  .fallback = backward ? 0.595876 : 0.557044,
                   .check = between(0.0, 8.0),
                   .doc = "extra block times a causal row's masked diagonal block takes in " + what,
                   .source = "fit H200 compute/attention (cuDNN)"},
                  [backward](ComputeModel& m) { return &m.attention[backward].diagonal; });
       params.add({.key = "attention_cta" + pass,
-                  .fallback = backward ? 3.598_us : 0.6871_us,
+                  .fallback = backward ? 3.46_us : 0.4329_us,
                   .check = non_negative,
                   .doc = "per CTA of " + what + " at boost clock: loading its queries, writing its results",
                   .source = "fit H200 compute/attention (cuDNN)"},
                  [backward](ComputeModel& m) { return &m.attention[backward].cta; });
       params.add({.key = "attention_ramp" + pass,
-                  .fallback = 0_us,
+                  .fallback = backward ? 0_us : 7.108_us,
                   .check = non_negative,
                   .doc = "per " + what + " kernel: the first wave's start, the last one's drain" +
                          (backward ? " and the helper kernels" : ""),
@@ -486,6 +488,48 @@ Flops Attention::flops() const {
   return Flops{forward * (backward ? 2.5 : 1.0)};
 }
 
+namespace {
+
+/// The SM that finishes last when the GPU's block scheduler hands `heads` x n CTAs to `sms` SMs in grid order (the
+/// query blocks of one head in turn, then the next head's), each CTA to the SM that frees first: query block i takes
+/// (i + 1 + diagonal) block times when causal, n otherwise, plus `cta` (in block times). Its blocks and CTAs.
+struct LastSm {
+  double blocks = 0;
+  std::int64_t ctas = 0;
+};
+
+LastSm list_schedule(std::int64_t heads, std::int64_t n, bool causal, double diagonal, double cta, int sms) {
+  // Memoised: a training step asks for the same few shapes thousands of times. The key holds every input; a fit
+  // that moves the costs leaves stale keys behind, so the table is dropped when it grows large.
+  using Key = std::tuple<std::int64_t, std::int64_t, bool, double, double, int>;
+  thread_local std::map<Key, LastSm> memo;
+  const Key key{heads, n, causal, diagonal, cta, sms};
+  if (const auto it = memo.find(key); it != memo.end()) return it->second;
+  struct Sm {
+    double finish = 0;
+    double blocks = 0;
+    std::int64_t ctas = 0;
+  };
+  const auto later = [](const Sm& a, const Sm& b) { return a.finish > b.finish; };
+  std::vector<Sm> free(static_cast<std::size_t>(std::max(1, sms)));  // a min-heap on finish
+  for (std::int64_t h = 0; h < heads; ++h)
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::ranges::pop_heap(free, later);
+      Sm& sm = free.back();
+      const double blocks = causal ? static_cast<double>(i + 1) + diagonal : static_cast<double>(n);
+      sm.finish += blocks + cta;
+      sm.blocks += blocks;
+      ++sm.ctas;
+      std::ranges::push_heap(free, later);
+    }
+  const Sm& last = *std::ranges::max_element(free, {}, &Sm::finish);
+  constexpr std::size_t MEMO_LIMIT = 4096;
+  if (memo.size() >= MEMO_LIMIT) memo.clear();
+  return memo[key] = LastSm{last.blocks, last.ctas};
+}
+
+}  // namespace
+
 AttentionPlan ComputeModel::plan_attention(const GpuSpec& gpu, const Attention& a, double clock) const {
   const std::int64_t n = ceil_div(a.seq, ATTENTION_BLOCK);  // query blocks, and key blocks per row
   const AttentionPass& pass = attention[a.backward];
@@ -498,11 +542,18 @@ AttentionPlan ComputeModel::plan_attention(const GpuSpec& gpu, const Attention& 
   plan.ctas = a.batch * a.heads * n;
   plan.blocks = rows * row_blocks;
   const double sms = gpu.sms > 0 ? gpu.sms : 1;
-  plan.per_sm_blocks = std::max(plan.blocks / sms, nd + (a.causal ? diagonal : 0.0));
   const double sm_rate = gpu.peak(Dtype::bf16).value_or(gpu.dense_bf16).count() / sms * clock * pass.efficiency;
   const double mma =
       4.0 * ATTENTION_BLOCK * ATTENTION_BLOCK * static_cast<double>(a.head_dim) * (a.backward ? 2.5 : 1.0) / sm_rate;
   const double softmax = pass.block.count() / clock;
+  // The SM that finishes last sets the kernel's time. Every cost scales with 1 / clock, so the schedule is the same
+  // at any clock: it is found in block times.
+  const double pace = std::max(mma, softmax);
+  const double cta_blocks = pace > 0 ? pass.cta.count() / clock / pace : 0.0;
+  const LastSm last =
+      list_schedule(a.batch * a.heads, n, a.causal, a.causal ? diagonal : 0.0, cta_blocks, static_cast<int>(sms));
+  plan.per_sm_blocks = last.blocks;
+  plan.per_sm_ctas = last.ctas;
   if (a.backward) {
     // dO . O (reads both), dQ accumulated in fp32 and converted (reads 4 B, writes 2 B), and with GQA the per-query-
     // head dK and dV in fp32 summed over each KV head's group: kernels of their own, at the streaming rate.
@@ -512,10 +563,8 @@ AttentionPlan ComputeModel::plan_attention(const GpuSpec& gpu, const Attention& 
     plan.helpers = Bytes{static_cast<std::uint64_t>(std::llround(q * (2 * e + 4 + e + (gqa ? 8 : 0))))} /
                    (gpu.hbm_bandwidth * hbm_efficiency);
   }
-  plan.per_sm_ctas = ceil_div(plan.ctas, static_cast<std::int64_t>(sms));
   // The softmax of one block overlaps the MMA of the next (two warp groups take turns): the slower sets the pace.
-  plan.time = Seconds{plan.per_sm_blocks * std::max(mma, softmax) +
-                      pass.cta.count() / clock * static_cast<double>(plan.per_sm_ctas)} +
+  plan.time = Seconds{plan.per_sm_blocks * pace + pass.cta.count() / clock * static_cast<double>(plan.per_sm_ctas)} +
               plan.helpers + pass.ramp;
   return plan;
 }

@@ -152,12 +152,13 @@ struct Attention {
 };
 
 /// How the model runs fused attention: one CTA per (sequence, head, block of queries), each walking the blocks of
-/// keys it attends to (all, or up to its diagonal when causal), the busiest SM's blocks setting the time.
+/// keys it attends to (all, or up to its diagonal when causal), handed out in grid order to whichever SM frees first;
+/// the SM that finishes last sets the time (a causal head's longest rows come last: a tail of up to one row).
 struct AttentionPlan {
   std::int64_t ctas = 0;         // batch x heads x query blocks
-  std::int64_t per_sm_ctas = 0;  // the busiest SM's: ceil(ctas / SMs)
+  std::int64_t per_sm_ctas = 0;  // the CTAs of the SM that finishes last
   double blocks = 0;             // block times of all CTAs: a causal row's masked diagonal block counts 1 + diagonal
-  double per_sm_blocks = 0;      // the busiest SM's: max(blocks / SMs, the longest CTA's)
+  double per_sm_blocks = 0;      // its block times: CTAs handed out in grid order to whichever SM frees first
   Seconds helpers;               // backward: its helper kernels' HBM time (dO . O, dQ's conversion, GQA's reductions)
   Seconds time;                  // the kernel(s), at the clock it was planned for (no launch)
 };

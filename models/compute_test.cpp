@@ -293,7 +293,9 @@ TEST_CASE("attention: one CTA per block of 128 queries walks the key blocks it a
   CHECK(f.ctas == 1024);
   CHECK(f.blocks == doctest::Approx(32.0 * 1024));
   CHECK(k.blocks == doctest::Approx(32.0 * 528));
-  CHECK(f.per_sm_blocks == doctest::Approx(32.0 * 1024 / 132));
+  // Equal rows go to the SMs in turns: ceil(1,024 / 132) = 8 on the SM that finishes last, 8 x 32 blocks.
+  CHECK(f.per_sm_blocks == doctest::Approx(8 * 32));
+  CHECK(f.per_sm_ctas == 8);
   // Without a ramp or per-CTA costs, the time is the busiest SM's blocks at the block's pace: at d = 128 its MMA (the
   // softmax, the same for any d, is shorter).
   const double mma = 4.0 * 128 * 128 * 128 / (989e12 / 132 * c.attention[0].efficiency);
@@ -309,6 +311,16 @@ TEST_CASE("attention: one CTA per block of 128 queries walks the key blocks it a
   // One long sequence of few heads: the busiest SM holds at least one whole row of key blocks.
   const Attention lone{.batch = 1, .heads = 1, .seq = 8192, .head_dim = 128, .causal = false};
   CHECK(c.plan_attention(gpu, lone).per_sm_blocks == doctest::Approx(64));
+  // A causal head on two SMs, its 4 query blocks handed out in grid order to whichever SM frees first: rows of 1, 2,
+  // 3 and 4 blocks; the first SM takes 1 then 3 (free at 4), the second 2 then 4 (free at 6): 6 blocks, where an
+  // even split would take 5. The longest rows come last: that is the tail a few CTAs an SM leave.
+  GpuSpec two = gpu;
+  two.sms = 2;
+  const Attention short_causal{.batch = 1, .heads = 1, .seq = 512, .head_dim = 128, .causal = true};
+  const auto tail = c.plan_attention(two, short_causal);
+  CHECK(tail.per_sm_blocks == doctest::Approx(6));
+  CHECK(tail.per_sm_ctas == 2);
+  CHECK(tail.blocks == doctest::Approx(10));
 }
 
 TEST_CASE("attention: the masked diagonal, the CTAs' own costs, the backward's helper kernels and GQA's reductions") {
@@ -317,9 +329,18 @@ TEST_CASE("attention: the masked diagonal, the CTAs' own costs, the backward's h
   const GpuSpec gpu = h200();
   const Attention a{.batch = 2, .heads = 16, .seq = 4096, .head_dim = 128, .causal = true};
   const auto plan = c.plan_attention(gpu, a);
-  // Each of the 1,024 rows' diagonal block takes 1 + attention_diagonal block times; 1,024 CTAs are 8 a busiest SM.
+  // Each of the 1,024 rows' diagonal block takes 1 + attention_diagonal block times. The SM that finishes last has
+  // at least its share of the blocks and at most that plus the longest row (a list schedule's bound), and the time is
+  // its blocks and its CTAs' own costs.
   CHECK(plan.blocks == doctest::Approx(32.0 * (528 + 32 * c.attention[0].diagonal)));
-  CHECK(plan.per_sm_ctas == 8);
+  const double longest = 32 + c.attention[0].diagonal;
+  CHECK(plan.per_sm_blocks >= plan.blocks / 132 - longest);
+  CHECK(plan.per_sm_blocks <= plan.blocks / 132 + longest);
+  const double mma = 4.0 * 128 * 128 * 128 / (989e12 / 132 * c.attention[0].efficiency);
+  CHECK(plan.time.count() == doctest::Approx(plan.per_sm_blocks * std::max(mma, c.attention[0].block.count()) +
+                                             static_cast<double>(plan.per_sm_ctas) * c.attention[0].cta.count() +
+                                             c.attention[0].ramp.count())
+                                 .epsilon(1e-9));
   // The backward's helpers read dO and O (4 B per query element in bf16), convert dQ from fp32 (4 B read, 2 written):
   // 10 B; GQA adds the per-query-head dK and dV in fp32 summed over each KV head's group (8 B more).
   Attention backward = a;

@@ -465,8 +465,9 @@ void memory_kernels(Fit& fit) {
 //   t = stream.event_record + queue_gap + ramp + per_sm_blocks x max(4 B^2 d p / (SM peak x clock x efficiency),
 //                                                                    block / clock)
 //                + per_sm_ctas x cta / clock [+ the backward's helpers]
-// (B the 128-wide block, p 2.5 for the backward's recomputing passes, else 1; per_sm_blocks from the shape and the
-// masked diagonal's extra block times).
+// (B the 128-wide block, p 2.5 for the backward's recomputing passes, else 1; per_sm_blocks and per_sm_ctas those of
+// the SM that finishes last when the CTAs are handed out in grid order, the masked diagonal's extra block times
+// included; clock the rate the record's reading means).
 // The max makes it no sum of known columns: a simplex search on the relative errors, from round starting values.
 namespace snsim::validation::fits {
 
