@@ -569,8 +569,8 @@ AttentionPlan ComputeModel::plan_attention(const GpuSpec& gpu, const Attention& 
   return plan;
 }
 
-Seconds ComputeModel::attention_time(const GpuSpec& gpu, const Attention& attention, double clock) const {
-  return plan_attention(gpu, attention, clock).time;
+Seconds ComputeModel::attention_time(const GpuSpec& gpu, const Attention& shape, double clock) const {
+  return plan_attention(gpu, shape, clock).time;
 }
 
 Seconds ComputeModel::math_time(const GpuSpec& gpu, Flops flops, double flop_rate, Dtype dtype) const {

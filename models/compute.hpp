@@ -237,7 +237,7 @@ class ComputeModel final : public Model {
   /// How `attention` runs on `gpu` at `clock`; the GPU must know its SMs.
   AttentionPlan plan_attention(const GpuSpec& gpu, const Attention& attention, double clock = 1) const;
   /// Its kernel (or its backward's), without launch or queue gap.
-  Seconds attention_time(const GpuSpec& gpu, const Attention& attention, double clock = 1) const;
+  Seconds attention_time(const GpuSpec& gpu, const Attention& shape, double clock = 1) const;
 
   /// The rate factor (of the unthrottled rate at boost) of a tensor kernel that ran while NVML reported
   /// `reported_share` of the boost clock.

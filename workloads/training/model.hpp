@@ -178,8 +178,8 @@ int ep_rank(const ParallelPlan& plan, int rank);
 
 /// One kernel's work on one rank.
 struct Kernel {
-  Flops flops;
-  Bytes bytes;
+  Flops flops{};
+  Bytes bytes{};
   // A linear layer of the transformer layer (QKV, projection, MLP, experts): in fp8 when the model trains in fp8, as
   // TransformerEngine's linear layers; attention, the memory-bound kernels, the router and the logits stay in bf16.
   bool fp8 = false;
