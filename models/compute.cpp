@@ -542,14 +542,16 @@ AttentionPlan ComputeModel::plan_attention(const GpuSpec& gpu, const Attention& 
   plan.ctas = a.batch * a.heads * n;
   plan.blocks = rows * row_blocks;
   const double sms = gpu.sms > 0 ? gpu.sms : 1;
-  const double sm_rate = gpu.peak(Dtype::bf16).value_or(gpu.dense_bf16).count() / sms * clock * pass.efficiency;
+  // A block's pace at boost clock: the softmax of one block overlaps the MMA of the next (two warp groups take
+  // turns), so the slower of the two sets it.
+  const double sm_rate = gpu.peak(Dtype::bf16).value_or(gpu.dense_bf16).count() / sms * pass.efficiency;
   const double mma =
       4.0 * ATTENTION_BLOCK * ATTENTION_BLOCK * static_cast<double>(a.head_dim) * (a.backward ? 2.5 : 1.0) / sm_rate;
-  const double softmax = pass.block.count() / clock;
+  const double boost_pace = std::max(mma, pass.block.count());
   // The SM that finishes last sets the kernel's time. Every cost scales with 1 / clock, so the schedule is the same
-  // at any clock: it is found in block times.
-  const double pace = std::max(mma, softmax);
-  const double cta_blocks = pace > 0 ? pass.cta.count() / clock / pace : 0.0;
+  // at any clock: it is found in block times at boost (one memoised schedule per shape, whatever the clock).
+  const double pace = boost_pace / clock;
+  const double cta_blocks = boost_pace > 0 ? pass.cta.count() / boost_pace : 0.0;
   const LastSm last =
       list_schedule(a.batch * a.heads, n, a.causal, a.causal ? diagonal : 0.0, cta_blocks, static_cast<int>(sms));
   plan.per_sm_blocks = last.blocks;
@@ -563,7 +565,6 @@ AttentionPlan ComputeModel::plan_attention(const GpuSpec& gpu, const Attention& 
     plan.helpers = Bytes{static_cast<std::uint64_t>(std::llround(q * (2 * e + 4 + e + (gqa ? 8 : 0))))} /
                    (gpu.hbm_bandwidth * hbm_efficiency);
   }
-  // The softmax of one block overlaps the MMA of the next (two warp groups take turns): the slower sets the pace.
   plan.time = Seconds{plan.per_sm_blocks * pace + pass.cta.count() / clock * static_cast<double>(plan.per_sm_ctas)} +
               plan.helpers + pass.ramp;
   return plan;
