@@ -1,16 +1,17 @@
 // Twins of the probe's `compute` GEMMs (tools/probe/src/families/compute.cu): cuBLASLt GEMMs of one shape and
 // format timed back to back, each sample one GEMM queued behind the previous one (the device's queue gap, then the
 // kernel; an event recorded between two GEMMs adds stream.event_record, a graph's node the graph's per-node launch
-// instead of the queue gap). A record without a clock reading runs after warm-up GEMMs, at the power model's clock. The
-// SM clock the probe read during the record (sm_clock_mhz) is the kernel's: the capture ran for minutes under its power
-// cap, and which clock a record found depends on what ran before it, which the twin does not replay; the power model is
-// checked on its own records (gemm_sustained and gemm_data, below).
+// instead of the queue gap). A record without a clock reading runs after warm-up GEMMs, at the power model's clock. A
+// record with one (sm_clock_mhz) runs at the rate such a reading means (reported_clock_mhz,
+// ComputeModel::rate_at_reported_clock): the capture ran for minutes under its power cap, and which clock a record
+// found depends on what ran before it, which the twin does not replay; the power model is checked on its own records
+// (gemm_sustained and gemm_data, below).
 //
 //   gemm, gemm_batched      one (batched) GEMM per sample, events around a run of them
 //   gemm_method             the same GEMMs timed other ways: batch_events (a batch of calls between two events: no
 //                           event between GEMMs) and graph_replay (the calls captured in a CUDA graph)
 //   attention               PyTorch's SDPA on cuDNN's fused kernels, forward or backward (compute_kernels.py,
-//                           events_queued): one kernel of its shape at the clock read during the record
+//                           events_queued): one kernel of its shape at the rate its clock reading means
 //   memory_bound, adamw     PyTorch's memory-bound kernels (tools/probe/torch/compute_kernels.py, events_queued: an
 //                           event between calls queued behind each other), a call the kernels of its op
 //                           (memory_calls_of): one of its kind over the record's bytes, or eager RoPE's
