@@ -321,6 +321,13 @@ TEST_CASE("attention: one CTA per block of 128 queries walks the key blocks it a
   CHECK(tail.per_sm_blocks == doctest::Approx(6));
   CHECK(tail.per_sm_ctas == 2);
   CHECK(tail.blocks == doctest::Approx(10));
+  // The largest shape a scenario may give (2^24 sequences of 2^24 heads, 2^51 CTAs) is planned at once: the last SM
+  // holds its share of the blocks and at most one row more.
+  const Attention huge{.batch = 1 << 24, .heads = 1 << 24, .seq = 1024, .head_dim = 128, .causal = true};
+  const auto h = c.plan_attention(gpu, huge);
+  CHECK(h.per_sm_blocks >= h.blocks / 132 * (1 - 1e-9));
+  CHECK(h.per_sm_blocks <= h.blocks / 132 + 8);
+  CHECK(static_cast<double>(h.per_sm_ctas) == doctest::Approx(static_cast<double>(h.ctas) / 132).epsilon(1e-6));
 }
 
 TEST_CASE("attention: the masked diagonal, the CTAs' own costs, the backward's helper kernels and GQA's reductions") {
