@@ -42,6 +42,15 @@ models::Models fitted_models(const Trace& trace) {
   return models::Models::load(overlay->root().section("models"));
 }
 
+models::Models default_models() {
+  return models::Models::load(ConfigDocument::load_string("{}", "m.yaml")->root().section("models"));
+}
+
+GpuSpec h200_preset() {
+  const auto& presets = topologies::gpu_presets();
+  return *std::ranges::find_if(presets, [](const GpuSpec& g) { return g.model == "h200"; });
+}
+
 }  // namespace
 
 TEST_CASE("power fit: bursts on low-entropy data and sustained normal-data GEMMs give back the power model") {
@@ -49,10 +58,9 @@ TEST_CASE("power fit: bursts on low-entropy data and sustained normal-data GEMMs
   // 0.5 at boost, exponent 2.5; the bursts' low-entropy operands draw 0.7 of normal data's power, so they throttle
   // above a duty of 0.5 / 0.7. A GEMM runs at the clock factor's share of the model's rate at boost.
   const double exponent = 2.5, duty_normal = 0.5, low_entropy = 0.7;
-  const auto defaults = models::Models::load(ConfigDocument::load_string("{}", "m.yaml")->root().section("models"));
+  const auto defaults = default_models();
   const auto& model = *defaults.compute;
-  const auto& presets = topologies::gpu_presets();
-  const GpuSpec h200 = *std::ranges::find_if(presets, [](const GpuSpec& g) { return g.model == "h200"; });
+  const GpuSpec h200 = h200_preset();
   const double queue_gap = model.queue_gap.count();  // the default, as no launch record is given
   const auto n = static_cast<std::int64_t>(N);
   const double flops = 2 * N * N * N;
@@ -102,15 +110,14 @@ TEST_CASE("gemm fit: GEMMs timed at clock readings and bursts at boost give back
   // 0.85 x (f / 1980)^0.4 of its unthrottled rate; GEMM bursts with long idle gaps run unthrottled.
   const double efficiency = 0.93, overhead = 1.5e-6, ramp = 1.2e-6, elasticity = 0.4, boost_reading = 0.85;
   const double event = 2e-6;
-  const auto defaults = models::Models::load(ConfigDocument::load_string("{}", "m.yaml")->root().section("models"));
+  const auto defaults = default_models();
   models::ComputeModel truth = *defaults.compute;
   truth.gemm_efficiency = efficiency;
   truth.gemm_tile_overhead = Seconds{overhead};
   truth.gemm_ramp = Seconds{ramp};
   truth.clock_elasticity = elasticity;
   truth.boost_reading_rate = boost_reading;
-  const auto& presets = topologies::gpu_presets();
-  const GpuSpec h200 = *std::ranges::find_if(presets, [](const GpuSpec& g) { return g.model == "h200"; });
+  const GpuSpec h200 = h200_preset();
   const double gap = truth.queue_gap.count();
   Trace t;
   t.source = "synthetic.jsonl";
@@ -158,7 +165,7 @@ TEST_CASE("memory kernel fit: PyTorch-style kernels of known rates give back the
   // Written with the model's own time: the default event and queue gap + ramp + bytes / (4.8 TB/s x share), streams at
   // 0.9.
   const double ramp = 1.2e-6, hbm = 4.8e12;
-  const auto defaults = models::Models::load(ConfigDocument::load_string("{}", "m.yaml")->root().section("models"));
+  const auto defaults = default_models();
   const double fixed = defaults.stream->event_record.count() + defaults.compute->queue_gap.count();
   Trace t;
   t.source = "synthetic-torch.jsonl";

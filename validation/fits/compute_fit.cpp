@@ -72,10 +72,11 @@ double rate_for(const models::ComputeModel& model, const GpuSpec& gpu, const mod
   return 0.5 * (low + high);
 }
 
-/// Step 3: power_duty on normal data, from the rate at which sustained GEMMs ran (their time against the GEMM
-/// model's at boost clock: fits::gemms ran before), and low_entropy_power from the throttled `bursts`' duty
+/// Step 3: power_duty on normal data, from the rate at which sustained GEMMs ran (their time against `model`, the GEMM
+/// model fits::gemms left), and low_entropy_power from the throttled `bursts`' duty
 /// (`bursts_duty`, on low-entropy data) over it. Without sustained records, the bursts' duty stands for both.
-void normal_data_power(Fit& fit, double exponent, double bursts_duty, const std::vector<TracedRecord>& bursts) {
+void normal_data_power(Fit& fit, const models::ComputeModel& model, double exponent, double bursts_duty,
+                       const std::vector<TracedRecord>& bursts) {
   const auto sustained = fit.select(
       Family::compute, {"gemm_sustained"}, std::nullopt,
       [](const TraceRecord& r) { return std::holds_alternative<RecordedGemm>(recorded_gemm(r)) && r.median > 0; },
@@ -87,7 +88,6 @@ void normal_data_power(Fit& fit, double exponent, double bursts_duty, const std:
         "ln(t / t_boost) = (ln duty - ln power_duty) / exponent, least squares over the throttled GEMM bursts", bursts);
     return;
   }
-  const auto model = fitted_gemm_model(fit);
   const auto& gpu = fit.platform().gpu;
   const double gap = fit.value_or("compute.queue_gap", fit.platform().defaults.compute->queue_gap.count());
   double log_rate = 0;  // the mean of ln rate over the records, each weighted by its seconds
@@ -181,7 +181,7 @@ void compute(Fit& fit) {
   fit.add_number("compute.power_exponent", exponent,
                  "ln(t / t_boost) = (ln duty - ln power_duty) / exponent, least squares over the throttled GEMM bursts",
                  throttled);
-  normal_data_power(fit, exponent, bursts_duty, throttled);
+  normal_data_power(fit, model, exponent, bursts_duty, throttled);
 }
 
 }  // namespace snsim::validation::fits
