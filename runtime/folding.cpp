@@ -49,6 +49,35 @@ int Folding::relabel(int rank, int folded) const {
   return rank;
 }
 
+void RankRecords::iterator::settle() {
+  const auto& records = *owner_->records_;
+  if (!mirrors_pass_) {
+    if (record_ < records.size()) return;
+    if (owner_->folding_ == nullptr || !owner_->folding_->any_folded()) return;  // at the end
+    mirrors_pass_ = true;
+    record_ = 0;
+    mirror_ = 1;
+  }
+  for (; record_ < records.size(); ++record_, mirror_ = 1) {
+    const auto& mirrors = owner_->folding_->mirrors(records[record_].rank);
+    if (mirror_ > mirrors.size()) continue;
+    const int folded = mirrors[mirror_ - 1];
+    copy_ = records[record_];  // assigned, not constructed: the strings reuse the copy's storage
+    copy_.rank = folded;
+    if (copy_.peer >= 0) copy_.peer = owner_->folding_->relabel(copy_.peer, folded);
+    return;
+  }
+}
+
+RankRecords::iterator& RankRecords::iterator::operator++() {
+  if (mirrors_pass_)
+    ++mirror_;
+  else
+    ++record_;
+  settle();
+  return *this;
+}
+
 namespace {
 
 /// Compares two programs op by op; the first difference, as a sentence, or empty.

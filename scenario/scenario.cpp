@@ -138,23 +138,7 @@ FoldingDecision Scenario::folding(const std::vector<Program>& programs) const {
 
 namespace {
 
-/// The records and waits of every folded rank, from its representative's: what the full simulation gives them when
-/// the folding is exact (docs/folding.md). Appended to `records`, which keeps its order by rank only within each
-/// rank.
-void add_folded_records(std::vector<OpRecord>& records, const Folding& folding) {
-  const std::size_t simulated = records.size();
-  std::size_t total = simulated;
-  for (std::size_t i = 0; i < simulated; ++i) total += folding.mirrors(records[i].rank).size();
-  records.reserve(total);  // exactly: every rank's records, the folded ones as copies
-  for (std::size_t i = 0; i < simulated; ++i)
-    for (int f : folding.mirrors(records[i].rank)) {
-      OpRecord copy = records[i];
-      copy.rank = f;
-      if (copy.peer >= 0) copy.peer = folding.relabel(copy.peer, f);
-      records.push_back(std::move(copy));
-    }
-}
-
+/// The waits of every folded rank, from its representative's, relabelled (docs/folding.md).
 void add_folded_waits(std::vector<RankWaits>& waits, const Folding& folding) {
   for (std::size_t r = 0; r < waits.size(); ++r) {
     const int rank = static_cast<int>(r);
@@ -249,13 +233,10 @@ Report Scenario::run(std::vector<Program> all_programs, FoldingDecision decision
     if (const auto why = w->outcome(); why && report.outcome == "completed") report.outcome = *why;
   // The workloads summarise every rank, folded ones too: their records are their representatives', for the
   // summaries only (report.ops holds the simulated ranks').
-  const std::size_t simulated_records = report.ops.size();
-  if (folded.any_folded()) add_folded_records(report.ops, folded);
+  const RankRecords every_rank(report.ops, folded);
   for (std::size_t phase = 0; phase < workloads_.size(); ++phase)
-    for (auto& t : workloads_[phase]->summarize(report.ops, static_cast<int>(phase)))
+    for (auto& t : workloads_[phase]->summarize(every_rank, static_cast<int>(phase)))
       report.tables.push_back(std::move(t));
-  report.ops.resize(simulated_records);
-  report.ops.shrink_to_fit();
   if (std::ranges::count(workload_types_, "program") > 0) report.tables.push_back(phase_spans(report.ops));
   if (!failures_.empty()) {
     Table applied{"failures applied", {"at_us", "what", "links_changed"}, {}};

@@ -68,7 +68,7 @@ class P2pSweep final : public Workload {
     }
   }
 
-  std::vector<Table> summarize(const std::vector<OpRecord>& records, int phase) const override {
+  std::vector<Table> summarize(const RankRecords& records, int phase) const override {
     Table t{"p2p_sweep: one copy at a time (bandwidth = size / time, per direction)",
             {"src", "dst", "engine", "size_B", "time_us", "bandwidth_GBps"},
             {}};
@@ -138,7 +138,7 @@ class CollectiveSweep final : public Workload {
     }
   }
 
-  std::vector<Table> summarize(const std::vector<OpRecord>& records, int phase) const override {
+  std::vector<Table> summarize(const RankRecords& records, int phase) const override {
     // A collective's time runs from the first rank's start to the last rank's end (they start together).
     std::map<int, std::pair<Seconds, Seconds>> span;
     std::map<int, std::string> ran;  // what the first rank's record says the collective ran: "nvls/Simple/16ch"

@@ -31,7 +31,7 @@ class Workload {
   /// folds any. Empty: none proposed.
   virtual Replicas replicas() const { return {}; }
   /// Result tables from the records of this workload's ops (those with its phase).
-  virtual std::vector<Table> summarize(const std::vector<OpRecord>& /*records*/, int /*phase*/) const { return {}; }
+  virtual std::vector<Table> summarize(const RankRecords& /*records*/, int /*phase*/) const { return {}; }
 };
 
 using WorkloadRegistry = Registry<Workload, Fabric>;

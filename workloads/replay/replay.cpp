@@ -348,7 +348,7 @@ class TraceWorkload final : public Workload {
       }
   }
 
-  std::vector<Table> summarize(const std::vector<OpRecord>& records, int phase) const override {
+  std::vector<Table> summarize(const RankRecords& records, int phase) const override {
     const int steps = traces.front().steps;
     // A trace of host work only (a Chakra trace of CPU operators) is timed by its host ops instead.
     const bool has_gpu = std::ranges::any_of(records, [&](const OpRecord& r) {

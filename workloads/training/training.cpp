@@ -1053,7 +1053,7 @@ Replicas Training::replicas() const {
   return out;
 }
 
-std::vector<Table> Training::summarize(const std::vector<OpRecord>& records, int phase) const {
+std::vector<Table> Training::summarize(const RankRecords& records, int phase) const {
   const auto& c = config_;
   const int gpus = c.plan.gpus();
   double start = 1e300;

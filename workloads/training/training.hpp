@@ -87,7 +87,7 @@ class Training final : public Workload {
   /// then it emits no op, and its report says why with the numbers.
   std::optional<std::string> outcome() const override;
   /// Per-step times and MFU; a summary (metric, value); busy and idle time per GPU.
-  std::vector<Table> summarize(const std::vector<OpRecord>& records, int phase) const override;
+  std::vector<Table> summarize(const RankRecords& records, int phase) const override;
   /// The data-parallel replicas: replica d holds the ranks of dp coordinate d.
   Replicas replicas() const override;
   /// What the results will not show: a parallel.bucket that changes nothing (workloads/training/training.cpp).
