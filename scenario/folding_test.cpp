@@ -254,3 +254,30 @@ TEST_CASE("folding: the memory estimate counts a folded rank's ops at their summ
   CHECK(folded.total < full.total);
   CHECK(folded.breakdown().find("folded ops") != std::string::npos);
 }
+
+TEST_CASE(
+    "folding: the summaries walk the simulated records, then each one's folded copies, rank and peer relabelled") {
+  // Ranks 0-1 are replica 0 (simulated), ranks 2-3 replica 1, folded into it; rank 4 belongs to no replica.
+  const Folding folding(5, Replicas{{{0, 1}, {2, 3}}}, 0, {false, true});
+  std::vector<OpRecord> simulated(3);
+  simulated[0] = {.rank = 0, .kind = "copy", .label = "a label longer than the small-string buffer", .peer = 1};
+  simulated[1] = {.rank = 1, .kind = "copy", .label = "to the host", .peer = 4};
+  simulated[2] = {.rank = 4, .kind = "compute", .label = "alone"};
+  std::vector<std::array<int, 2>> seen;  // rank, peer
+  std::vector<std::string> labels;
+  for (const auto& r : RankRecords(simulated, folding)) {
+    seen.push_back({r.rank, r.peer});
+    labels.push_back(r.label);
+  }
+  const std::vector<std::array<int, 2>> expected{{0, 1}, {1, 4}, {4, -1}, {2, 3}, {3, 4}};
+  CHECK(seen == expected);
+  CHECK(labels[3] == simulated[0].label);
+  CHECK(labels[4] == simulated[1].label);
+  CHECK(std::ranges::count_if(RankRecords(simulated, folding), [](const OpRecord& r) { return r.kind == "copy"; }) ==
+        4);
+
+  std::size_t unfolded = 0;
+  for (const auto& r : RankRecords(simulated)) CHECK(&r == &simulated[unfolded++]);  // as they are, not copied
+  CHECK(unfolded == simulated.size());
+  CHECK(RankRecords(std::vector<OpRecord>{}, folding).begin() == std::default_sentinel);
+}

@@ -26,9 +26,9 @@ struct OpRecord {
   int tag = -1;       // the generator's sweep point, -1 when none
   std::string kind;   // "copy", "collective", "compute", "barrier"
   std::string label;  // "all_reduce 1 GiB"
-  Bytes bytes;        // payload the op moves (or reads, for compute)
-  Seconds start;
-  Seconds end;
+  Bytes bytes{};      // payload the op moves (or reads, for compute)
+  Seconds start{};
+  Seconds end{};
   /// The other GPU: a copy's, put's, get's or load's peer; for a signal_wait, the PE whose put made the signal hold.
   /// -1 when none (a collective, the host, the rank itself).
   int peer = -1;
@@ -42,7 +42,7 @@ struct OpRecord {
 struct Wait {
   int rank = 0;  // who waited
   int on = 0;    // the rank it waited on
-  Seconds start;
+  Seconds start{};
   Seconds duration;
   friend bool operator==(const Wait&, const Wait&) = default;
 };
