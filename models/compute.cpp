@@ -98,13 +98,13 @@ const ParamTable<ComputeModel>& compute_params() {
     // nvidia-smi does not show].
     params.add({.key = "power_duty",
                 .unit = "fraction",
-                .fallback = 0.467569,
+                .fallback = 0.462124,
                 .check = between(0.05, 1.0),
                 .doc = "tensor duty cycle the power limit sustains at boost clock; above, clocks drop (1 = never)"},
                [](ComputeModel& m) { return &m.power_duty; });
     params.add({.key = "power_exponent",
                 .unit = "number",
-                .fallback = 2.41081,
+                .fallback = 2.41202,
                 .check = between(0.5, 10.0),
                 .doc = "clock factor = (power_duty / duty)^(1/exponent) above it"},
                [](ComputeModel& m) { return &m.power_exponent; });
@@ -118,7 +118,7 @@ const ParamTable<ComputeModel>& compute_params() {
     params.add(
         {.key = "low_entropy_power",
          .unit = "fraction",
-         .fallback = 0.629446,
+         .fallback = 0.622126,
          .check = between(0.05, 1.0),
          .doc = "power per tensor duty on low-entropy operands (constants, small integers), relative to normal data"},
         [](ComputeModel& m) { return &m.low_entropy_power; });
@@ -128,7 +128,7 @@ const ParamTable<ComputeModel>& compute_params() {
     // records with a reading use them.
     params.add({.key = "clock_elasticity",
                 .unit = "number",
-                .fallback = 0.552917,
+                .fallback = 0.556484,
                 .check = between(0.0, 1.0),
                 .doc = "a tensor kernel timed with a clock reading runs at a rate ~ (the SM clock NVML reported / "
                        "boost)^this (1: the reading is the rate)",
@@ -136,7 +136,7 @@ const ParamTable<ComputeModel>& compute_params() {
                [](ComputeModel& m) { return &m.clock_elasticity; });
     params.add({.key = "boost_reading_rate",
                 .unit = "fraction",
-                .fallback = 0.889645,
+                .fallback = 0.883799,
                 .check = between(0.3, 1.0),
                 .doc = "rate, as a share of the unthrottled one, of a tensor kernel while NVML reports the boost clock "
                        "under load",
@@ -165,52 +165,52 @@ const ParamTable<ComputeModel>& compute_params() {
                   .source = "fit H200 compute/gemm"},
                  [field](ComputeModel& m) { return &(m.*field); });
     };
-    gemm_efficiency("gemm_efficiency", 0.9670, "share of an SM's peak MMA rate a bf16/fp16 GEMM tile reaches",
+    gemm_efficiency("gemm_efficiency", 0.9652, "share of an SM's peak MMA rate a bf16/fp16 GEMM tile reaches",
                     &ComputeModel::gemm_efficiency);
-    gemm_efficiency("gemm_efficiency_fp8", 0.9454, "the same for fp8 operands", &ComputeModel::gemm_efficiency_fp8);
-    gemm_efficiency("gemm_efficiency_tf32", 0.9840, "the same for tf32 operands, both K-major (TN)",
+    gemm_efficiency("gemm_efficiency_fp8", 0.9483, "the same for fp8 operands", &ComputeModel::gemm_efficiency_fp8);
+    gemm_efficiency("gemm_efficiency_tf32", 0.9888, "the same for tf32 operands, both K-major (TN)",
                     &ComputeModel::gemm_efficiency_tf32);
-    gemm_efficiency("gemm_efficiency_tf32_one_transpose", 0.9236, "tf32 with one operand to transpose (NN, TT)",
+    gemm_efficiency("gemm_efficiency_tf32_one_transpose", 0.9326, "tf32 with one operand to transpose (NN, TT)",
                     &ComputeModel::gemm_efficiency_tf32_one_transpose);
-    gemm_efficiency("gemm_efficiency_tf32_two_transposes", 0.5914, "tf32 with both operands to transpose (NT)",
+    gemm_efficiency("gemm_efficiency_tf32_two_transposes", 0.5954, "tf32 with both operands to transpose (NT)",
                     &ComputeModel::gemm_efficiency_tf32_two_transposes);
-    gemm_efficiency("gemm_efficiency_unaligned", 0.1526,
+    gemm_efficiency("gemm_efficiency_unaligned", 0.1551,
                     "share of the peak a GEMM reaches when a dimension is no 16-byte multiple (no TMA)",
                     &ComputeModel::gemm_efficiency_unaligned);
     params.add({.key = "gemm_operand_feed_tf32",
                 .unit = "bytes/s",
-                .fallback = 11.66_TBps,
+                .fallback = 11.48_TBps,
                 .check = positive,
                 .doc = "rate at which the SMs together take in tf32 operand panels (binds skinny tf32 tiles)",
                 .source = "fit H200 compute/gemm"},
                [](ComputeModel& m) { return &m.gemm_operand_feed_tf32; });
     params.add({.key = "gemm_tile_overhead",
-                .fallback = 1.661_us,
+                .fallback = 1.613_us,
                 .check = non_negative,
                 .doc = "per GEMM tile at boost clock: pipeline fill and epilogue",
                 .source = "fit H200 compute/gemm"},
                [](ComputeModel& m) { return &m.gemm_tile_overhead; });
     params.add({.key = "gemm_ramp",
-                .fallback = 1.466_us,
+                .fallback = 1.382_us,
                 .check = non_negative,
                 .doc = "per GEMM kernel: the first wave's start and the last one's drain",
                 .source = "fit H200 compute/gemm"},
                [](ComputeModel& m) { return &m.gemm_ramp; });
     // Fused attention by shape: the H200 fit on PyTorch's cuDNN SDPA kernels (validation/traces/h200,
-    // h200x1-compute-torch.jsonl: compute/attention cudnn_fwd and cudnn_bwd, sequences 1k-32k, head dims 64 and 128,
-    // causal and not, MHA and GQA).
+    // h200x1-compute-torch.jsonl and h200x1-compute-4-torch.jsonl: compute/attention cudnn_fwd and cudnn_bwd, sequences
+    // 1k-32k, head dims 64 and 128, causal and not, MHA and GQA).
     for (const bool backward : {false, true}) {
       const std::string pass = backward ? "_backward" : "";
       const std::string what = backward ? "fused attention's backward" : "fused attention";
       params.add({.key = "attention_efficiency" + pass,
                   .unit = "fraction",
-                  .fallback = backward ? 0.705536 : 0.801337,
+                  .fallback = backward ? 0.713048 : 0.800585,
                   .check = between(0.01, 1.2),
                   .doc = "share of an SM's peak MMA rate the score blocks of " + what + " reach",
                   .source = "fit H200 compute/attention (cuDNN)"},
                  [backward](ComputeModel& m) { return &m.attention[backward].efficiency; });
       params.add({.key = "attention_block" + pass,
-                  .fallback = backward ? 2.518_us : 0.9772_us,
+                  .fallback = backward ? 2.499_us : 0.9744_us,
                   .check = non_negative,
                   .doc = "per 128 x 128 score block of " + what +
                          " at boost clock: its softmax, overlapped with the "
@@ -219,19 +219,19 @@ const ParamTable<ComputeModel>& compute_params() {
                  [backward](ComputeModel& m) { return &m.attention[backward].block; });
       params.add({.key = "attention_diagonal" + pass,
                   .unit = "fraction",
-                  .fallback = backward ? 0.595876 : 0.557044,
+                  .fallback = backward ? 0.588538 : 0.582703,
                   .check = between(0.0, 8.0),
                   .doc = "extra block times a causal row's masked diagonal block takes in " + what,
                   .source = "fit H200 compute/attention (cuDNN)"},
                  [backward](ComputeModel& m) { return &m.attention[backward].diagonal; });
       params.add({.key = "attention_cta" + pass,
-                  .fallback = backward ? 3.46_us : 0.4329_us,
+                  .fallback = backward ? 3.146_us : 0.4741_us,
                   .check = non_negative,
                   .doc = "per CTA of " + what + " at boost clock: loading its queries, writing its results",
                   .source = "fit H200 compute/attention (cuDNN)"},
                  [backward](ComputeModel& m) { return &m.attention[backward].cta; });
       params.add({.key = "attention_ramp" + pass,
-                  .fallback = backward ? 0_us : 7.108_us,
+                  .fallback = backward ? 9.182_us : 4.124_us,
                   .check = non_negative,
                   .doc = "per " + what + " kernel: the first wave's start, the last one's drain" +
                          (backward ? " and the helper kernels" : ""),

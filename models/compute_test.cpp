@@ -170,7 +170,7 @@ TEST_CASE("compute: power and queue-gap keys are checked") {
   CHECK(m.compute->fixed_cost(false).count() == doctest::Approx(5e-6));
   CHECK(m.compute->fixed_cost(true).count() == doctest::Approx(1.5e-6));
   // On by default with our H200's fit, as the GEMM model's defaults are; a parameter set turns it off with 1.
-  CHECK(load("models: {}\n").compute->power_duty == doctest::Approx(0.467569));
+  CHECK(load("models: {}\n").compute->power_duty == doctest::Approx(0.462124));
   CHECK(load("models: {compute: {power_duty: 1}}\n").compute->clock_factor(TensorDuty{1.0, Seconds{0}}, Seconds{0}) ==
         1.0);
 }

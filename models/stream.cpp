@@ -32,7 +32,7 @@ const ParamTable<StreamModel>& stream_params() {
     // Fitted with the GEMM model (validation/fits/compute_fit.cpp): the same GEMMs timed with an event around each
     // and in batches between two events.
     params.add({.key = "event_record",
-                .fallback = 2.169_us,
+                .fallback = 1.621_us,
                 .check = non_negative,
                 .doc = "an event recorded between two kernels of a stream, on the stream's time",
                 .source = "fit H200 compute/gemm vs gemm_method"},
