@@ -107,7 +107,8 @@ Scenario Scenario::load(std::shared_ptr<ConfigDocument> document) {
     s.timeline_gpus_ = parse_ranks(*gpus, static_cast<int>(s.fabric_.gpus().size()));
   document->reject_unknown_keys();
 
-  const auto programs = s.programs();
+  s.programs_ = s.build_programs();
+  const auto& programs = s.programs_;
   for (std::size_t r = 0; r < programs.size(); ++r)
     if (const auto n = expanded_size(programs[r].ops); n > MAX_OPS_PER_RANK)
       list.fail(n == std::numeric_limits<std::uint64_t>::max()
@@ -156,7 +157,7 @@ void add_folded_waits(std::vector<RankWaits>& waits, const Folding& folding) {
 
 }  // namespace
 
-std::vector<Program> Scenario::programs() const {
+std::vector<Program> Scenario::build_programs() const {
   std::vector<Program> programs(fabric_.gpus().size());
   std::vector<int> all(programs.size());
   for (std::size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int>(r);
@@ -177,7 +178,7 @@ std::vector<std::string> Scenario::notes() const {
 }
 
 Report Scenario::run(const std::vector<std::string>& engine_args, std::string_view progress) const {
-  auto all_programs = programs();
+  auto all_programs = programs_;
   auto decision = folding(all_programs);
   return run(std::move(all_programs), std::move(decision), engine_args, progress);
 }

@@ -48,13 +48,18 @@ class Scenario {
   /// Which ranks a run of `programs` (programs()) simulates in full, and why (scenario/folding.hpp).
   FoldingDecision folding(const std::vector<Program>& programs) const;
 
-  /// Every rank's program: each workload in turn, separated by a free barrier across all ranks.
-  std::vector<Program> programs() const;
+  /// Every rank's program: each workload in turn, separated by a free barrier across all ranks. Built once, by
+  /// load() (which checks them), and kept.
+  const std::vector<Program>& programs() const { return programs_; }
+  /// The programs, moved out for a run that consumes them (run(programs, folding, ...)): at a thousand GPUs they are
+  /// gigabytes, neither built twice nor copied. programs() is empty afterwards.
+  std::vector<Program> take_programs() { return std::move(programs_); }
 
   /// What a user must know to read the results (Report::notes): every workload's notes, in order.
   std::vector<std::string> notes() const;
 
-  /// Runs the scenario in this process (once per process: see sim/simulation.hpp) and returns the report. With a
+  /// Runs the scenario in this process (once per process: see sim/simulation.hpp) on a copy of its programs, and
+  /// returns the report. With a
   /// `progress` heading ("snsim run"), a progress line on stderr (sim/progress.hpp); the report is the same.
   Report run(const std::vector<std::string>& engine_args = {}, std::string_view progress = {}) const;
   /// The same run on `programs` (programs()) and `folding` (folding(programs)) already computed: `snsim run`
@@ -65,6 +70,7 @@ class Scenario {
  private:
   /// When each workload ran (its ops' first start to last end), for scenarios with a program workload.
   Table phase_spans(const std::vector<OpRecord>& records) const;
+  std::vector<Program> build_programs() const;
 
   std::shared_ptr<ConfigDocument> document_;
   std::string name_;
@@ -77,6 +83,7 @@ class Scenario {
   bool fold_ = true;
   std::vector<int> timeline_gpus_;
   std::vector<Failure> failures_;  // what-ifs applied at their times (scenario/failures.hpp)
+  std::vector<Program> programs_;  // built by load()
 };
 
 }  // namespace snsim::workloads

@@ -196,10 +196,10 @@ int run_command(const RunOptions& options) {
 
 int run_document(const std::shared_ptr<ConfigDocument>& doc, const RunOptions& options,
                  std::chrono::steady_clock::time_point started) {
-  const auto scenario = workloads::Scenario::load(doc);
+  auto scenario = workloads::Scenario::load(doc);
   const std::string_view command = options.command;
   // Refused up front rather than killed part way: the estimate against --max-memory (scenario/limits.hpp).
-  auto programs = scenario.programs();
+  auto programs = scenario.take_programs();
   auto folding = scenario.folding(programs);
   const auto estimate = workloads::estimate_memory(scenario.fabric(), programs, &folding.folding);
   workloads::check_memory(estimate, workloads::memory_limit(options.max_memory),
