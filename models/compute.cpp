@@ -481,6 +481,10 @@ Seconds ComputeModel::gemm_time(const GpuSpec& gpu, const Gemm& g, Dtype dtype, 
   return plan_gemm(gpu, input, dtype, clock).time + plan_gemm(gpu, weight, dtype, clock).time;
 }
 
+bool kernels_by_shape(const GpuSpec& gpu, Dtype dtype) {
+  return gpu.sms > 0 && gpu.boost_mhz > 0 && dtype != Dtype::fp32 && dtype != Dtype::fp64;
+}
+
 Flops Attention::flops() const {
   const double s2 = static_cast<double>(seq) * static_cast<double>(seq);
   const double forward = 4.0 * static_cast<double>(batch) * static_cast<double>(heads) * s2 *

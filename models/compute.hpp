@@ -151,6 +151,11 @@ struct Attention {
   Flops flops() const;
 };
 
+/// Whether the GEMM and attention models apply on `gpu` for kernels of `dtype`: their tiles and rates are Hopper's,
+/// fitted at its published boost clock, so a preset without one (the Blackwell ones, whose tiles also differ) and
+/// fp32 / fp64 work (no tensor cores) keep the roofline.
+bool kernels_by_shape(const GpuSpec& gpu, Dtype dtype);
+
 /// How the model runs fused attention: one CTA per (sequence, head, block of queries), each walking the blocks of
 /// keys it attends to (all, or up to its diagonal when causal), handed out in grid order to whichever SM frees first;
 /// the SM that finishes last sets the time (a causal head's longest rows come last: a tail of up to one row).

@@ -364,6 +364,22 @@ void derive_attention(const json& op, TraceNode& node) {
   node.flops = Flops{forward * (schema->backward ? 2.5 : 1) * (causal ? 0.5 : 1)};
   node.hbm_bytes = whole_bytes((schema->backward ? 4 : 2) * (q->bytes() + k->bytes()));
   node.dtype = dtype_of(q->type);
+  // cuDNN's kernels, [batch, heads, seq, dim], as the attention model runs them when queries and keys are as many
+  // (self-attention): the model is fitted on cuDNN's SDPA kernels. FlashAttention's (PyTorch's FlashAttention-2 ran
+  // 1.5-2x longer than cuDNN's on our H200, h200x1-compute-4-torch.jsonl) stay on the roofline, a bound.
+  const auto whole = [](double x) { return x >= 1 && x < 0x1p31 && x == std::floor(x); };
+  const auto& qd = q->dims;
+  const auto& kd = k->dims;
+  if (name.find("cudnn") != std::string::npos && qd[2] == kd[2] && qd[0] == kd[0] && qd[3] == kd[3] &&
+      std::ranges::all_of(qd, whole) && whole(kd[1]) &&
+      static_cast<std::int64_t>(qd[1]) % static_cast<std::int64_t>(kd[1]) == 0)
+    node.attention = models::Attention{.batch = static_cast<std::int64_t>(qd[0]),
+                                       .heads = static_cast<std::int64_t>(qd[1]),
+                                       .seq = static_cast<std::int64_t>(qd[2]),
+                                       .head_dim = static_cast<std::int64_t>(qd[3]),
+                                       .kv_heads = static_cast<std::int64_t>(kd[1]),
+                                       .causal = causal,
+                                       .backward = schema->backward};
 }
 
 /// Elementwise operators, bound by HBM, whose bytes follow from their shapes. `reads_first`: whether the first input

@@ -285,8 +285,10 @@ std::vector<Program> build_programs(const std::vector<RankTrace>& traces, const 
           case TraceNode::Kind::memory: {
             if (derived) {
               ComputeOp c{*n.flops, n.hbm_bytes, std::nullopt, n.dtype, true};
-              const bool shaped = n.gemm && n.dtype != Dtype::fp32 && n.dtype != Dtype::fp64;
-              if (shaped) c.gemm = n.gemm;  // timed by its tiles; fp32 GEMMs (no tensor cores) stay roofline
+              if (models::kernels_by_shape(target, n.dtype)) {  // else the roofline, as the training workload does
+                c.gemm = n.gemm;                                // timed by its tiles
+                c.attention = n.attention;                      // by its score blocks over the SMs
+              }
               push(c);
               break;
             }

@@ -774,6 +774,60 @@ TEST_CASE("replay: cost derived takes attention FLOPs and elementwise bytes from
   CHECK(fixed == 3);
 }
 
+TEST_CASE("replay: cost derived runs cuDNN's self-attention by its shape on Hopper, other attention on the roofline") {
+  using namespace snsim::workloads::replay;
+  snsim::testing::TempDir dir;
+  const json bf16x3 = {"c10::BFloat16", "c10::BFloat16", "c10::BFloat16"};
+  const std::vector<ShapedOp> ops{
+      // cuDNN's forward, [batch, heads, seq, dim] = [2, 16, 4096, 128] with 4 KV heads (GQA), causal.
+      {"aten::_scaled_dot_product_cudnn_attention",
+       {{2, 16, 4096, 128}, {2, 4, 4096, 128}, {2, 4, 4096, 128}, {}, {}, {}, {}},
+       bf16x3,
+       {"", "", "", "", "", "", "True"},
+       {"cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3"}},
+      // The same shape through FlashAttention ([batch, seq, heads, dim]): no shape model of FlashAttention-2.
+      {"aten::_flash_attention_forward",
+       {{2, 4096, 16, 128}, {2, 4096, 4, 128}, {2, 4096, 4, 128}, {}, {}, {}, {}, {}, {}},
+       bf16x3,
+       {"", "", "", "", "", "4096", "4096", "0.", "True"},
+       {"void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128>>"}},
+  };
+  const auto path = write(dir, "attention.json", shaped_trace(ops).dump());
+  const auto traces = read_traces({path});
+  std::vector<const TraceNode*> kernels;
+  for (const auto& n : traces.front().nodes)
+    if (n.kind == TraceNode::Kind::kernel) kernels.push_back(&n);
+  REQUIRE(kernels.size() == 2);
+  REQUIRE(kernels[0]->attention);
+  const auto& a = *kernels[0]->attention;
+  CHECK(a.batch == 2);
+  CHECK(a.heads == 16);
+  CHECK(a.seq == 4096);
+  CHECK(a.head_dim == 128);
+  CHECK(a.kv_heads == 4);
+  CHECK(a.causal);
+  CHECK_FALSE(a.backward);
+  REQUIRE(kernels[0]->flops);
+  CHECK(a.flops().count() == kernels[0]->flops->count());  // the model's work is what the shapes give
+  CHECK_FALSE(kernels[1]->attention);
+  REQUIRE(kernels[1]->flops);
+
+  // On an H200 the cuDNN kernel keeps its shape for the attention model; on a GB200 (no Hopper tiles or boost clock)
+  // both run on the roofline, as the training workload's attention does.
+  auto attention_ops = [&](const std::string& topology) {
+    const auto scenario =
+        workloads::testing::load("topology: " + topology + "\nworkloads: [{type: program, ops: [barrier: {}]}]\n");
+    const auto programs = build_programs(traces, scenario.fabric(), {.cost = KernelCost::derived}, 0, "t");
+    int shaped = 0, roofline = 0;
+    for (const auto& lane : std::get<StreamsOp>(programs[0].ops.front().what).streams)
+      for (const auto& op : lane)
+        if (const auto* c = std::get_if<ComputeOp>(&op.what); c && !c->duration) ++(c->attention ? shaped : roofline);
+    return std::pair{shaped, roofline};
+  };
+  CHECK(attention_ops("{type: hgx, gpus: 2, gpu: h200}") == std::pair{1, 1});
+  CHECK(attention_ops("{type: nvl72}") == std::pair{0, 2});
+}
+
 TEST_CASE("replay: a Kineto field of the wrong type or range is an error naming the event, not a crash") {
   using namespace snsim::workloads::replay;
   snsim::testing::TempDir dir;

@@ -55,13 +55,14 @@ struct TraceNode {
   /// Time the lane waited before the node started beyond what its lane and deps explain: the launch latency or the
   /// GPU's gap between queued kernels, held as recorded.
   Seconds delay{0};
-  Bytes bytes{0};                               // copies, memsets
-  bool to_host = false;                         // host_copy: device -> host
-  std::optional<TraceCollective> collective{};  // collective
-  std::optional<Flops> flops{};                 // kernel: its work, where the trace has its operator's shapes
-  std::optional<models::Gemm> gemm{};           // kernel: a matrix multiply's shape (timed by the GEMM model)
-  Bytes hbm_bytes{0};                           // kernel: its operands' bytes, with flops
-  Dtype dtype = Dtype::bf16;                    // kernel: the number format of its flops
+  Bytes bytes{0};                                // copies, memsets
+  bool to_host = false;                          // host_copy: device -> host
+  std::optional<TraceCollective> collective{};   // collective
+  std::optional<Flops> flops{};                  // kernel: its work, where the trace has its operator's shapes
+  std::optional<models::Gemm> gemm{};            // kernel: a matrix multiply's shape (timed by the GEMM model)
+  std::optional<models::Attention> attention{};  // kernel: cuDNN's fused attention's shape (the attention model)
+  Bytes hbm_bytes{0};                            // kernel: its operands' bytes, with flops
+  Dtype dtype = Dtype::bf16;                     // kernel: the number format of its flops
   std::vector<std::size_t> deps{};
   int step = 0;  // the profiler step it belongs to, from 0
 };

@@ -988,10 +988,7 @@ Training::Training(TrainingConfig config, const Fabric& fabric) : config_{std::m
   const auto& gpu = *fabric.device(fabric.gpus().front()).gpu;
   peak_ = *gpu.peak(config_.model.dtype);
   hbm_ = gpu.memory;
-  // The GEMM and attention models' tiles and rates are Hopper's, fitted at its published boost clock: presets without
-  // one (the Blackwell ones, whose tiles also differ) keep the roofline.
-  by_shape_ =
-      gpu.sms > 0 && gpu.boost_mhz > 0 && config_.model.dtype != Dtype::fp32 && config_.model.dtype != Dtype::fp64;
+  by_shape_ = models::kernels_by_shape(gpu, config_.model.dtype);
   footprints_ = training::footprints(config_.model, config_.plan, config_.memory);
 }
 
