@@ -52,6 +52,13 @@ const ParamTable<StreamModel>& stream_params() {
                 .check = non_negative,
                 .doc = "GPU's last write to a synchronising call returning"},
                [](StreamModel& m) { return &m.sync_wakeup; });
+    // No framework unless a parameter set says so: snsim's own ops are CUDA calls. `snsim calibrate` fits it on
+    // snsim-crosscheck's PyTorch host clocks (validation/fits/copy_fit.cpp).
+    params.add({.key = "framework_op",
+                .fallback = 0_us,
+                .check = non_negative,
+                .doc = "CPU time an eager framework (PyTorch) adds to each op before its CUDA call"},
+               [](StreamModel& m) { return &m.framework_op; });
     return params;
   }();
   return table;

@@ -35,6 +35,9 @@ class StreamModel final : public Model {
   Seconds gate_handoff;   // a single op's later start behind snsim-probe's gate kernel than behind a stream wait
   Seconds host_launch;    // CPU time of one asynchronous launch or copy call (CUDA runtime), the host's submission
   Seconds sync_wakeup;    // from the GPU's last write to a synchronising host call (stream, event, device) returning
+  // CPU time an eager framework (PyTorch) spends on one op before the op's CUDA call (its dispatch: argument checks,
+  // the dispatcher, the allocator): a framework-launched op costs the host this plus host_launch.
+  Seconds framework_op;
 };
 
 /// The parameters of models.stream, declared once.

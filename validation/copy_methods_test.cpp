@@ -164,6 +164,32 @@ TEST_CASE("copy twins: copies queued in a CUDA graph follow each other copy.grap
         doctest::Approx(copy.graph_saving.count()).epsilon(1e-6));
 }
 
+TEST_CASE(
+    "copy twins: copies through PyTorch add the framework's dispatch to each host call, and its graphs queue them") {
+  const auto stream = default_models().stream;
+  const auto file = std::filesystem::temp_directory_path() / fmt::format("snsim-framework-{}.yaml", getpid());
+  {
+    std::ofstream out(file);
+    out << "models: {stream: {framework_op: 5us}}\ncalibration: {}\n";
+  }
+  // Tiny copies back to back from PyTorch are host bound: dispatch and launch call per copy.
+  const auto tiny = local_copy("ce_local", "pipelined", 4, 10e-6, 100);
+  CHECK(simulated("torch_events", tiny, file.string()) ==
+        doctest::Approx(5e-6 + stream->host_launch.count()).epsilon(1e-6));
+  // A single one waits for both calls before its own cost (without a framework, the events' one launch call).
+  const auto single = local_copy("ce_local", "single", 4, 20e-6);
+  CHECK(simulated("torch_events", single, file.string()) - simulated("events_single", single, file.string()) ==
+        doctest::Approx(5e-6).epsilon(1e-6));
+  CHECK(simulated("torch_events", single) == doctest::Approx(simulated("events_single", single)).epsilon(1e-9));
+  // Large ones hide the host behind the copies.
+  const auto big = local_copy("ce_local", "pipelined", 64ull << 20, 40e-6, 100);
+  CHECK(simulated("torch_events", big, file.string()) == doctest::Approx(simulated("wait_value", big)).epsilon(1e-6));
+  // torch.cuda.CUDAGraph replays its copies as crosscheck's own graphs do.
+  const auto record = local_copy("ce_local", "pipelined", 4, 1e-6, 50);
+  CHECK(simulated("torch_graph", record) == doctest::Approx(simulated("graph", record)).epsilon(1e-9));
+  std::filesystem::remove(file);
+}
+
 TEST_CASE("copy fit: the probe's single copies are the copy's own cost plus its gate's hand-off") {
   // Noiseless local copies by the model's formula: own fixed cost + 2 bytes / (HBM x efficiency), from L2 faster.
   const double hbm = 4.8e12, efficiency = 0.86, speedup = 1.6, l2 = 60.0 * 1024 * 1024;

@@ -40,7 +40,8 @@ std::optional<Use> fixed_use(const TracedRecord& t) {
   const auto& r = *t.record;
   if (r.family == Family::launch) {
     const std::string method = timing_method(*t.trace, r);
-    const bool fitted = method == "probe" || (method == "host_clock" && r.variant == "host_enqueue") ||
+    const bool fitted = method == "probe" ||
+                        (method == "host_clock" && (r.variant == "host_enqueue" || r.variant == "dispatch")) ||
                         (method == "host_poll" && r.variant == "wakeup");
     return fitted ? Use::calibration : Use::validation;
   }

@@ -267,6 +267,16 @@ void launches(Fit& fit) {
     fit.add_time(key, Seconds{quantile(medians, 0.5)},
                  fmt::format("median of {}/{} ({})", fmt::join(tests, ", "), variant, method), records);
   }
+  // PyTorch's own cost per eager op: an op that launches one kernel (an in-place and an out-of-place one-element
+  // add) called in a loop, per call, less the launch call inside it. Copies and ops queued through PyTorch validate.
+  const auto torch = fit.select(Family::launch, {"torch_add_", "torch_add"}, "dispatch", {}, "host_clock");
+  const auto launch = fit.value("stream.host_launch");
+  if (!torch.empty() && launch) {
+    std::vector<double> medians;
+    for (const auto& t : torch) medians.push_back(t.record->median);
+    fit.add_time("stream.framework_op", Seconds{std::max(0.0, quantile(medians, 0.5) - *launch)},
+                 "median of torch_add_, torch_add/dispatch (host_clock) less stream.host_launch", torch);
+  }
 }
 
 }  // namespace snsim::validation::fits

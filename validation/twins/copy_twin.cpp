@@ -37,16 +37,16 @@ Op wait(Seconds time, const char* what, bool runtime_call) {
 std::vector<Op> timed(const std::string& method, std::vector<Op> ops, int depth, bool pipelined,
                       const models::StreamModel& stream) {
   std::vector<Op> out;
-  if (method == "events_b2b" || method == "host_sync") {
-    // The host submits each copy (one launch call's CPU time) while the GPU runs those already submitted: the
-    // slower of the two sets the time, and a host-synchronised sample starts with the first call and ends when
-    // the synchronising call returns.
+  if (method == "events_b2b" || method == "host_sync" || method == "torch_events") {
+    // The host submits each copy (one launch call's CPU time; through PyTorch, `dst.copy_(src)`, its dispatch
+    // first) while the GPU runs those already submitted: the slower of the two sets the time, and a
+    // host-synchronised sample starts with the first call and ends when the synchronising call returns.
     const int calls = pipelined ? depth : 1;
+    const Seconds call = stream.host_launch + (method == "torch_events" ? stream.framework_op : Seconds{0});
     if (pipelined)
-      out.push_back(
-          op(StreamsOp{{{op(RepeatOp{calls, {wait(stream.host_launch, "host launch", true)}})}, std::move(ops)}}));
+      out.push_back(op(StreamsOp{{{op(RepeatOp{calls, {wait(call, "host launch", true)}})}, std::move(ops)}}));
     else {
-      out.push_back(wait(stream.host_launch, "host launch", true));
+      out.push_back(wait(call, "host launch", true));
       for (auto& o : ops) out.push_back(std::move(o));
     }
     if (method == "host_sync") out.push_back(wait(stream.sync_wakeup, "sync wake-up", true));
@@ -107,8 +107,9 @@ std::variant<Twin, std::string> copy(const TraceRecord& r, int gpus, const model
   Twin twin;
   twin.sample.resize(static_cast<std::size_t>(gpus));
   const bool pipelined = r.variant == "pipelined";
-  // crosscheck's `graph` method captures the copies into one CUDA graph and replays it
-  const auto launch = method == "graph" ? models::Launch::graph : models::Launch::stream;
+  // crosscheck's `graph` method captures the copies into one CUDA graph and replays it, as its PyTorch part's
+  // `torch_graph` does (torch.cuda.CUDAGraph)
+  const auto launch = method == "graph" || method == "torch_graph" ? models::Launch::graph : models::Launch::stream;
   const int depth = static_cast<int>(extra_number(r, "depth", 1));
   if (pipelined || r.test == "ce_sm_shared") twin.repetitions = depth;
   const int src = rank_at(r, 0);

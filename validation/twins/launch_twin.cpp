@@ -30,6 +30,21 @@ std::variant<Twin, std::string> launch(const TraceRecord& r, int gpus, const mod
   auto& at = twin.sample[static_cast<std::size_t>(rank_at(r, 0))];
   const auto& stream = *models.stream;
   const int kernels = static_cast<int>(extra_number(r, "kernels_per_sample", 1));
+  // PyTorch's one-kernel eager ops (an in-place and an out-of-place add): the framework's dispatch, then the launch
+  // call. Called in a loop on the host's clock (what stream.framework_op is fitted on), or queued between two events,
+  // where the host's calls and the GPU's kernels overlap and the slower sets the rate.
+  const HostOp torch_call{stream.framework_op + stream.host_launch, "framework op and launch", true};
+  if ((r.test == "torch_add_" || r.test == "torch_add") && r.variant == "dispatch" && method == "host_clock") {
+    at.push_back(op(RepeatOp{kernels, {op(torch_call)}}));
+    twin.repetitions = kernels;
+    return twin;
+  }
+  if (r.test == "torch_add_" && r.variant == "back_to_back" && method == "torch_events") {
+    at.push_back(
+        op(StreamsOp{{{op(RepeatOp{kernels, {op(torch_call)}})}, {op(RepeatOp{kernels, {queued_kernel()}})}}}));
+    twin.repetitions = kernels;
+    return twin;
+  }
   if (r.test != "empty_kernel")
     return fmt::format(
         "launch/{}: the host's calls beyond a launch (synchronising, blocking copies, a framework's "
