@@ -208,7 +208,7 @@ TEST_CASE("claims: 9 -- sparsification with overlap and grouping, BERT-large on 
   const double baseline = span(r, 0), grouped = span(r, 1), overlapped = span(r, 2), sparse = span(r, 3),
                sparse10 = span(r, 4);
   check_near(baseline / 2 * 1e3, 46.59);
-  check_near(100 * (baseline / sparse - 1), 8.62);   // the claim's three together, against a flat ring
+  check_near(100 * (baseline / sparse - 1), 8.62);    // the claim's three together, against a flat ring
   check_near(100 * (grouped / sparse - 1), 14.41);    // against the two-level grouping
   check_near(100 * (overlapped / sparse - 1), 5.65);  // sparsification alone (d = 1 %)
   check_near(100 * (overlapped / sparse10 - 1), 3.90);
