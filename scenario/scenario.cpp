@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <utility>
 
 #include <xbt/log.h>
 
@@ -178,7 +179,7 @@ std::vector<std::string> Scenario::notes() const {
 }
 
 Report Scenario::run(const std::vector<std::string>& engine_args, std::string_view progress) const {
-  auto all_programs = programs_;
+  auto all_programs = programs_.empty() ? build_programs() : std::exchange(programs_, {});
   auto decision = folding(all_programs);
   return run(std::move(all_programs), std::move(decision), engine_args, progress);
 }

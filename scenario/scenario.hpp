@@ -49,7 +49,7 @@ class Scenario {
   FoldingDecision folding(const std::vector<Program>& programs) const;
 
   /// Every rank's program: each workload in turn, separated by a free barrier across all ranks. Built once, by
-  /// load() (which checks them), and kept.
+  /// load() (which checks them), and kept until a run takes them (empty after run() or take_programs()).
   const std::vector<Program>& programs() const { return programs_; }
   /// The programs, moved out for a run that consumes them (run(programs, folding, ...)): at a thousand GPUs they are
   /// gigabytes, neither built twice nor copied. programs() is empty afterwards.
@@ -58,8 +58,8 @@ class Scenario {
   /// What a user must know to read the results (Report::notes): every workload's notes, in order.
   std::vector<std::string> notes() const;
 
-  /// Runs the scenario in this process (once per process: see sim/simulation.hpp) on a copy of its programs, and
-  /// returns the report. With a
+  /// Runs the scenario in this process (once per process: see sim/simulation.hpp) on the programs load() built,
+  /// which it takes (a later run builds them again), and returns the report. With a
   /// `progress` heading ("snsim run"), a progress line on stderr (sim/progress.hpp); the report is the same.
   Report run(const std::vector<std::string>& engine_args = {}, std::string_view progress = {}) const;
   /// The same run on `programs` (programs()) and `folding` (folding(programs)) already computed: `snsim run`
@@ -83,7 +83,9 @@ class Scenario {
   bool fold_ = true;
   std::vector<int> timeline_gpus_;
   std::vector<Failure> failures_;  // what-ifs applied at their times (scenario/failures.hpp)
-  std::vector<Program> programs_;  // built by load()
+  // Built by load() and handed to the first run, which a const run() may take: a process runs one simulation,
+  // and holding a second copy through it would double the largest data of a large job.
+  mutable std::vector<Program> programs_;
 };
 
 }  // namespace snsim::workloads
