@@ -31,6 +31,12 @@ Bytes whole_bytes(double bytes) {
   return bytes > 0 ? Bytes{static_cast<std::uint64_t>(std::min(bytes, 0x1p62))} : Bytes{0};
 }
 
+/// Whether a tensor dimension from a trace's shapes is one the GEMM and attention models take: a whole count from 1
+/// to below 2^24 (the models multiply a few of them in 64 bits).
+bool model_dimension(double x) {
+  return x >= 1 && x < 0x1p24 && x == std::floor(x);
+}
+
 /// Whether `e` is a complete event ("ph": "X"), with the types checked, once, of every field the replay reads from
 /// one, so that reading them later cannot throw: `cat` and `name` strings, `tid` a whole number or a string (the
 /// profiler names some rows: "PyTorch Profiler"), `args` an object whose `correlation`, `stream`, `External id` and
@@ -318,8 +324,7 @@ void derive_matmul(const json& op, TraceNode& node) {
   node.flops = Flops{2 * batch * m * k * n};
   // Row-major PyTorch operands are cuBLAS's column-major ones transposed: the layout the GEMM model reads only
   // matters for tf32, whose K-major operands PyTorch's contiguous [m,k] x [k,n] make NN.
-  const auto whole = [](double x) { return x >= 1 && x < 0x1p24 && x == std::floor(x); };
-  if (whole(m) && whole(n) && whole(k) && whole(batch))
+  if (model_dimension(m) && model_dimension(n) && model_dimension(k) && model_dimension(batch))
     node.gemm = models::Gemm{static_cast<std::int64_t>(m), static_cast<std::int64_t>(n), static_cast<std::int64_t>(k),
                              static_cast<std::int64_t>(batch), models::GemmLayout::nn};
   node.hbm_bytes = whole_bytes(a->element_bytes * batch * (m * k + k * n + m * n));
@@ -367,11 +372,10 @@ void derive_attention(const json& op, TraceNode& node) {
   // cuDNN's kernels, [batch, heads, seq, dim], as the attention model runs them when queries and keys are as many
   // (self-attention): the model is fitted on cuDNN's SDPA kernels. FlashAttention's (PyTorch's FlashAttention-2 ran
   // 1.5-2x longer than cuDNN's on our H200, h200x1-compute-4-torch.jsonl) stay on the roofline, a bound.
-  const auto whole = [](double x) { return x >= 1 && x < 0x1p31 && x == std::floor(x); };
   const auto& qd = q->dims;
   const auto& kd = k->dims;
   if (name.find("cudnn") != std::string::npos && qd[2] == kd[2] && qd[0] == kd[0] && qd[3] == kd[3] &&
-      std::ranges::all_of(qd, whole) && whole(kd[1]) &&
+      std::ranges::all_of(qd, model_dimension) && model_dimension(kd[1]) &&
       static_cast<std::int64_t>(qd[1]) % static_cast<std::int64_t>(kd[1]) == 0)
     node.attention = models::Attention{.batch = static_cast<std::int64_t>(qd[0]),
                                        .heads = static_cast<std::int64_t>(qd[1]),
