@@ -53,7 +53,7 @@ void RankRecords::iterator::settle() {
   const auto& records = *owner_->records_;
   if (!mirrors_pass_) {
     if (record_ < records.size()) return;
-    if (owner_->folding_ == nullptr || !owner_->folding_->any_folded()) return;  // at the end
+    if (!owner_->folding_->any_folded()) return;  // at the end
     mirrors_pass_ = true;
     record_ = 0;
     mirror_ = 1;

@@ -58,13 +58,12 @@ class Folding {
 /// of those records in turn, one per folded rank it speaks for, relabelled (rank and peer): what the full simulation
 /// gives a folded rank when the folding is exact (docs/folding.md). The folded ranks' records are made one at a time
 /// as the range is walked, never stored: folded 4:1, storing them took three times the simulated ranks' memory
-/// (about 500 MB for GPT-3 175B on 128 GPUs). A record read through the iterator lives until it next moves.
+/// (about 500 MB for GPT-3 175B on 128 GPUs). A record read through the iterator lives until it next moves; the
+/// records and the folding must outlive the range.
 class RankRecords {
  public:
   RankRecords(const std::vector<OpRecord>& simulated, const Folding& folding)
       : records_(&simulated), folding_(&folding) {}
-  /// Records of a run that folded nothing.
-  explicit RankRecords(const std::vector<OpRecord>& records) : records_(&records) {}
 
   class iterator {
    public:
@@ -72,7 +71,6 @@ class RankRecords {
     using difference_type = std::ptrdiff_t;
     iterator() = default;
     const OpRecord& operator*() const { return mirrors_pass_ ? copy_ : (*owner_->records_)[record_]; }
-    const OpRecord* operator->() const { return &**this; }
     iterator& operator++();
     void operator++(int) { ++*this; }
     bool operator==(std::default_sentinel_t) const { return owner_ == nullptr || record_ >= owner_->records_->size(); }
@@ -97,7 +95,7 @@ class RankRecords {
 
  private:
   const std::vector<OpRecord>* records_;
-  const Folding* folding_ = nullptr;
+  const Folding* folding_;
 };
 
 /// Why folded rank `folded`'s program is not its representative's `representative` with its peers and groups

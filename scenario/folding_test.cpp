@@ -277,7 +277,8 @@ TEST_CASE(
         4);
 
   std::size_t unfolded = 0;
-  for (const auto& r : RankRecords(simulated)) CHECK(&r == &simulated[unfolded++]);  // as they are, not copied
+  const Folding none(5);
+  for (const auto& r : RankRecords(simulated, none)) CHECK(&r == &simulated[unfolded++]);  // as they are, not copied
   CHECK(unfolded == simulated.size());
   CHECK(RankRecords(std::vector<OpRecord>{}, folding).begin() == std::default_sentinel);
 }
