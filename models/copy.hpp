@@ -36,6 +36,9 @@ struct EngineParams {
   Seconds pull_queue_gap;
   Seconds local_setup;      // fixed cost of a device-local copy
   Seconds local_queue_gap;  // fixed cost of a device-local copy queued behind another
+  // SM engine only: a lone device-local copy's fixed cost inside its kernel (first block's start to last block's
+  // end), without the launch and completion around it that local_setup holds.
+  Seconds local_in_kernel;
 };
 
 /// Every parameter is set by copy_params(), where its default, range and source are declared.
@@ -59,8 +62,10 @@ class CopyModel final : public Model {
   Bytes wire_bytes(Bytes payload, CopyEngine engine) const;
   /// The most a lone copy moves per second on a route of `line_rate`, in wire bytes per second.
   BytesPerSecond wire_rate_cap(BytesPerSecond line_rate, CopyEngine engine) const;
-  /// Fixed cost of a device-local copy: alone, or queued behind another on the same stream.
-  Seconds local_fixed_cost(CopyEngine engine, bool pipelined, Launch launch = Launch::stream) const;
+  /// Fixed cost of a device-local copy: alone, or queued behind another on the same stream; `in_kernel`: only what
+  /// an SM copy's kernel spends inside itself (its launch and completion not counted).
+  Seconds local_fixed_cost(CopyEngine engine, bool pipelined, Launch launch = Launch::stream,
+                           bool in_kernel = false) const;
   /// Time a device-local copy of `bytes` spends reading and writing `gpu`'s memory (L2 or HBM), fixed cost aside.
   Seconds local_memory_time(const GpuSpec& gpu, Bytes bytes) const;
 };

@@ -51,6 +51,9 @@ struct CopyOp {
   bool pipelined = false;  // queued behind the previous copy on the same stream: pays the engine's queue gap
   bool pull = false;       // the issuing rank reads from `peer` (data flows peer -> issuer); else it writes to it
   models::Launch launch = models::Launch::stream;  // a CUDA graph's node: queued, it pays copy.graph_saving less
+  // Timed by the copy kernel's own clock (snsim-crosscheck's kernel_clock): a device-local SM copy's fixed cost is
+  // then copy.sm.local_in_kernel, its launch and completion not counted. Validation twins set it; workloads do not.
+  bool in_kernel = false;
 };
 
 OpDescription describe(const ComputeOp& op);

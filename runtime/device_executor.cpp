@@ -43,7 +43,7 @@ void DeviceExecutor::run(int rank, const CopyOp& op) {
   if (op.peer == rank) {  // device-local: reads and writes the GPU's memory, through its HBM link
     const DeviceId gpu = device(rank);
     const auto& spec = *simulation_.fabric().device(gpu).gpu;
-    sleep_for(copy.local_fixed_cost(op.engine, op.pipelined, op.launch));
+    sleep_for(copy.local_fixed_cost(op.engine, op.pipelined, op.launch, op.in_kernel));
     const double factor = variability_.hbm_rate(gpu) * variability_.bandwidth_factor(gpu);
     simulation_.kernel(gpu, Seconds{0}, Seconds{copy.local_memory_time(spec, op.bytes).count() / factor},
                        Bytes{2 * op.bytes.count()});

@@ -3,6 +3,7 @@
 // probe's single-copy cost into the copy's own and its gate's hand-off (validation/fits/copy_fit.cpp).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 
 #include "models/models.hpp"
 #include "sim/config.hpp"
+#include "topologies/gpus.hpp"
 #include "validation/calibrate.hpp"
 #include "validation/calibration_test_support.hpp"
 #include "validation/twins.hpp"
@@ -190,6 +192,33 @@ TEST_CASE(
   std::filesystem::remove(file);
 }
 
+TEST_CASE("copy twins: an SM copy timed by its own kernel's clock is its in-kernel cost and memory time, no launch") {
+  const auto models = default_models();
+  const auto& copy = *models.copy;
+  REQUIRE(copy.sm.local_in_kernel < copy.sm.local_setup);
+  const auto& presets = topologies::gpu_presets();
+  const GpuSpec h200 = *std::ranges::find_if(presets, [](const GpuSpec& g) { return g.model == "h200"; });
+  for (const std::uint64_t bytes : {4ull, 1ull << 20, 256ull << 20}) {
+    CAPTURE(bytes);
+    const auto record = local_copy("sm_local", "single", bytes, 1e-6);
+    const double memory = copy.local_memory_time(h200, Bytes{bytes}).count();
+    CHECK(simulated("kernel_clock", record) == doctest::Approx(copy.sm.local_in_kernel.count() + memory).epsilon(1e-6));
+    // Released by a stream wait, the same copy pays its launch and completion too.
+    CHECK(simulated("wait_value", record) - simulated("kernel_clock", record) ==
+          doctest::Approx((copy.sm.local_setup - copy.sm.local_in_kernel).count()).epsilon(1e-6));
+  }
+  // Copy engines have no kernel, and queued copies no span of their own: no twin, and it says why.
+  auto trace = trace_of("kernel_clock");
+  for (const auto& record :
+       {local_copy("ce_local", "single", 4, 1e-6), local_copy("sm_local", "pipelined", 4, 1e-6, 50)}) {
+    const auto made = make_twin(trace, record, 2, models);
+    REQUIRE(std::holds_alternative<std::string>(made));
+    CHECK(std::get<std::string>(made) ==
+          fmt::format("copy/{}/{} (kernel_clock): only a lone device-local SM copy is modelled inside its kernel",
+                      record.test, record.variant));
+  }
+}
+
 TEST_CASE("copy fit: the probe's single copies are the copy's own cost plus its gate's hand-off") {
   // Noiseless local copies by the model's formula: own fixed cost + 2 bytes / (HBM x efficiency), from L2 faster.
   const double hbm = 4.8e12, efficiency = 0.86, speedup = 1.6, l2 = 60.0 * 1024 * 1024;
@@ -198,17 +227,22 @@ TEST_CASE("copy fit: the probe's single copies are the copy's own cost plus its 
     const double traffic = 2.0 * static_cast<double>(bytes);
     return traffic / (hbm * efficiency * (traffic <= l2 ? speedup : 1.0));
   };
-  std::vector<Trace> traces{trace_of(""), trace_of("wait_value"), trace_of("event_from_other_stream")};
-  for (std::uint64_t bytes = 4; bytes <= (1ull << 30); bytes *= 4)
+  const double in_kernel = 0.7e-6;
+  std::vector<Trace> traces{trace_of(""), trace_of("wait_value"), trace_of("event_from_other_stream"),
+                            trace_of("kernel_clock")};
+  for (std::uint64_t bytes = 4; bytes <= (1ull << 30); bytes *= 4) {
     for (const auto& [test, own] : {std::pair{"ce_local", own_ce}, {"sm_local", own_sm}}) {
       traces[0].records.push_back(local_copy(test, "single", bytes, own + handoff + memory(bytes)));
       traces[1].records.push_back(local_copy(test, "single", bytes, own + memory(bytes)));
       traces[2].records.push_back(local_copy(test, "single", bytes, own + release + memory(bytes)));
     }
+    traces[3].records.push_back(local_copy("sm_local", "single", bytes, in_kernel + memory(bytes)));
+  }
   const auto fitted = testing::fitted_values(calibrate(traces, {}));
   testing::check_fitted(fitted, {{"stream.gate_handoff", handoff},
                                  {"copy.ce.local_setup", own_ce},
                                  {"copy.sm.local_setup", own_sm},
+                                 {"copy.sm.local_in_kernel", in_kernel},
                                  {"stream.event_release", release},
                                  {"copy.local_hbm_efficiency", efficiency},
                                  {"copy.local_l2_speedup", speedup}});

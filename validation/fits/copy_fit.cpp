@@ -161,6 +161,18 @@ void local(Fit& fit) {
     fit.add_time("copy.ce.local_setup", fit.non_negative(Seconds{x[0]}, "copy.ce.local_setup"), method, records);
     fit.add_time("copy.sm.local_setup", fit.non_negative(Seconds{x[1]}, "copy.sm.local_setup"), method, records);
   }
+  // The SM copy kernel's own clock (crosscheck's kernel_clock): the same lone copies without their launch and
+  // completion, first block's start to last block's end.
+  const auto in_kernel = fit.select(
+      Family::copy, {"sm_local"}, "single", [](const TraceRecord& r) { return r.bytes.count() <= 64 * 1024; },
+      "kernel_clock");
+  if (!in_kernel.empty()) {
+    const double own_span = Fit::intercept(in_kernel, [&](const TraceRecord& r) { return r.median - memory_time(r); });
+    fit.add_time("copy.sm.local_in_kernel", fit.non_negative(Seconds{own_span}, "copy.sm.local_in_kernel"),
+                 "weighted mean of t - memory time (the local fit) over crosscheck's kernel_clock single sm_local "
+                 "copies <= 64 KiB: the kernel's first block's start to its last block's end",
+                 in_kernel);
+  }
   // Copies queued as nodes of one CUDA graph (crosscheck's `graph` method) follow each other sooner than from a
   // stream: the same gap fitted on them, each engine's stream gap less it, averaged over the engines.
   std::vector<double> savings;

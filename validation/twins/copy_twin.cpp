@@ -115,6 +115,16 @@ std::variant<Twin, std::string> copy(const TraceRecord& r, int gpus, const model
   const int src = rank_at(r, 0);
   const int dst = r.ranks.size() > 1 ? rank_at(r, 1) : src;
   auto& at_src = twin.sample[static_cast<std::size_t>(src)];
+  if (method == "kernel_clock") {
+    // The copy kernel's own clock: first block's start to last block's end, its launch and completion aside.
+    if (r.test != "sm_local" || pipelined)
+      return fmt::format("copy/{}/{} (kernel_clock): only a lone device-local SM copy is modelled inside its kernel",
+                         r.test, r.variant);
+    CopyOp copy{dst, r.bytes, Engine::sm};
+    copy.in_kernel = true;
+    at_src = {op(copy)};
+    return twin;
+  }
   if (r.test == "ce_peer" || r.test == "ce_local") {
     at_src = copies(dst, r.bytes, Engine::ce, depth, pipelined, false, launch);
   } else if (r.test == "sm_push" || r.test == "sm_local") {
