@@ -110,6 +110,14 @@ const ParamTable<CopyModel>& copy_params() {
                 .doc = "fixed cost of a lone device-local SM copy inside its kernel, launch and completion aside",
                 .source = "fit H200 crosscheck kernel_clock"},
                [](CopyModel& m) { return &m.sm.local_in_kernel; });
+    // Our H200s' SM copy kernel moves 64 MiB - 1 GiB 4-9 % slower than a copy engine on the same GPU from HBM, and
+    // as fast from L2 (validation/traces/h200/h200x2-copy.jsonl, validation/traces/h200-crosscheck).
+    params.add({.key = "sm.local_rate",
+                .unit = "fraction",
+                .fallback = 1.0,
+                .check = between(0.1, 2.0),
+                .doc = "device-local HBM rate of an SM copy kernel / a copy engine's (local_hbm_efficiency)"},
+               [](CopyModel& m) { return &m.sm.local_rate; });
     // Queued as graph nodes, our H200's local copies follow each other ~0.7 us sooner than from a stream (ce 1.05
     // against 1.78 us, sm 1.21 against 1.89 at <= 64 KiB: validation/traces/h200-crosscheck/h200x1-xc-graph.jsonl).
     params.add({.key = "graph_saving",
@@ -178,11 +186,11 @@ Seconds CopyModel::local_fixed_cost(CopyEngine engine, bool pipelined, Launch la
   return pipelined ? queued(e.local_queue_gap, launch, graph_saving) : e.local_setup;
 }
 
-Seconds CopyModel::local_memory_time(const GpuSpec& gpu, Bytes bytes) const {
+Seconds CopyModel::local_memory_time(const GpuSpec& gpu, Bytes bytes, CopyEngine engine) const {
   const Bytes traffic = 2 * bytes;  // read the source, write the destination
-  BytesPerSecond rate = gpu.hbm_bandwidth * local_hbm_efficiency;
-  if (gpu.l2.count() > 0 && traffic <= gpu.l2) rate = rate * local_l2_speedup;
-  return traffic / rate;
+  const BytesPerSecond hbm = gpu.hbm_bandwidth * local_hbm_efficiency;
+  if (gpu.l2.count() > 0 && traffic <= gpu.l2) return traffic / (hbm * local_l2_speedup);
+  return traffic / (engine == CopyEngine::sm ? hbm * sm.local_rate : hbm);
 }
 
 Registry<Model>::Entry copy_model_entry() {

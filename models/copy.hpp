@@ -39,6 +39,9 @@ struct EngineParams {
   // SM engine only: a lone device-local copy's fixed cost inside its kernel (first block's start to last block's
   // end), without the launch and completion around it that local_setup holds.
   Seconds local_in_kernel;
+  // SM engine only: the device-local HBM rate of an SM copy kernel, as a share of a copy engine's (from L2 both are
+  // as fast).
+  double local_rate = 1;
 };
 
 /// Every parameter is set by copy_params(), where its default, range and source are declared.
@@ -47,7 +50,7 @@ class CopyModel final : public Model {
   EngineParams ce;
   EngineParams sm;
   Bytes packet_header;              // header bytes per packet on NVLink
-  double local_hbm_efficiency = 0;  // share of HBM bandwidth a device-local copy reaches (reads + writes)
+  double local_hbm_efficiency = 0;  // share of HBM bandwidth a device-local CE copy reaches (reads + writes)
   double local_l2_speedup = 0;      // local copy rate from L2 against from HBM, when source and destination fit in L2
   // A copy queued as a node of a CUDA graph skips the stream's per-op submission: its queue gap is this much shorter
   // (a lone graph copy's setup is not: what a graph launch costs apart is its timing method's).
@@ -66,8 +69,9 @@ class CopyModel final : public Model {
   /// an SM copy's kernel spends inside itself (its launch and completion not counted).
   Seconds local_fixed_cost(CopyEngine engine, bool pipelined, Launch launch = Launch::stream,
                            bool in_kernel = false) const;
-  /// Time a device-local copy of `bytes` spends reading and writing `gpu`'s memory (L2 or HBM), fixed cost aside.
-  Seconds local_memory_time(const GpuSpec& gpu, Bytes bytes) const;
+  /// Time a device-local copy of `bytes` by `engine` spends reading and writing `gpu`'s memory (L2 or HBM), fixed
+  /// cost aside.
+  Seconds local_memory_time(const GpuSpec& gpu, Bytes bytes, CopyEngine engine) const;
 };
 
 /// The parameters of models.copy, declared once (defaults, ranges, docs and sources).

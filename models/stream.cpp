@@ -45,8 +45,19 @@ const ParamTable<StreamModel>& stream_params() {
     params.add({.key = "host_launch",
                 .fallback = 4_us,
                 .check = non_negative,
-                .doc = "CPU time of one asynchronous launch or copy call"},
+                .doc = "CPU time of one asynchronous kernel launch call"},
                [](StreamModel& m) { return &m.host_launch; });
+    params.add({.key = "host_copy",
+                .fallback = 4_us,
+                .check = non_negative,
+                .doc = "CPU time of one asynchronous copy call (cudaMemcpyAsync)"},
+               [](StreamModel& m) { return &m.host_copy; });
+    params.add({.key = "host_submit_share",
+                .unit = "fraction",
+                .fallback = 1.0,
+                .check = between(0.01, 1.0),
+                .doc = "share of a launch or copy call's CPU time before the GPU holds the work"},
+               [](StreamModel& m) { return &m.host_submit_share; });
     params.add({.key = "sync_wakeup",
                 .fallback = 2_us,
                 .check = non_negative,

@@ -33,11 +33,19 @@ class StreamModel final : public Model {
   Seconds event_release;  // from an event another stream of the same GPU records to this stream's next op starting
   Seconds event_record;   // what an event recorded between two kernels of one stream adds to the stream's time
   Seconds gate_handoff;   // a single op's later start behind snsim-probe's gate kernel than behind a stream wait
-  Seconds host_launch;    // CPU time of one asynchronous launch or copy call (CUDA runtime), the host's submission
-  Seconds sync_wakeup;    // from the GPU's last write to a synchronising host call (stream, event, device) returning
+  Seconds host_launch;    // CPU time of one asynchronous kernel launch call (CUDA runtime), the host's submission
+  Seconds host_copy;      // CPU time of one asynchronous copy call (cudaMemcpyAsync): more work than a launch
+  // The share of a launch or copy call's CPU time that passes before the GPU holds the work: a lone op starts that
+  // soon after its call does, while calls back to back follow each other at their whole CPU time.
+  double host_submit_share = 1;
+  Seconds sync_wakeup;  // from the GPU's last write to a synchronising host call (stream, event, device) returning
   // CPU time an eager framework (PyTorch) spends on one op before the op's CUDA call (its dispatch: argument checks,
   // the dispatcher, the allocator): a framework-launched op costs the host this plus host_launch.
   Seconds framework_op;
+
+  /// CPU time of the call that puts a copy by `engine` on its stream: a copy engine's cudaMemcpyAsync, or an SM copy
+  /// kernel's launch.
+  Seconds host_call(bool copy_engine) const { return copy_engine ? host_copy : host_launch; }
 };
 
 /// The parameters of models.stream, declared once.

@@ -45,7 +45,7 @@ void DeviceExecutor::run(int rank, const CopyOp& op) {
     const auto& spec = *simulation_.fabric().device(gpu).gpu;
     sleep_for(copy.local_fixed_cost(op.engine, op.pipelined, op.launch, op.in_kernel));
     const double factor = variability_.hbm_rate(gpu) * variability_.bandwidth_factor(gpu);
-    simulation_.kernel(gpu, Seconds{0}, Seconds{copy.local_memory_time(spec, op.bytes).count() / factor},
+    simulation_.kernel(gpu, Seconds{0}, Seconds{copy.local_memory_time(spec, op.bytes, op.engine).count() / factor},
                        Bytes{2 * op.bytes.count()});
   } else if (op.peer == NVME) {
     // GPUDirect Storage: one transfer per drive, all at once, the bytes split evenly (the first drives take the

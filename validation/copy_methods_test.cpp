@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <tuple>
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -96,9 +97,10 @@ TEST_CASE("copy twins: each timing method adds its own mechanics around the copy
   CHECK(ops_of("wait_value", single).size() == 1);
   CHECK(ops_of("gate", single).size() == 1);
   using Waits = std::vector<std::pair<std::string, double>>;
-  CHECK(host_waits(ops_of("events_single", single)) == Waits{{"host launch", stream.host_launch.count()}});
+  const double handed_over = (stream.host_copy * stream.host_submit_share).count();
+  CHECK(host_waits(ops_of("events_single", single)) == Waits{{"host call", handed_over}});
   CHECK(host_waits(ops_of("host_sync", single)) ==
-        Waits{{"host launch", stream.host_launch.count()}, {"sync wake-up", stream.sync_wakeup.count()}});
+        Waits{{"host call", handed_over}, {"sync wake-up", stream.sync_wakeup.count()}});
   CHECK(host_waits(ops_of("", single)) == Waits{{"gate hand-off", stream.gate_handoff.count()}});
   CHECK(host_waits(ops_of("event_from_other_stream", single)) ==
         Waits{{"event release", stream.event_release.count()}});
@@ -112,13 +114,27 @@ TEST_CASE("copy twins: each timing method adds its own mechanics around the copy
   CHECK(host_waits(ops_of("wait_value", local_copy("ce_local", "pipelined", 4, 3e-6, 50))).empty());
 }
 
-TEST_CASE("copy twins: a single copy between host-recorded events takes one host launch more than behind a wait") {
+TEST_CASE("copy twins: a single copy between host-recorded events starts a share of its call's CPU time later") {
   const auto stream = default_models().stream;
-  const auto record = local_copy("ce_local", "single", 4, 3e-6);
-  const double released = simulated("wait_value", record);
-  CHECK(simulated("events_single", record) - released == doctest::Approx(stream->host_launch.count()).epsilon(1e-6));
-  CHECK(simulated("host_sync", record) - released ==
-        doctest::Approx((stream->host_launch + stream->sync_wakeup).count()).epsilon(1e-6));
+  const auto file = std::filesystem::temp_directory_path() / fmt::format("snsim-host-calls-{}.yaml", getpid());
+  {
+    std::ofstream out(file);
+    out << "models: {stream: {host_launch: 4us, host_copy: 6us, host_submit_share: 0.75}}\ncalibration: {}\n";
+  }
+  // A copy engine's copy is a cudaMemcpyAsync (6 us of CPU), an SM copy a kernel launch (4 us): the GPU holds
+  // either three quarters into its call.
+  for (const auto& [test, call] : {std::pair{"ce_local", 6e-6}, {"sm_local", 4e-6}}) {
+    CAPTURE(test);
+    const auto record = local_copy(test, "single", 4, 3e-6);
+    const double released = simulated("wait_value", record, file.string());
+    CHECK(simulated("events_single", record, file.string()) - released == doctest::Approx(0.75 * call).epsilon(1e-6));
+    CHECK(simulated("host_sync", record, file.string()) - released ==
+          doctest::Approx(0.75 * call + stream->sync_wakeup.count()).epsilon(1e-6));
+    // Back to back, tiny copies are host bound: one whole call each.
+    CHECK(simulated("events_b2b", local_copy(test, "pipelined", 4, 4e-6, 100), file.string()) ==
+          doctest::Approx(call).epsilon(1e-6));
+  }
+  std::filesystem::remove(file);
 }
 
 TEST_CASE("copy twins: the host's jitter stretches the host's calls only, not the copy behind a stream wait") {
@@ -132,16 +148,16 @@ TEST_CASE("copy twins: the host's jitter stretches the host's calls only, not th
   const double released = simulated("wait_value", record);
   CHECK(simulated("wait_value", record, file.string()) == doctest::Approx(released).epsilon(1e-9));
   CHECK(simulated("events_single", record, file.string()) - released ==
-        doctest::Approx(3 * stream->host_launch.count()).epsilon(1e-6));
+        doctest::Approx(3 * (stream->host_copy * stream->host_submit_share).count()).epsilon(1e-6));
   std::filesystem::remove(file);
 }
 
-TEST_CASE("copy twins: tiny copies issued back to back from the host take one host launch each (host bound)") {
+TEST_CASE("copy twins: tiny copies issued back to back from the host take one copy call each (host bound)") {
   const auto models = default_models();
-  // 4 B copies: the GPU's per-copy gap (copy.ce.local_queue_gap, 2 us by default) is below a launch call (4 us).
-  REQUIRE(models.copy->local_fixed_cost(models::CopyEngine::ce, true) < models.stream->host_launch);
+  // 4 B copies: the GPU's per-copy gap (copy.ce.local_queue_gap, 2 us by default) is below a copy call (4 us).
+  REQUIRE(models.copy->local_fixed_cost(models::CopyEngine::ce, true) < models.stream->host_copy);
   const double per_copy = simulated("events_b2b", local_copy("ce_local", "pipelined", 4, 4e-6, 100));
-  CHECK(per_copy == doctest::Approx(models.stream->host_launch.count()).epsilon(1e-6));
+  CHECK(per_copy == doctest::Approx(models.stream->host_copy.count()).epsilon(1e-6));
   // 64 MiB copies: the GPU is the slower one, the host's calls are hidden behind the copies.
   const auto big = local_copy("ce_local", "pipelined", 64ull << 20, 40e-6, 100);
   CHECK(simulated("events_b2b", big) == doctest::Approx(simulated("wait_value", big)).epsilon(1e-6));
@@ -174,11 +190,11 @@ TEST_CASE(
     std::ofstream out(file);
     out << "models: {stream: {framework_op: 5us}}\ncalibration: {}\n";
   }
-  // Tiny copies back to back from PyTorch are host bound: dispatch and launch call per copy.
+  // Tiny copies back to back from PyTorch are host bound: dispatch and copy call per copy.
   const auto tiny = local_copy("ce_local", "pipelined", 4, 10e-6, 100);
   CHECK(simulated("torch_events", tiny, file.string()) ==
-        doctest::Approx(5e-6 + stream->host_launch.count()).epsilon(1e-6));
-  // A single one waits for both calls before its own cost (without a framework, the events' one launch call).
+        doctest::Approx(5e-6 + stream->host_copy.count()).epsilon(1e-6));
+  // A single one waits for the dispatch before its call (without a framework, as between the events alone).
   const auto single = local_copy("ce_local", "single", 4, 20e-6);
   CHECK(simulated("torch_events", single, file.string()) - simulated("events_single", single, file.string()) ==
         doctest::Approx(5e-6).epsilon(1e-6));
@@ -201,7 +217,7 @@ TEST_CASE("copy twins: an SM copy timed by its own kernel's clock is its in-kern
   for (const std::uint64_t bytes : {4ull, 1ull << 20, 256ull << 20}) {
     CAPTURE(bytes);
     const auto record = local_copy("sm_local", "single", bytes, 1e-6);
-    const double memory = copy.local_memory_time(h200, Bytes{bytes}).count();
+    const double memory = copy.local_memory_time(h200, Bytes{bytes}, models::CopyEngine::sm).count();
     CHECK(simulated("kernel_clock", record) == doctest::Approx(copy.sm.local_in_kernel.count() + memory).epsilon(1e-6));
     // Released by a stream wait, the same copy pays its launch and completion too.
     CHECK(simulated("wait_value", record) - simulated("kernel_clock", record) ==
@@ -220,24 +236,45 @@ TEST_CASE("copy twins: an SM copy timed by its own kernel's clock is its in-kern
 }
 
 TEST_CASE("copy fit: the probe's single copies are the copy's own cost plus its gate's hand-off") {
-  // Noiseless local copies by the model's formula: own fixed cost + 2 bytes / (HBM x efficiency), from L2 faster.
-  const double hbm = 4.8e12, efficiency = 0.86, speedup = 1.6, l2 = 60.0 * 1024 * 1024;
+  // Noiseless local copies by the model's formula: own fixed cost + 2 bytes / (HBM x efficiency), an SM copy
+  // kernel's at sm_rate of that, from L2 faster (either engine).
+  const double hbm = 4.8e12, efficiency = 0.86, speedup = 1.6, sm_rate = 0.92, l2 = 60.0 * 1024 * 1024;
   const double own_ce = 3.1e-6, own_sm = 3.3e-6, handoff = 1.5e-6, release = 0.3e-6;
-  auto memory = [&](std::uint64_t bytes) {
+  auto memory = [&](std::uint64_t bytes, const std::string& test = "ce_local") {
     const double traffic = 2.0 * static_cast<double>(bytes);
-    return traffic / (hbm * efficiency * (traffic <= l2 ? speedup : 1.0));
+    if (traffic <= l2) return traffic / (hbm * efficiency * speedup);
+    return traffic / (hbm * efficiency * (test == "sm_local" ? sm_rate : 1.0));
   };
-  const double in_kernel = 0.7e-6;
-  std::vector<Trace> traces{trace_of(""), trace_of("wait_value"), trace_of("event_from_other_stream"),
-                            trace_of("kernel_clock")};
+  // The host: a launch call takes 4.5 us of CPU, a copy call 5.6 us; the GPU holds the work 0.78 into either.
+  const double in_kernel = 0.7e-6, launch_call = 4.5e-6, copy_call = 5.6e-6, share = 0.78;
+  std::vector<Trace> traces{trace_of(""),
+                            trace_of("wait_value"),
+                            trace_of("event_from_other_stream"),
+                            trace_of("kernel_clock"),
+                            trace_of("events_single"),
+                            trace_of("events_b2b"),
+                            trace_of("host_clock")};
   for (std::uint64_t bytes = 4; bytes <= (1ull << 30); bytes *= 4) {
-    for (const auto& [test, own] : {std::pair{"ce_local", own_ce}, {"sm_local", own_sm}}) {
-      traces[0].records.push_back(local_copy(test, "single", bytes, own + handoff + memory(bytes)));
-      traces[1].records.push_back(local_copy(test, "single", bytes, own + memory(bytes)));
-      traces[2].records.push_back(local_copy(test, "single", bytes, own + release + memory(bytes)));
+    for (const auto& [test, own, call] :
+         {std::tuple{"ce_local", own_ce, copy_call}, std::tuple{"sm_local", own_sm, launch_call}}) {
+      const double copy = own + memory(bytes, test);
+      traces[0].records.push_back(local_copy(test, "single", bytes, handoff + copy));
+      traces[1].records.push_back(local_copy(test, "single", bytes, copy));
+      traces[2].records.push_back(local_copy(test, "single", bytes, release + copy));
+      traces[4].records.push_back(local_copy(test, "single", bytes, share * call + copy));
     }
-    traces[3].records.push_back(local_copy("sm_local", "single", bytes, in_kernel + memory(bytes)));
+    traces[3].records.push_back(local_copy("sm_local", "single", bytes, in_kernel + memory(bytes, "sm_local")));
+    if (bytes <= 65536) traces[5].records.push_back(local_copy("ce_local", "pipelined", bytes, copy_call, 100));
   }
+  TraceRecord enqueue;
+  enqueue.family = Family::launch;
+  enqueue.test = "empty_kernel";
+  enqueue.variant = "host_enqueue";
+  enqueue.ranks = {0};
+  enqueue.median = enqueue.p01 = enqueue.p99 = enqueue.min = enqueue.max = launch_call;
+  enqueue.samples = {launch_call, launch_call, launch_call};
+  enqueue.id = "launch/empty_kernel/host_enqueue/0/0/host_clock";
+  traces[6].records.push_back(enqueue);
   const auto fitted = testing::fitted_values(calibrate(traces, {}));
   testing::check_fitted(fitted, {{"stream.gate_handoff", handoff},
                                  {"copy.ce.local_setup", own_ce},
@@ -245,15 +282,19 @@ TEST_CASE("copy fit: the probe's single copies are the copy's own cost plus its 
                                  {"copy.sm.local_in_kernel", in_kernel},
                                  {"stream.event_release", release},
                                  {"copy.local_hbm_efficiency", efficiency},
-                                 {"copy.local_l2_speedup", speedup}});
+                                 {"copy.local_l2_speedup", speedup},
+                                 {"copy.sm.local_rate", sm_rate},
+                                 {"stream.host_launch", launch_call},
+                                 {"stream.host_copy", copy_call},
+                                 {"stream.host_submit_share", share}});
 
   // Queued copies from a stream (the probe) and replayed from a graph (crosscheck's `graph`) give the saving.
   const double gap_ce = 1.8e-6, gap_sm = 1.9e-6, saving = 0.7e-6;
   std::vector<Trace> queued{traces[0], traces[1], trace_of("graph")};
   for (std::uint64_t bytes = 4; bytes <= (1ull << 30); bytes *= 4)
     for (const auto& [test, gap] : {std::pair{"ce_local", gap_ce}, {"sm_local", gap_sm}}) {
-      queued[0].records.push_back(local_copy(test, "pipelined", bytes, gap + memory(bytes), 50));
-      queued[2].records.push_back(local_copy(test, "pipelined", bytes, gap - saving + memory(bytes), 50));
+      queued[0].records.push_back(local_copy(test, "pipelined", bytes, gap + memory(bytes, test), 50));
+      queued[2].records.push_back(local_copy(test, "pipelined", bytes, gap - saving + memory(bytes, test), 50));
     }
   testing::check_fitted(
       testing::fitted_values(calibrate(queued, {})),

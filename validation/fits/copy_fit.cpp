@@ -13,6 +13,8 @@
 namespace snsim::validation::fits {
 namespace {
 
+using Engine = models::CopyEngine;
+
 struct PeerFit {
   Seconds setup;
   double efficiency;
@@ -88,7 +90,8 @@ void queue_gap(Fit& fit, const PeerFit& engine, const std::string& test, const s
                records);
 }
 
-/// Local copies: t = local_setup(engine) + 2 bytes / (HBM x efficiency), / l2_speedup when both buffers fit in L2.
+/// Local copies: t = local_setup(engine) + 2 bytes / (HBM x efficiency), x sm.local_rate for an SM copy kernel, or
+/// / (HBM x efficiency x l2_speedup) for either engine when both buffers fit in L2.
 void local(Fit& fit) {
   const auto records = fit.select(Family::copy, {"ce_local", "sm_local"}, "single");
   if (!fit.enough(records, 6, "copy local copies")) return;
@@ -104,22 +107,28 @@ void local(Fit& fit) {
   }
   const auto x = Fit::relative_least_squares(records, [&](const TraceRecord& r) {
     const double traffic = 2.0 * static_cast<double>(r.bytes.count());
-    return std::vector<double>{r.test == "ce_local" ? 1.0 : 0.0, r.test == "sm_local" ? 1.0 : 0.0,
-                               fits_l2(r) ? 0.0 : traffic, fits_l2(r) ? traffic : 0.0};
+    const bool sm = r.test == "sm_local";
+    return std::vector<double>{sm ? 0.0 : 1.0, sm ? 1.0 : 0.0, fits_l2(r) || sm ? 0.0 : traffic,
+                               fits_l2(r) ? traffic : 0.0, fits_l2(r) || !sm ? 0.0 : traffic};
   });
   const double hbm = gpu.hbm_bandwidth.count();
   const double efficiency = std::clamp(1 / (x[2] * hbm), 0.01, 1.0);
   const double speedup = std::clamp(x[2] / x[3], 1.0, 10.0);
+  const bool sm_beyond = std::ranges::any_of(
+      records, [&](const TracedRecord& t) { return t.record->test == "sm_local" && !fits_l2(*t.record); });
+  const double sm_rate = sm_beyond ? std::clamp(x[2] / x[4], 0.1, 2.0) : 1.0;
   const std::string method = fmt::format(
-      "weighted least squares on t = local_setup(engine) + 2 bytes / (HBM {} x efficiency), / speedup when "
-      "2 bytes <= L2 ({})",
+      "weighted least squares on t = local_setup(engine) + 2 bytes / (HBM {} x efficiency (x sm.local_rate for "
+      "SM copies)), / (HBM x efficiency x speedup) when 2 bytes <= L2 ({})",
       to_string(gpu.hbm_bandwidth), to_string(gpu.l2));
   fit.add_number("copy.local_hbm_efficiency", efficiency, method, records);
   fit.add_number("copy.local_l2_speedup", speedup, method, records);
+  if (sm_beyond) fit.add_number("copy.sm.local_rate", sm_rate, method, records);
 
   auto memory_time = [&](const TraceRecord& r) {
     const double traffic = 2.0 * static_cast<double>(r.bytes.count());
-    return traffic / (hbm * efficiency * (fits_l2(r) ? speedup : 1.0));
+    if (fits_l2(r)) return traffic / (hbm * efficiency * speedup);
+    return traffic / (hbm * efficiency * (r.test == "sm_local" ? sm_rate : 1.0));
   };
   // The probe times single copies behind its gate kernel; snsim-crosscheck times the same copies released by a
   // stream memory wait (`wait_value`), with nothing in front: that is the copy's own fixed cost, and the probe's
@@ -228,15 +237,52 @@ void release(Fit& fit) {
   models::CopyModel local = *fit.platform().defaults.copy;
   local.local_hbm_efficiency = *efficiency;
   local.local_l2_speedup = fit.value_or("copy.local_l2_speedup", 1);
+  local.sm.local_rate = fit.value_or("copy.sm.local_rate", local.sm.local_rate);
   const double release = Fit::intercept(records, [&](const TraceRecord& r) {
     const auto engine = r.test == "ce_local" ? "ce" : "sm";
     return r.median - fit.value_or(fmt::format("copy.{}.local_setup", engine), 0) -
-           local.local_memory_time(fit.platform().gpu, r.bytes).count();
+           local.local_memory_time(fit.platform().gpu, r.bytes, r.test == "ce_local" ? Engine::ce : Engine::sm).count();
   });
   fit.add_time("stream.event_release", fit.non_negative(Seconds{release}, "stream.event_release"),
                "weighted mean of t - local_setup - memory time (the local fit) over crosscheck's "
                "event_from_other_stream single local copies <= 64 KiB",
                records);
+}
+
+/// The host's copy calls, from snsim-crosscheck's local copies of <= 64 KiB (the copy's own cost is the local fit's):
+/// - copies queued back to back from the host are host bound, each takes one cudaMemcpyAsync's CPU time
+///   (events_b2b; the same copies synchronised by the host validate);
+/// - a lone copy between events the host records around its call starts a share of that call's CPU time after the
+///   call does, a copy engine's cudaMemcpyAsync or an SM copy's kernel launch (events_single, t - the copy's own
+///   cost, over the call's CPU time).
+void host_calls(Fit& fit) {
+  const auto small = [](const TraceRecord& r) { return r.bytes.count() <= 64 * 1024; };
+  const auto queued = fit.select(Family::copy, {"ce_local"}, "pipelined", small, "events_b2b");
+  if (!queued.empty())
+    fit.add_time("stream.host_copy", Seconds{Fit::intercept(queued, [](const TraceRecord& r) { return r.median; })},
+                 "weighted mean per copy of crosscheck's events_b2b queued ce_local copies <= 64 KiB (host bound)",
+                 queued);
+  const auto single = fit.select(Family::copy, {"ce_local", "sm_local"}, "single", small, "events_single");
+  const auto efficiency = fit.value("copy.local_hbm_efficiency");
+  const auto launch = fit.value("stream.host_launch"), copy_call = fit.value("stream.host_copy");
+  if (single.empty() || !efficiency || !launch || !copy_call) {
+    fit.note("stream.host_submit_share: needs crosscheck's events_single local copies and the host's call costs");
+    return;
+  }
+  models::CopyModel local = *fit.platform().defaults.copy;
+  local.local_hbm_efficiency = *efficiency;
+  local.local_l2_speedup = fit.value_or("copy.local_l2_speedup", 1);
+  local.sm.local_rate = fit.value_or("copy.sm.local_rate", local.sm.local_rate);
+  const double share = Fit::intercept(single, [&](const TraceRecord& r) {
+    const bool ce = r.test == "ce_local";
+    const double own = fit.value_or(fmt::format("copy.{}.local_setup", ce ? "ce" : "sm"), 0) +
+                       local.local_memory_time(fit.platform().gpu, r.bytes, ce ? Engine::ce : Engine::sm).count();
+    return (r.median - own) / (ce ? *copy_call : *launch);
+  });
+  fit.add_number("stream.host_submit_share", std::clamp(share, 0.01, 1.0),
+                 "weighted mean of (t - the copy's own cost (the local fit)) / the call's CPU time (host_copy for "
+                 "ce_local, host_launch for sm_local) over crosscheck's events_single local copies <= 64 KiB",
+                 single);
 }
 
 }  // namespace
@@ -279,6 +325,7 @@ void launches(Fit& fit) {
     fit.add_time(key, Seconds{quantile(medians, 0.5)},
                  fmt::format("median of {}/{} ({})", fmt::join(tests, ", "), variant, method), records);
   }
+  host_calls(fit);
   // PyTorch's own cost per eager op: an op that launches one kernel (an in-place and an out-of-place one-element
   // add) called in a loop, per call, less the launch call inside it. Copies and ops queued through PyTorch validate.
   const auto torch = fit.select(Family::launch, {"torch_add_", "torch_add"}, "dispatch", {}, "host_clock");

@@ -33,20 +33,23 @@ Op wait(Seconds time, const char* what, bool runtime_call) {
 
 /// The copies of one GPU as the record's timing method ran them (tools/crosscheck/README.md, "The timing methods"):
 /// the copy model's costs are the copies' own, as released by a stream memory wait (`wait_value`, and the
-/// crosscheck's gate, which measures the same); each method adds its own mechanics around them.
-std::vector<Op> timed(const std::string& method, std::vector<Op> ops, int depth, bool pipelined,
+/// crosscheck's gate, which measures the same); each method adds its own mechanics around them. The host puts a
+/// copy on its stream with a cudaMemcpyAsync (copy engine) or a kernel launch (SMs).
+std::vector<Op> timed(const std::string& method, std::vector<Op> ops, int depth, bool pipelined, Engine engine,
                       const models::StreamModel& stream) {
   std::vector<Op> out;
+  const Seconds call = stream.host_call(engine == Engine::ce);
   if (method == "events_b2b" || method == "host_sync" || method == "torch_events") {
-    // The host submits each copy (one launch call's CPU time; through PyTorch, `dst.copy_(src)`, its dispatch
-    // first) while the GPU runs those already submitted: the slower of the two sets the time, and a
-    // host-synchronised sample starts with the first call and ends when the synchronising call returns.
-    const int calls = pipelined ? depth : 1;
-    const Seconds call = stream.host_launch + (method == "torch_events" ? stream.framework_op : Seconds{0});
+    // The host submits each copy (one call's CPU time; through PyTorch, `dst.copy_(src)`, its dispatch first)
+    // while the GPU runs those already submitted: the slower of the two sets the time, and a host-synchronised
+    // sample starts with the first call and ends when the synchronising call returns. A lone copy starts once
+    // its call has handed it over, before the call returns.
+    const Seconds framework = method == "torch_events" ? stream.framework_op : Seconds{0};
     if (pipelined)
-      out.push_back(op(StreamsOp{{{op(RepeatOp{calls, {wait(call, "host launch", true)}})}, std::move(ops)}}));
+      out.push_back(
+          op(StreamsOp{{{op(RepeatOp{depth, {wait(framework + call, "host call", true)}})}, std::move(ops)}}));
     else {
-      out.push_back(wait(call, "host launch", true));
+      out.push_back(wait(framework + call * stream.host_submit_share, "host call", true));
       for (auto& o : ops) out.push_back(std::move(o));
     }
     if (method == "host_sync") out.push_back(wait(stream.sync_wakeup, "sync wake-up", true));
@@ -55,7 +58,7 @@ std::vector<Op> timed(const std::string& method, std::vector<Op> ops, int depth,
   if (!pipelined) {
     // Between the start event and a single copy: the host's submission (events recorded around it on an idle
     // stream), the probe's gate kernel handing the stream over, another stream's event releasing it.
-    if (method == "events_single") out.push_back(wait(stream.host_launch, "host launch", true));
+    if (method == "events_single") out.push_back(wait(call * stream.host_submit_share, "host call", true));
     if (method == "probe") out.push_back(wait(stream.gate_handoff, "gate hand-off", false));
     if (method == "event_from_other_stream") out.push_back(wait(stream.event_release, "event release", false));
   }
@@ -137,7 +140,8 @@ std::variant<Twin, std::string> copy(const TraceRecord& r, int gpus, const model
     const auto pair =
         std::make_shared<const std::vector<int>>(std::vector<int>{std::min(src, dst), std::max(src, dst)});
     const int n = pipelined ? depth : 1;
-    at_src = timed(method, copies(dst, r.bytes, Engine::ce, n, pipelined), depth, pipelined, *models.stream);
+    at_src =
+        timed(method, copies(dst, r.bytes, Engine::ce, n, pipelined), depth, pipelined, Engine::ce, *models.stream);
     at_src.push_back(op(BarrierOp{pair, true}));
     const Op event_wait = op(ComputeOp{Flops{0}, Bytes{0}, models.stream->event_wait});
     at_src.push_back(event_wait);
@@ -156,11 +160,13 @@ std::variant<Twin, std::string> copy(const TraceRecord& r, int gpus, const model
   } else {
     return fmt::format("no twin for copy test '{}'", r.test);
   }
-  if (r.test == "ce_peer" || r.test == "ce_local" || r.test == "sm_push" || r.test == "sm_local")
-    at_src = timed(method, std::move(at_src), depth, pipelined, *models.stream);
+  if (r.test == "ce_peer" || r.test == "ce_local")
+    at_src = timed(method, std::move(at_src), depth, pipelined, Engine::ce, *models.stream);
+  else if (r.test == "sm_push" || r.test == "sm_local")
+    at_src = timed(method, std::move(at_src), depth, pipelined, Engine::sm, *models.stream);
   else if (r.test == "sm_pull")
-    twin.sample[static_cast<std::size_t>(dst)] =
-        timed(method, std::move(twin.sample[static_cast<std::size_t>(dst)]), depth, pipelined, *models.stream);
+    twin.sample[static_cast<std::size_t>(dst)] = timed(method, std::move(twin.sample[static_cast<std::size_t>(dst)]),
+                                                       depth, pipelined, Engine::sm, *models.stream);
   return twin;
 }
 
