@@ -52,6 +52,12 @@ const ParamTable<StreamModel>& stream_params() {
                 .check = non_negative,
                 .doc = "CPU time of one asynchronous copy call (cudaMemcpyAsync)"},
                [](StreamModel& m) { return &m.host_copy; });
+    // [unverified: of a launch call's order; crosscheck's one host-clock record of it (1.89 us) validates]
+    params.add({.key = "host_graph_launch",
+                .fallback = 2_us,
+                .check = non_negative,
+                .doc = "CPU time of one CUDA graph launch call (cudaGraphLaunch)"},
+               [](StreamModel& m) { return &m.host_graph_launch; });
     params.add({.key = "host_submit_share",
                 .unit = "fraction",
                 .fallback = 1.0,
@@ -70,6 +76,11 @@ const ParamTable<StreamModel>& stream_params() {
                 .check = non_negative,
                 .doc = "CPU time an eager framework (PyTorch) adds to each op before its CUDA call"},
                [](StreamModel& m) { return &m.framework_op; });
+    params.add({.key = "framework_event",
+                .fallback = 0_us,
+                .check = non_negative,
+                .doc = "CPU time an eager framework adds recording the events around one op (PyTorch's Event.record)"},
+               [](StreamModel& m) { return &m.framework_event; });
     return params;
   }();
   return table;

@@ -29,12 +29,13 @@ std::optional<Launch> launch(std::string_view name);  // "stream" or "graph"
 // are the mechanics around it, which a twin adds where its timing method has them.
 class StreamModel final : public Model {
  public:
-  Seconds event_wait;     // from an event on one GPU to a stream on another GPU resuming
-  Seconds event_release;  // from an event another stream of the same GPU records to this stream's next op starting
-  Seconds event_record;   // what an event recorded between two kernels of one stream adds to the stream's time
-  Seconds gate_handoff;   // a single op's later start behind snsim-probe's gate kernel than behind a stream wait
-  Seconds host_launch;    // CPU time of one asynchronous kernel launch call (CUDA runtime), the host's submission
-  Seconds host_copy;      // CPU time of one asynchronous copy call (cudaMemcpyAsync): more work than a launch
+  Seconds event_wait;         // from an event on one GPU to a stream on another GPU resuming
+  Seconds event_release;      // from an event another stream of the same GPU records to this stream's next op starting
+  Seconds event_record;       // what an event recorded between two kernels of one stream adds to the stream's time
+  Seconds gate_handoff;       // a single op's later start behind snsim-probe's gate kernel than behind a stream wait
+  Seconds host_launch;        // CPU time of one asynchronous kernel launch call (CUDA runtime), the host's submission
+  Seconds host_copy;          // CPU time of one asynchronous copy call (cudaMemcpyAsync): more work than a launch
+  Seconds host_graph_launch;  // CPU time of one cudaGraphLaunch call
   // The share of a launch or copy call's CPU time that passes before the GPU holds the work: a lone op starts that
   // soon after its call does, while calls back to back follow each other at their whole CPU time.
   double host_submit_share = 1;
@@ -42,6 +43,10 @@ class StreamModel final : public Model {
   // CPU time an eager framework (PyTorch) spends on one op before the op's CUDA call (its dispatch: argument checks,
   // the dispatcher, the allocator): a framework-launched op costs the host this plus host_launch.
   Seconds framework_op;
+  // CPU time an eager framework spends recording an event around an op (PyTorch's torch.cuda.Event.record(): the
+  // rest of the start event's call after it is enqueued, and the end event's call until it is): a lone op timed
+  // between two such events is host bound, the end event is enqueued long after the op ends.
+  Seconds framework_event;
 
   /// CPU time of the call that puts a copy by `engine` on its stream: a copy engine's cudaMemcpyAsync, or an SM copy
   /// kernel's launch.

@@ -336,6 +336,20 @@ void launches(Fit& fit) {
     fit.add_time("stream.framework_op", Seconds{std::max(0.0, quantile(medians, 0.5) - *launch)},
                  "median of torch_add_, torch_add/dispatch (host_clock) less stream.host_launch", torch);
   }
+  // PyTorch's events: a lone copy of <= 64 KiB between two torch.cuda.Event records is host bound, the end event
+  // enqueued after `dst.copy_(src)` returns (its dispatch and copy call) and the events' own Python. Its graph
+  // replays (torch_graph) validate.
+  const auto framework = fit.value("stream.framework_op"), copy_call = fit.value("stream.host_copy");
+  const auto lone = fit.select(
+      Family::copy, {"ce_local"}, "single", [](const TraceRecord& r) { return r.bytes.count() <= 64 * 1024; },
+      "torch_events");
+  if (!lone.empty() && framework && copy_call) {
+    const double event = Fit::intercept(lone, [&](const TraceRecord& r) { return r.median - *framework - *copy_call; });
+    fit.add_time("stream.framework_event", fit.non_negative(Seconds{event}, "stream.framework_event"),
+                 "weighted mean of t - stream.framework_op - stream.host_copy over crosscheck's torch_events single "
+                 "ce_local copies <= 64 KiB (host bound)",
+                 lone);
+  }
 }
 
 }  // namespace snsim::validation::fits

@@ -39,18 +39,34 @@ std::vector<Op> timed(const std::string& method, std::vector<Op> ops, int depth,
                       const models::StreamModel& stream) {
   std::vector<Op> out;
   const Seconds call = stream.host_call(engine == Engine::ce);
-  if (method == "events_b2b" || method == "host_sync" || method == "torch_events") {
+  // PyTorch's events (torch_events, torch_graph) cost the host a Python call each: the end event is recorded only
+  // that long after the last call returns, however soon the GPU is done.
+  const bool torch = method == "torch_events" || method == "torch_graph";
+  const Op event = wait(stream.framework_event, "framework event", true);
+  // A call hands its op to the GPU a share into its CPU time: from there the GPU runs the op while the host finishes
+  // the call (and records the end event through the framework).
+  const auto handed_over = [&](Seconds before, Seconds whole, std::vector<Op> gpu) {
+    out.push_back(wait(before + whole * stream.host_submit_share, "host call", true));
+    std::vector<Op> host{wait(whole * (1 - stream.host_submit_share), "host call's rest", true)};
+    if (torch) host.push_back(event);
+    out.push_back(op(StreamsOp{{std::move(gpu), std::move(host)}}));
+  };
+  if (method == "torch_graph") {  // CUDAGraph.replay(): PyTorch's dispatch, then cudaGraphLaunch
+    handed_over(stream.framework_op, stream.host_graph_launch, std::move(ops));
+    return out;
+  }
+  if (method == "events_b2b" || method == "host_sync" || torch) {
     // The host submits each copy (one call's CPU time; through PyTorch, `dst.copy_(src)`, its dispatch first)
     // while the GPU runs those already submitted: the slower of the two sets the time, and a host-synchronised
     // sample starts with the first call and ends when the synchronising call returns. A lone copy starts once
     // its call has handed it over, before the call returns.
-    const Seconds framework = method == "torch_events" ? stream.framework_op : Seconds{0};
-    if (pipelined)
-      out.push_back(
-          op(StreamsOp{{{op(RepeatOp{depth, {wait(framework + call, "host call", true)}})}, std::move(ops)}}));
-    else {
-      out.push_back(wait(framework + call * stream.host_submit_share, "host call", true));
-      for (auto& o : ops) out.push_back(std::move(o));
+    const Seconds framework = torch ? stream.framework_op : Seconds{0};
+    if (pipelined) {
+      std::vector<Op> host{op(RepeatOp{depth, {wait(framework + call, "host call", true)}})};
+      if (torch) host.push_back(event);
+      out.push_back(op(StreamsOp{{std::move(host), std::move(ops)}}));
+    } else {
+      handed_over(framework, call, std::move(ops));
     }
     if (method == "host_sync") out.push_back(wait(stream.sync_wakeup, "sync wake-up", true));
     return out;

@@ -40,9 +40,15 @@ std::variant<Twin, std::string> launch(const TraceRecord& r, int gpus, const mod
     return twin;
   }
   if (r.test == "torch_add_" && r.variant == "back_to_back" && method == "torch_events") {
-    at.push_back(
-        op(StreamsOp{{{op(RepeatOp{kernels, {op(torch_call)}})}, {op(RepeatOp{kernels, {queued_kernel()}})}}}));
+    at.push_back(op(StreamsOp{
+        {{op(RepeatOp{kernels, {op(torch_call)}}), op(HostOp{stream.framework_event, "framework event", true})},
+         {op(RepeatOp{kernels, {queued_kernel()}})}}}));
     twin.repetitions = kernels;
+    return twin;
+  }
+  // CUDAGraph.replay() on the host's clock: PyTorch's dispatch, then the graph launch call.
+  if (r.test == "torch_add_" && r.variant == "graph_replay_call" && method == "host_clock") {
+    at.push_back(op(HostOp{stream.framework_op + stream.host_graph_launch, "graph replay", true}));
     return twin;
   }
   if (r.test != "empty_kernel")
@@ -61,6 +67,8 @@ std::variant<Twin, std::string> launch(const TraceRecord& r, int gpus, const mod
     at.push_back(op(RepeatOp{kernels, {op(HostOp{models.collective->graph_launch, "graph node"})}}));
   } else if (r.variant == "host_rate" || r.variant == "host_enqueue") {
     at.push_back(op(RepeatOp{kernels, {op(HostOp{stream.host_launch, "host launch", true})}}));
+  } else if (r.variant == "graph_launch_call" && method == "host_clock") {
+    at.push_back(op(RepeatOp{kernels, {op(HostOp{stream.host_graph_launch, "graph launch call", true})}}));
   } else {
     return fmt::format(
         "launch/empty_kernel/{} ({}): a lone kernel's own time from its release is not modelled "
