@@ -78,6 +78,10 @@ struct GemmBursts {
 };
 GemmBursts gemm_bursts(const Fit& fit);
 
+/// A lone device-local copy's own cost (ce_local or sm_local: copy.{ce,sm}.local_setup and its memory time at the
+/// fitted local rates), or an empty function before the local copy fit has run.
+std::function<double(const TraceRecord&)> local_copy_cost(const Fit& fit);
+
 // One function per model family, in the order calibrate() runs them (later fits may use earlier values).
 void copies(Fit& fit);
 void launches(Fit& fit);

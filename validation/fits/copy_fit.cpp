@@ -232,17 +232,9 @@ void release(Fit& fit) {
   const auto records = fit.select(
       Family::copy, {"ce_local", "sm_local"}, "single",
       [](const TraceRecord& r) { return r.bytes.count() <= 64 * 1024; }, "event_from_other_stream");
-  const auto efficiency = fit.value("copy.local_hbm_efficiency");
-  if (records.empty() || !efficiency) return;
-  models::CopyModel local = *fit.platform().defaults.copy;
-  local.local_hbm_efficiency = *efficiency;
-  local.local_l2_speedup = fit.value_or("copy.local_l2_speedup", 1);
-  local.sm.local_rate = fit.value_or("copy.sm.local_rate", local.sm.local_rate);
-  const double release = Fit::intercept(records, [&](const TraceRecord& r) {
-    const auto engine = r.test == "ce_local" ? "ce" : "sm";
-    return r.median - fit.value_or(fmt::format("copy.{}.local_setup", engine), 0) -
-           local.local_memory_time(fit.platform().gpu, r.bytes, r.test == "ce_local" ? Engine::ce : Engine::sm).count();
-  });
+  const auto own = local_copy_cost(fit);
+  if (records.empty() || !own) return;
+  const double release = Fit::intercept(records, [&](const TraceRecord& r) { return r.median - own(r); });
   fit.add_time("stream.event_release", fit.non_negative(Seconds{release}, "stream.event_release"),
                "weighted mean of t - local_setup - memory time (the local fit) over crosscheck's "
                "event_from_other_stream single local copies <= 64 KiB",
@@ -263,21 +255,14 @@ void host_calls(Fit& fit) {
                  "weighted mean per copy of crosscheck's events_b2b queued ce_local copies <= 64 KiB (host bound)",
                  queued);
   const auto single = fit.select(Family::copy, {"ce_local", "sm_local"}, "single", small, "events_single");
-  const auto efficiency = fit.value("copy.local_hbm_efficiency");
+  const auto own = local_copy_cost(fit);
   const auto launch = fit.value("stream.host_launch"), copy_call = fit.value("stream.host_copy");
-  if (single.empty() || !efficiency || !launch || !copy_call) {
+  if (single.empty() || !own || !launch || !copy_call) {
     fit.note("stream.host_submit_share: needs crosscheck's events_single local copies and the host's call costs");
     return;
   }
-  models::CopyModel local = *fit.platform().defaults.copy;
-  local.local_hbm_efficiency = *efficiency;
-  local.local_l2_speedup = fit.value_or("copy.local_l2_speedup", 1);
-  local.sm.local_rate = fit.value_or("copy.sm.local_rate", local.sm.local_rate);
   const double share = Fit::intercept(single, [&](const TraceRecord& r) {
-    const bool ce = r.test == "ce_local";
-    const double own = fit.value_or(fmt::format("copy.{}.local_setup", ce ? "ce" : "sm"), 0) +
-                       local.local_memory_time(fit.platform().gpu, r.bytes, ce ? Engine::ce : Engine::sm).count();
-    return (r.median - own) / (ce ? *copy_call : *launch);
+    return (r.median - own(r)) / (r.test == "ce_local" ? *copy_call : *launch);
   });
   fit.add_number("stream.host_submit_share", std::clamp(share, 0.01, 1.0),
                  "weighted mean of (t - the copy's own cost (the local fit)) / the call's CPU time (host_copy for "
@@ -286,6 +271,20 @@ void host_calls(Fit& fit) {
 }
 
 }  // namespace
+
+std::function<double(const TraceRecord&)> local_copy_cost(const Fit& fit) {
+  const auto efficiency = fit.value("copy.local_hbm_efficiency");
+  if (!efficiency) return {};
+  models::CopyModel local = *fit.platform().defaults.copy;
+  local.local_hbm_efficiency = *efficiency;
+  local.local_l2_speedup = fit.value_or("copy.local_l2_speedup", 1);
+  local.sm.local_rate = fit.value_or("copy.sm.local_rate", local.sm.local_rate);
+  const Seconds ce{fit.value_or("copy.ce.local_setup", 0)}, sm{fit.value_or("copy.sm.local_setup", 0)};
+  return [local, ce, sm, gpu = fit.platform().gpu](const TraceRecord& r) {
+    const bool by_ce = r.test == "ce_local";
+    return ((by_ce ? ce : sm) + local.local_memory_time(gpu, r.bytes, by_ce ? Engine::ce : Engine::sm)).count();
+  };
+}
 
 void copies(Fit& fit) {
   local(fit);  // first: the gate's hand-off, which the peer fits take out of their setups

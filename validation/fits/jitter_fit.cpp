@@ -11,8 +11,6 @@
 namespace snsim::validation::fits {
 namespace {
 
-using Engine = models::CopyEngine;
-
 // Distributions keep this many quantiles: enough for a p99.9 (validation/bounds.yaml checks it).
 constexpr int DISTRIBUTION_POINTS = 1000;
 // Single copies up to this size are fixed-cost bound (the data takes < 2 % of the time): their spread is latency
@@ -84,23 +82,17 @@ void bandwidth(Fit& fit) {
 /// here). The same runs at 64 MiB validate it.
 void host(Fit& fit) {
   const auto records = fit.select(Family::jitter, {"ce_local", "sm_local"}, "single", {}, "events_single");
-  const auto efficiency = fit.value("copy.local_hbm_efficiency");
-  if (records.empty() || !efficiency) {
+  const auto own_cost = local_copy_cost(fit);
+  if (records.empty() || !own_cost) {
     fit.note(
         "jitter.host: no long run of copies between host-recorded events (snsim-crosscheck's events_single "
         "jitter records); not fitted");
     return;
   }
-  models::CopyModel copy = *fit.platform().defaults.copy;
-  copy.local_hbm_efficiency = *efficiency;
-  copy.local_l2_speedup = fit.value_or("copy.local_l2_speedup", 1);
-  copy.sm.local_rate = fit.value_or("copy.sm.local_rate", copy.sm.local_rate);
   std::vector<double> factors;
   for (const auto& t : records) {
     const auto& r = *t.record;
-    const bool ce = r.test == "ce_local";
-    const double own = fit.value_or(fmt::format("copy.{}.local_setup", ce ? "ce" : "sm"), 0) +
-                       copy.local_memory_time(fit.platform().gpu, r.bytes, ce ? Engine::ce : Engine::sm).count();
+    const double own = own_cost(r);
     std::vector<double> calls;
     for (double s : r.samples) calls.push_back(std::max(s - own, 1e-9));
     const double median = quantile(calls, 0.5);
