@@ -126,7 +126,8 @@ TEST_CASE("copy twins: a single copy between host-recorded events starts a share
   }
   // A copy engine's copy is a cudaMemcpyAsync (6 us of CPU), an SM copy a kernel launch (4 us): the GPU holds
   // either three quarters into its call.
-  for (const auto& [test, call] : {std::pair{"ce_local", 6e-6}, {"sm_local", 4e-6}}) {
+  for (const auto& [name, call] : {std::pair{"ce_local", 6e-6}, {"sm_local", 4e-6}}) {
+    const std::string test = name;  // clang 14 cannot capture a structured binding in CAPTURE's lambda
     CAPTURE(test);
     const auto record = local_copy(test, "single", 4, 3e-6);
     const double released = simulated("wait_value", record, file.string());
