@@ -1,5 +1,5 @@
 // How collective traffic is timed (`models.fabric`): every transfer its own flow (exact), or aggregated flows where
-// that changes the time little and the wall time a lot (two fast paths, each measured against exact by tests).
+// that changes the time little and the wall time a lot (three fast paths, each measured against exact by tests).
 //
 // Crossbar fast path (all-peers collectives inside one non-blocking switch domain).
 //
@@ -30,6 +30,15 @@
 // failure mid-ring changes the rates of the steps after it: rings keep the exact path under transfer jitter and in
 // runs with fabric failures (link, plane, tray, degraded), whatever the path setting.
 //
+// Send fast path (a broadcast between 2 ranks: NCCL's send/recv, how pipeline stages and context-parallel rings pass
+// activations). The exact path pipelines a broadcast in chunks (512 KiB, up to 128), each a transfer, so that a chain
+// of ranks forwards chunk k while chunk k+1 arrives. Between 2 ranks nothing is forwarded and the receiver takes one
+// chunk at a time: the chunks run back to back, each starting at the rate the one before ended with. One transfer of
+// all the chunks' bytes after the same latency takes the same time, to rounding, whatever else shares its links. A
+// Llama-class step with pipeline and context parallelism sends hundreds of thousands of chunks (3x the wall time).
+// Per-transfer jitter draws and failures mid-transfer act chunk by chunk: sends keep the exact path under them, and
+// under `exact`.
+//
 //   models:
 //     fabric: {path: auto}   # auto | exact | fast
 #pragma once
@@ -42,7 +51,7 @@ namespace snsim::models {
 
 enum class FabricPath {
   automatic,  // fast where it applies and changes anything: all-peers collectives of 3 or more ranks in one domain;
-              // rings of 3 or more ranks without transfer jitter in a run without fabric failures
+              // rings of 3 or more ranks and 2-rank broadcasts without transfer jitter in a run without fabric failures
   exact,      // every transfer its own flow
   fast,       // as automatic, 2 ranks included
 };

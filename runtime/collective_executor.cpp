@@ -133,7 +133,8 @@ OpOutcome CollectiveExecutor::run(int rank, const CollectiveOp& op) {
     step.wire_cap = lone.count() / step.efficiency / static_cast<double>(plan.shape.peers);
   const bool fast = crossbar_fast(group, step);
   const bool ring_fast_path = !fast && ring_fast(group, step);
-  if (position == 0) ++collectives_by_path_[fast ? 1 : ring_fast_path ? 2 : 0];
+  const bool send_fast_path = send_fast(group, step);
+  if (position == 0) ++collectives_by_path_[fast ? 1 : ring_fast_path ? 2 : send_fast_path ? 3 : 0];
   context_.hold_sms(rank);  // the collective kernel occupies its channels' SMs from launch to end
   sleep_for(plan.launch + plan.base_latency);
   const Layout& nodes = layout(group);
@@ -167,7 +168,10 @@ OpOutcome CollectiveExecutor::run(int rank, const CollectiveOp& op) {
           const std::size_t distance = (position + n - root) % n;  // 0 for the root
           const auto prev = distance > 0 ? std::optional{group[(position + n - 1) % n]} : std::nullopt;
           const auto next = distance + 1 < n ? std::optional{group[(position + 1) % n]} : std::nullopt;
-          pipeline(rank, prev, next, step);
+          if (send_fast_path)
+            send_whole(rank, prev, next, step);
+          else
+            pipeline(rank, prev, next, step);
         }
         break;
       case models::Pattern::nodes:
@@ -629,12 +633,13 @@ void CollectiveExecutor::node_flows(int rank, const std::vector<int>& group, std
 }
 
 std::optional<Table> CollectiveExecutor::fabric_path_table() const {
-  if (collectives_by_path_[0] + collectives_by_path_[1] + collectives_by_path_[2] == 0) return std::nullopt;
+  if (std::ranges::all_of(collectives_by_path_, [](auto n) { return n == 0; })) return std::nullopt;
   return Table{fmt::format("fabric path (models.fabric.path: {})", models::to_string(models_.fabric->path)),
                {"path", "collectives"},
                {{"exact", collectives_by_path_[0]},
                 {"crossbar fast", collectives_by_path_[1]},
-                {"ring fast", collectives_by_path_[2]}}};
+                {"ring fast", collectives_by_path_[2]},
+                {"send fast", collectives_by_path_[3]}}};
 }
 
 void CollectiveExecutor::pipeline(int self, std::optional<int> from, std::optional<int> to, const Step& step) {
@@ -653,6 +658,27 @@ void CollectiveExecutor::pipeline(int self, std::optional<int> from, std::option
     }
   }
   for (auto& s : sends) s->wait();
+}
+
+bool CollectiveExecutor::send_fast(const std::vector<int>& group, const Step& step) const {
+  // A broadcast between 2 ranks (NCCL's send/recv): exact whatever the path setting allows, since the chunks run back
+  // to back either way (models/fabric.hpp), but not under per-transfer draws or failures, which act chunk by chunk.
+  return models_.fabric->path != models::FabricPath::exact && group.size() == 2 &&
+         step.plan.algorithm != models::Algorithm::tree && step.plan.shape.pattern == models::Pattern::chain &&
+         models_.jitter->latency.is_none() && models_.jitter->bandwidth.is_none() && !fabric_failures_;
+}
+
+void CollectiveExecutor::send_whole(int self, std::optional<int> from, std::optional<int> to, const Step& step) {
+  // pipeline() between two ranks: the receiver takes one chunk at a time, so the chunks move back to back, each at the
+  // rate the last one ended with. One transfer of every chunk's bytes, after the same latency, takes the same time.
+  if (from) {
+    int* received = nullptr;
+    mailbox(*from, self, step.group)->get_async<int>(&received)->wait();
+  }
+  if (to) {
+    sleep_for(step.plan.step_latency + simulation_.route(device(self), device(*to)).latency);
+    put(self, *to, step, step.plan.shape.chunks)->wait();
+  }
 }
 
 void CollectiveExecutor::tree(int rank, const std::vector<int>& group, std::size_t position, const Step& step) {

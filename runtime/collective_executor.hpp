@@ -57,6 +57,8 @@ class CollectiveExecutor : Executor {
   bool crossbar_fast(const std::vector<int>& group, const Step& step) const;
   void crossbar_steps(int rank, const std::vector<int>& group, std::size_t position, const Step& step);
   void pipeline(int self, std::optional<int> from, std::optional<int> to, const Step& step);
+  bool send_fast(const std::vector<int>& group, const Step& step) const;
+  void send_whole(int self, std::optional<int> from, std::optional<int> to, const Step& step);
   void tree(int rank, const std::vector<int>& group, std::size_t position, const Step& step);
   /// Starts `transfers` of the step's transfers from `from` to `to` as one comm (the ring fast path moves a rank's
   /// steps at once), with the step's rate cap, and accounts their bytes.
@@ -91,8 +93,8 @@ class CollectiveExecutor : Executor {
   std::map<std::pair<const void*, std::uint64_t>, std::shared_ptr<CrossbarRound>> crossbar_rounds_;
   std::map<std::pair<const void*, int>, std::uint64_t> crossbar_rounds_done_;  // by (group, rank)
   std::map<const void*, simgrid::s4u::BarrierPtr> ring_barriers_;              // ring fast path: by Group identity
-  std::array<std::uint64_t, 3> collectives_by_path_{};                         // exact, crossbar fast, ring fast
-  bool fabric_failures_ = false;                                               // link rates may change mid-run
+  std::array<std::uint64_t, 4> collectives_by_path_{};  // exact, crossbar fast, ring fast, send fast
+  bool fabric_failures_ = false;                        // link rates may change mid-run
 };
 
 }  // namespace snsim::workloads

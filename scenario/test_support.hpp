@@ -58,6 +58,7 @@ struct PathOutcome {
   int exact = 0;     // collectives on the exact path
   int crossbar = 0;  // on the crossbar fast path
   int ring = 0;      // on the ring fast path
+  int send = 0;      // on the send fast path
 };
 
 /// Runs `yaml` with models.fabric.path set to `path` in a child process.
@@ -66,18 +67,19 @@ inline PathOutcome run_with_path(const std::string& yaml, const std::string& pat
     auto document = ConfigDocument::load_string(yaml, "t.yaml");
     document->set("models.fabric.path=" + path);
     const Report r = Scenario::load(document).run();
-    int exact = 0, crossbar = 0, ring = 0;
+    int exact = 0, crossbar = 0, ring = 0, send = 0;
     for (const auto& t : r.tables)
       if (t.title.starts_with("fabric path"))
         for (const auto& row : t.rows) {
           if (row[0] == "exact") exact = row[1].get<int>();
           if (row[0] == "crossbar fast") crossbar = row[1].get<int>();
           if (row[0] == "ring fast") ring = row[1].get<int>();
+          if (row[0] == "send fast") send = row[1].get<int>();
         }
-    return fmt::format("{:.17g} {} {} {}", r.simulated_time.count(), exact, crossbar, ring);
+    return fmt::format("{:.17g} {} {} {} {}", r.simulated_time.count(), exact, crossbar, ring, send);
   });
   PathOutcome o;
-  std::istringstream(text) >> o.span >> o.exact >> o.crossbar >> o.ring;
+  std::istringstream(text) >> o.span >> o.exact >> o.crossbar >> o.ring >> o.send;
   return o;
 }
 
