@@ -20,8 +20,15 @@ struct FoldingDecision {
 };
 
 /// `proposed`: the replicas every workload proposes (empty: none proposed, or they disagree). `enabled`: the
-/// scenario's `fold` key (false: everything in full).
+/// scenario's `fold` key (false: everything in full). `alike`: the workloads build their replicas alike
+/// (Workload::replicas_alike), so the programs of replicas that fold need not be compared, nor have been built.
 FoldingDecision decide_folding(const Replicas& proposed, const std::vector<Program>& programs, const Fabric& fabric,
+                               const models::Models& models, const std::vector<Failure>& failures, bool enabled,
+                               bool alike);
+
+/// By rank, the ranks whose programs a run of `ranks` ranks needs when replicas are alike: all but those of the
+/// replicas that fold as far as the hardware, the models and the failures go (decide_folding); empty when all.
+std::vector<bool> needed_ranks(const Replicas& proposed, std::size_t ranks, const Fabric& fabric,
                                const models::Models& models, const std::vector<Failure>& failures, bool enabled);
 
 }  // namespace snsim::workloads

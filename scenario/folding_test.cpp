@@ -240,12 +240,51 @@ TEST_CASE("folding: a program that differs from its representative's is found, w
   CHECK(program_difference(rep, shorter, folding, 2).find("1 ops, not 2") != std::string::npos);
 }
 
+TEST_CASE("folding: dense training steps build their replicas alike, as they say: compared whole, every one folds") {
+  // A workload whose replicas are alike by construction (Workload::replicas_alike) has only its simulated ranks'
+  // programs built; here every rank's is, and compared op for op with its representative's, peers relabelled.
+  const std::string cp_vp = R"(
+topology: {type: superpod, gpu: h100, nodes: 4}
+workloads:
+  - type: training
+    steps: 2
+    model: {preset: llama3.1-8b, layers: 4, sequence: 2048, global_batch: 16}
+    parallel: {tp: 2, cp: 2, pp: 2, vp: 2, dp: 4, zero: true, sequence_parallel: true, recompute: full}
+)";
+  const std::string pgas = R"(
+topology: {type: superpod, gpu: h100, nodes: 2}
+workloads:
+  - type: training
+    schedule: pgas
+    steps: 1
+    model: {preset: llama3.1-8b, layers: 2, sequence: 1024, global_batch: 8}
+    parallel: {tp: 4, pp: 2, dp: 2}
+)";
+  for (const std::string& yaml : {DENSE_32, cp_vp, pgas}) {
+    CAPTURE(yaml);
+    const auto every = load(yaml + "fold: false\n");
+    const auto& programs = every.programs();
+    REQUIRE(std::ranges::none_of(programs, [](const Program& p) { return p.ops.empty(); }));
+    const auto compared = decide_folding(every.proposed_replicas(), programs, every.fabric(), every.models(), {},
+                                         /*enabled=*/true, /*alike=*/false);
+    CHECK(compared.summary.why.empty());
+    CHECK(compared.summary.path == "folded");
+    // Folded: the same decision from the simulated ranks' programs alone.
+    const auto folded = load(yaml);
+    const auto decision = folded.folding(folded.programs());
+    CHECK(decision.summary.simulated == compared.summary.simulated);
+    for (std::size_t r = 0; r < programs.size(); ++r)
+      CHECK(folded.programs()[r].ops.empty() == !decision.folding.simulated(static_cast<int>(r)));
+  }
+}
+
 TEST_CASE("folding: the memory estimate counts a folded rank's ops at their summary records and no actor of its own") {
   const auto scenario = load(DENSE_32);
   const auto programs = scenario.programs();
   const auto decision = scenario.folding(programs);
   REQUIRE(decision.folding.simulated_ranks() == 8);
-  const auto full = estimate_memory(scenario.fabric(), programs);
+  const auto every = load(DENSE_32 + "fold: false\n");
+  const auto full = estimate_memory(every.fabric(), every.programs());
   const auto folded = estimate_memory(scenario.fabric(), programs, &decision.folding);
   CHECK(full.folded_ops == 0);
   CHECK(folded.ops + folded.folded_ops == full.ops);

@@ -192,11 +192,12 @@ MemoryEstimate estimate_memory(const Fabric& fabric, const std::vector<Program>&
   e.actors = 1;  // the failures' actor
   std::set<const ManagedBuffer*> buffers;
   for (std::size_t r = 0; r < programs.size(); ++r) {
-    const auto& program = programs[r];
+    const bool folded = folding && !folding->simulated(static_cast<int>(r));
+    // A folded rank's program is its representative's, whether or not it was built (Workload::replicas_alike).
+    const auto& program = programs[folded ? static_cast<std::size_t>(folding->representative(static_cast<int>(r))) : r];
     RankCounts rank;
     const std::uint64_t ops_before = e.ops;
     const OpenPuts puts = count(program.ops, 1, e, rank, buffers);
-    const bool folded = folding && !folding->simulated(static_cast<int>(r));
     if (folded) {  // its proxies' flows and helpers stay counted
       e.folded_ops = plus(e.folded_ops, e.ops - ops_before);
       e.ops = ops_before;

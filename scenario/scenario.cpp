@@ -108,7 +108,22 @@ Scenario Scenario::load(std::shared_ptr<ConfigDocument> document) {
     s.timeline_gpus_ = parse_ranks(*gpus, static_cast<int>(s.fabric_.gpus().size()));
   document->reject_unknown_keys();
 
+  // Replicas alike by construction: only the programs a run simulates are built (the folded ones are their
+  // representatives'), unless a program turns out to need the full simulation after all (managed memory, the host).
+  const Replicas proposed = s.proposed_replicas();
+  s.alike_ =
+      !proposed.ranks.empty() && std::ranges::all_of(s.workloads_, [](const auto& w) { return w->replicas_alike(); });
+  if (s.alike_) s.needed_ = needed_ranks(proposed, s.fabric_.gpus().size(), s.fabric_, s.models_, s.failures_, s.fold_);
   s.programs_ = s.build_programs();
+  if (!s.needed_.empty()) {
+    const auto decision = s.folding(s.programs_);
+    for (std::size_t r = 0; r < s.needed_.size(); ++r)
+      if (!s.needed_[r] && decision.folding.simulated(static_cast<int>(r))) {
+        s.needed_.clear();
+        s.programs_ = s.build_programs();
+        break;
+      }
+  }
   const auto& programs = s.programs_;
   for (std::size_t r = 0; r < programs.size(); ++r)
     if (const auto n = expanded_size(programs[r].ops); n > MAX_OPS_PER_RANK)
@@ -135,7 +150,7 @@ Replicas Scenario::proposed_replicas() const {
 }
 
 FoldingDecision Scenario::folding(const std::vector<Program>& programs) const {
-  return decide_folding(proposed_replicas(), programs, fabric_, models_, failures_, fold_);
+  return decide_folding(proposed_replicas(), programs, fabric_, models_, failures_, fold_, alike_);
 }
 
 namespace {
@@ -166,7 +181,7 @@ std::vector<Program> Scenario::build_programs() const {
   for (std::size_t phase = 0; phase < workloads_.size(); ++phase) {
     if (phase > 0)
       for (auto& p : programs) p.ops.push_back(Op{BarrierOp{everyone, true}, static_cast<int>(phase), -1});
-    workloads_[phase]->emit(programs, static_cast<int>(phase));
+    workloads_[phase]->emit(programs, static_cast<int>(phase), needed_);
   }
   return programs;
 }

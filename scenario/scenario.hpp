@@ -48,8 +48,9 @@ class Scenario {
   /// Which ranks a run of `programs` (programs()) simulates in full, and why (scenario/folding.hpp).
   FoldingDecision folding(const std::vector<Program>& programs) const;
 
-  /// Every rank's program: each workload in turn, separated by a free barrier across all ranks. Built once, by
-  /// load() (which checks them), and kept until a run takes them (empty after run() or take_programs()).
+  /// Every rank's program: each workload in turn, separated by a free barrier across all ranks; empty for a rank
+  /// folded into a representative when the workloads build their replicas alike (Workload::replicas_alike). Built
+  /// once, by load() (which checks them), and kept until a run takes them (empty after run() or take_programs()).
   const std::vector<Program>& programs() const { return programs_; }
   /// The programs, moved out for a run that consumes them (run(programs, folding, ...)): at a thousand GPUs they are
   /// gigabytes, neither built twice nor copied. programs() is empty afterwards.
@@ -83,6 +84,8 @@ class Scenario {
   bool fold_ = true;
   std::vector<int> timeline_gpus_;
   std::vector<Failure> failures_;  // what-ifs applied at their times (scenario/failures.hpp)
+  bool alike_ = false;             // every workload builds the proposed replicas alike (Workload::replicas_alike)
+  std::vector<bool> needed_;       // by rank, the programs to build; empty: all (scenario/folding.hpp needed_ranks)
   // Built by load() and handed to the first run, which a const run() may take: a process runs one simulation,
   // and holding a second copy through it would double the largest data of a large job.
   mutable std::vector<Program> programs_;

@@ -29,7 +29,7 @@ void sync_all(std::vector<Program>& programs, const Group& everyone, int phase) 
 class ExplicitProgram final : public Workload {
  public:
   std::vector<Program> programs;
-  void emit(std::vector<Program>& out, int phase) const override {
+  void emit(std::vector<Program>& out, int phase, const std::vector<bool>& /*needed*/) const override {
     for (std::size_t r = 0; r < out.size(); ++r)
       for (auto op : programs[r].ops) {
         op.phase = phase;
@@ -58,7 +58,7 @@ class P2pSweep final : public Workload {
   std::vector<Point> points;
   int gpus = 0;
 
-  void emit(std::vector<Program>& programs, int phase) const override {
+  void emit(std::vector<Program>& programs, int phase, const std::vector<bool>& /*needed*/) const override {
     const Group everyone = all_ranks(gpus);
     for (std::size_t i = 0; i < points.size(); ++i) {
       const auto& p = points[i];
@@ -125,7 +125,7 @@ class CollectiveSweep final : public Workload {
   CollectiveOp options;  // algorithm, protocol, channels, launch
   int gpus = 0;
 
-  void emit(std::vector<Program>& programs, int phase) const override {
+  void emit(std::vector<Program>& programs, int phase, const std::vector<bool>& /*needed*/) const override {
     const Group everyone = all_ranks(gpus);
     for (std::size_t i = 0; i < points.size(); ++i) {
       sync_all(programs, everyone, phase);

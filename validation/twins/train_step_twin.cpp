@@ -73,7 +73,7 @@ std::variant<Twin, std::string> train_step(const Trace& trace, const TraceRecord
   config.steps = 1;
   const workloads::training::Training training(config, fabric);
   std::vector<workloads::Program> programs(1);
-  training.emit(programs, 0);
+  training.emit(programs, 0, {});
   Twin twin;
   twin.sample.resize(static_cast<std::size_t>(gpus));
   twin.sample[static_cast<std::size_t>(rank_at(r, 0))] = std::move(programs[0].ops);

@@ -342,7 +342,7 @@ class TraceWorkload final : public Workload {
   std::vector<Program> programs;
   int ranks = 0;
 
-  void emit(std::vector<Program>& out, int phase) const override {
+  void emit(std::vector<Program>& out, int phase, const std::vector<bool>& /*needed*/) const override {
     for (std::size_t r = 0; r < out.size(); ++r)
       for (auto op : programs[r].ops) {
         op.phase = phase;

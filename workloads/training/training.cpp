@@ -1031,11 +1031,14 @@ OpInfo Training::info(int tag) const {
   return i;
 }
 
-void Training::emit(std::vector<Program>& programs, int phase) const {
+void Training::emit(std::vector<Program>& programs, int phase, const std::vector<bool>& needed) const {
   if (outcome()) return;  // it does not fit: nothing runs
   Groups groups;
   std::map<std::tuple<int, int, int>, std::vector<MoeRoute>> routes;
   for (int r = 0; r < config_.plan.gpus(); ++r) {
+    // A folded rank's program is its representative's (replicas_alike()); MoE draws routes as ranks are emitted, and
+    // says its replicas are not alike, so every rank is needed there.
+    if (!needed.empty() && !needed[static_cast<std::size_t>(r)]) continue;
     auto& ops = programs[static_cast<std::size_t>(r)].ops;
     // The same position in the first data-parallel replica (a lower rank, emitted already) runs as many ops, give or
     // take a MoE layer's routes: sized up front, a program is written once instead of regrown (at 128 GPUs the

@@ -81,7 +81,7 @@ struct OpInfo {
 class Training final : public Workload {
  public:
   explicit Training(TrainingConfig config, const Fabric& fabric);
-  void emit(std::vector<Program>& programs, int phase) const override;
+  void emit(std::vector<Program>& programs, int phase, const std::vector<bool>& needed) const override;
   void set_seed(std::uint64_t seed) override { seed_ = seed; }
   /// "does not fit: ..." when a stage's footprint exceeds the GPU's HBM and memory.allow_oversubscribe is false:
   /// then it emits no op, and its report says why with the numbers.
@@ -90,6 +90,9 @@ class Training final : public Workload {
   std::vector<Table> summarize(const RankRecords& records, int phase) const override;
   /// The data-parallel replicas: replica d holds the ranks of dp coordinate d.
   Replicas replicas() const override;
+  /// Dense steps: every replica's program is the first's with its dp coordinate (tests compare them whole). MoE steps
+  /// draw their routes per rank.
+  bool replicas_alike() const override { return !config_.model.moe; }
   /// What the results will not show: a parallel.bucket that changes nothing (workloads/training/training.cpp).
   std::vector<std::string> notes() const override { return notes_; }
   void add_note(std::string note) { notes_.push_back(std::move(note)); }

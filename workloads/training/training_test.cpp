@@ -87,7 +87,7 @@ TEST_CASE("training: kernels queued behind work of their stream are pipelined, e
                              "    parallel: {dp: 2}\n";
     const auto t = decoder(yaml);
     std::vector<Program> programs(2);
-    t->emit(programs, 0);
+    t->emit(programs, 0, {});
     for (const auto& program : programs) {
       Kernels k;
       count_kernels(program.ops, k);
@@ -212,7 +212,7 @@ TEST_CASE(
                              "    model: {layers: 1, hidden: 1024, heads: 8, sequence: 2048, vocabulary: 50257}\n"
                              "    parallel: {tp: 2}\n";
     std::vector<Program> programs(2);
-    decoder(yaml)->emit(programs, 0);
+    decoder(yaml)->emit(programs, 0, {});
     std::vector<models::Gemm> gemms;
     std::multiset<std::string> others;
     collect_gemms(programs[0].ops, gemms, others);
@@ -263,7 +263,7 @@ TEST_CASE("training: autocast casts each linear layer's fp32 weight before its f
                                  "50304, autocast: ") +
                              (autocast ? "true" : "false") + "}\n";
     std::vector<Program> programs(1);
-    decoder(yaml)->emit(programs, 0);
+    decoder(yaml)->emit(programs, 0, {});
     return programs[0].ops;
   };
   const auto with = ops_of(true), without = ops_of(false);
