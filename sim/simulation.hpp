@@ -169,6 +169,11 @@ class Simulation {
   /// Returns the names of the links changed.
   std::vector<std::string> scale_channels(const std::map<ChannelId, double>& factors);
 
+  /// Runs `job` on a pooled daemon actor on `device`'s endpoint: far cheaper than an actor of its own (each maps
+  /// and unmaps a stack) where millions run. A daemon ends with the last non-daemon actor: only what the ranks
+  /// wait for, or what need not finish, belongs there.
+  void run_pooled(DeviceId device, std::function<void()> job) { run_on(host(device), std::move(job)); }
+
   /// Name of a route's hop link, derived from its channels: "gpu0->nvswitch[0-3]".
   static std::string hop_name(const Fabric& fabric, const Hop& hop);
 
