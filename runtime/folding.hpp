@@ -93,6 +93,12 @@ class RankRecords {
   }
   std::default_sentinel_t end() const { return {}; }
 
+  /// The simulated ranks' records alone, and the folding: a summary that needs no folded rank's record one by one
+  /// (sums and extremes over ranks, a rank's row from its representative's) walks these, each record weighing
+  /// 1 + folding().mirrors(rank).size(), instead of hundreds of millions of copies at 8,192 GPUs.
+  const std::vector<OpRecord>& simulated() const { return *records_; }
+  const Folding& folding() const { return *folding_; }
+
  private:
   const std::vector<OpRecord>* records_;
   const Folding* folding_;

@@ -1071,21 +1071,24 @@ std::vector<Table> Training::summarize(const RankRecords& records, int phase) co
       busy(static_cast<std::size_t>(gpus));
   std::map<std::string, double> moved;
   struct KernelTotal {
-    std::int64_t launches = 0;
-    double seconds = 0, bytes = 0;
+    double launches = 0, seconds = 0, bytes = 0;
   };
-  // By kernel name and pass; over the ranks that ran (a folded run records its representatives only).
+  // By kernel name and pass, over every rank. The simulated ranks' records alone, each weighing as many ranks as it
+  // stands for (RankRecords::simulated): a folded rank's records are its representative's, and its rows below are
+  // made from its representative's spans.
+  const Folding& folding = records.folding();
   std::map<std::pair<std::string_view, OpInfo::Pass>, KernelTotal> by_kernel;
-  std::set<int> kernel_ranks;
-  for (const auto& r : records) {
+  std::map<int, double> kernel_ranks;  // by simulated rank: the ranks it stands for
+  for (const auto& r : records.simulated()) {
     if (r.phase != phase) continue;
+    const double weight = 1.0 + static_cast<double>(folding.mirrors(r.rank).size());
     if (is_compute(r.kind)) {
       const auto pass = r.tag >= 0 ? info(r.tag).pass : OpInfo::step_level;
       auto& total = by_kernel[{r.kernel.empty() ? std::string_view("other") : r.kernel, pass}];
-      kernel_ranks.insert(r.rank);
-      ++total.launches;
-      total.seconds += (r.end - r.start).count();
-      total.bytes += static_cast<double>(r.bytes.count());
+      kernel_ranks[r.rank] = weight;
+      total.launches += weight;
+      total.seconds += weight * (r.end - r.start).count();
+      total.bytes += weight * static_cast<double>(r.bytes.count());
     }
     start = std::min(start, r.start.count());
     if (r.tag >= 0) {
@@ -1095,7 +1098,8 @@ std::vector<Table> Training::summarize(const RankRecords& records, int phase) co
     const auto span = std::pair{r.start, r.end};
     if (is_compute(r.kind)) compute[static_cast<std::size_t>(r.rank)].push_back(span);
     if (is_compute(r.kind) || is_communication(r.kind)) busy[static_cast<std::size_t>(r.rank)].push_back(span);
-    if (is_communication(r.kind) && r.kind != QuietOp::KIND.name) moved[r.kind] += static_cast<double>(r.bytes.count());
+    if (is_communication(r.kind) && r.kind != QuietOp::KIND.name)
+      moved[r.kind] += weight * static_cast<double>(r.bytes.count());
   }
   Table memory{fmt::format("training memory per GPU by pipeline stage (GiB; HBM {:.1f} GiB)", gib(hbm_)),
                {"stage", "params_m", "weights", "gradients", "optimizer", "activations", "in_flight", "communication",
@@ -1144,8 +1148,9 @@ std::vector<Table> Training::summarize(const RankRecords& records, int phase) co
                 {}};
   double busy_sum = 0, compute_sum = 0, idle_max = 0;
   for (int r = 0; r < gpus; ++r) {
-    const double in_compute = covered(compute[static_cast<std::size_t>(r)]).count();
-    const double in_any = covered(busy[static_cast<std::size_t>(r)]).count();
+    const auto spans_of = static_cast<std::size_t>(folding.representative(r));
+    const double in_compute = covered(compute[spans_of]).count();
+    const double in_any = covered(busy[spans_of]).count();
     const double idle = std::max(0.0, run - in_any);
     const Coord co = coord_of(c.plan, r);
     per_gpu.rows.push_back({r, co.tp, co.dp, co.pp, in_compute * 1e3, (in_any - in_compute) * 1e3, idle * 1e3,
@@ -1183,11 +1188,13 @@ std::vector<Table> Training::summarize(const RankRecords& records, int phase) co
   std::ranges::stable_sort(ordered, std::greater{}, [](const auto& k) { return k.second.seconds; });
   double kernel_seconds = 0;
   for (const auto& k : ordered) kernel_seconds += k.second.seconds;
-  const double per = static_cast<double>(std::max<std::size_t>(kernel_ranks.size(), 1)) * c.steps;
+  double ranks_with_kernels = 0;
+  for (const auto& [rank, weight] : kernel_ranks) ranks_with_kernels += weight;
+  const double per = std::max(ranks_with_kernels, 1.0) * c.steps;
   constexpr std::array<const char*, 3> pass_names{"forward", "backward", "step"};
   for (const auto& [key, sum] : ordered)
     kernels.rows.push_back({std::string(key.first), pass_names[static_cast<std::size_t>(key.second)],
-                            static_cast<double>(sum.launches) / per, sum.seconds / per * 1e3,
+                            sum.launches / per, sum.seconds / per * 1e3,
                             kernel_seconds > 0 ? 100 * sum.seconds / kernel_seconds : 0.0,
                             sum.seconds > 0 ? sum.bytes / sum.seconds / 1e12 : 0.0});
   return {steps, summary, per_gpu, kernels, memory};
