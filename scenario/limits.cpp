@@ -44,11 +44,16 @@ constexpr double ENDPOINT = 40 * KiB;
 constexpr double CHANNEL = 2.25 * KiB;
 constexpr double ROUTE = 0.25 * KiB;
 constexpr double OP = 1.75 * KiB;
-// A folded rank's op costs the copy of its representative's record that the workloads' summaries read (an OpRecord
-// and the heap blocks of its strings, ~0.25 KiB), rounded up: GPT-3 175B on 128 H100s
-// (workloads/bench/gpt3_175b_128h100.yaml), 403,040 simulated and 1,209,120 folded ops, peaked at 771 MiB without
-// --out, under its estimate of 1.07 GiB.
-constexpr double FOLDED_OP = 0.3 * KiB;
+// A folded rank's op is neither built (Workload::replicas_alike) nor recorded, and the summaries read its
+// representative's records (RankRecords::simulated): Llama 3.1 405B on 8,192 H100 (workloads/bench/
+// llama405b_8192h100.yaml, 3,054,352 simulated and 192,424,176 folded ops) peaked at 3,833,068 KiB against 2,316,484
+// KiB for the same plan on 1,024 (21,380,464 folded ops); less the endpoints', channels' and waits' growth, about
+// 3 B per folded op, rounded up.
+constexpr double FOLDED_OP = 4;
+// Who waited on whom: every rank's row holds a time per rank (RankWaits::on), ranks^2 entries. The ENDPOINT and
+// CHANNEL fit's runs held them too (at 10,008 GPUs, 764 MiB of the 1.27 GiB measured), so there the estimate counts
+// them twice and stays above; the linear terms alone fall under a 16,384-GPU run's 2 GiB of rows.
+constexpr double WAIT_ENTRY = 8;
 constexpr double PGAS = 0.25 * KiB;
 constexpr double FLOW = 2.5 * KiB;
 constexpr double HELPER = 32 * KiB;
@@ -173,6 +178,8 @@ std::string MemoryEstimate::breakdown() const {
                               cost(endpoints, ENDPOINT) + cost(channels, CHANNEL)));
   if (routes > 0) parts.push_back(fmt::format("{} routes {}", grouped(routes), cost(routes, ROUTE)));
   parts.push_back(fmt::format("{} ops {}", grouped(ops), cost(ops, OP)));
+  if (const std::uint64_t waits = times(ranks, ranks); static_cast<double>(waits) * WAIT_ENTRY >= 1 << 20)
+    parts.push_back(fmt::format("{} ranks' waits on each other {}", grouped(ranks), cost(waits, WAIT_ENTRY)));
   if (folded_ops > 0)
     parts.push_back(fmt::format("{} folded ops {}", grouped(folded_ops), cost(folded_ops, FOLDED_OP)));
   if (pgas > 0) parts.push_back(fmt::format("{} puts and gets {}", grouped(pgas), cost(pgas, PGAS)));
@@ -189,6 +196,7 @@ MemoryEstimate estimate_memory(const Fabric& fabric, const std::vector<Program>&
   e.endpoints = fabric.gpus().size() + (fabric.host() ? 1 : 0) + fabric.nvme_drives().size();
   e.channels = fabric.channel_count();
   if (e.endpoints <= Simulation::EAGER_ENDPOINTS) e.routes = e.endpoints * (e.endpoints - 1);
+  e.ranks = programs.size();
   e.actors = 1;  // the failures' actor
   std::set<const ManagedBuffer*> buffers;
   for (std::size_t r = 0; r < programs.size(); ++r) {
@@ -215,6 +223,7 @@ MemoryEstimate estimate_memory(const Fabric& fabric, const std::vector<Program>&
   }
   const double total = PROCESS + static_cast<double>(e.endpoints) * ENDPOINT +
                        static_cast<double>(e.channels) * CHANNEL + static_cast<double>(e.routes) * ROUTE +
+                       static_cast<double>(e.ranks) * static_cast<double>(e.ranks) * WAIT_ENTRY +
                        static_cast<double>(e.ops) * OP + static_cast<double>(e.folded_ops) * FOLDED_OP +
                        static_cast<double>(e.pgas) * PGAS + static_cast<double>(e.flows) * FLOW +
                        static_cast<double>(e.helpers) * HELPER + static_cast<double>(e.managed_pages) * MANAGED_PAGE +

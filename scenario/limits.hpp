@@ -38,8 +38,9 @@ struct MemoryEstimate {
   std::uint64_t endpoints = 0;   // GPUs, host, NVMe drives
   std::uint64_t channels = 0;    // directed channels of the fabric
   std::uint64_t routes = 0;      // routed up front (small platforms), else 0
+  std::uint64_t ranks = 0;       // programs: each rank's waits row holds a time per rank
   std::uint64_t ops = 0;         // after repeats, every simulated rank
-  std::uint64_t folded_ops = 0;  // after repeats, the folded ranks' (docs/folding.md): their summaries' records
+  std::uint64_t folded_ops = 0;  // after repeats, the folded ranks' (docs/folding.md): a few bytes each
   std::uint64_t pgas = 0;        // puts and gets, after repeats
   std::uint64_t flows = 0;       // collective transfers in flight at once, at most
   std::uint64_t helpers = 0;     // helper actors alive at once, at most: open puts', a get's, a migration's, a tree's
@@ -52,7 +53,8 @@ struct MemoryEstimate {
 };
 
 /// Estimates a run's peak memory from its fabric and programs (Scenario::programs()), with the ranks `folding`
-/// folds (Scenario::folding) costing only their summaries' records. Saturates at 2^64 - 1 bytes.
+/// folds (Scenario::folding) costing a few bytes per op, counted from their representatives' programs. Saturates
+/// at 2^64 - 1 bytes.
 MemoryEstimate estimate_memory(const Fabric& fabric, const std::vector<Program>& programs,
                                const Folding* folding = nullptr);
 
