@@ -49,7 +49,7 @@ targets=(
   "NVL576 ring all-reduce 1 GiB (576 GPUs)|nvl576_ring_all_reduce_1GiB.yaml|5|-"
   "superpod 4,096 GPUs DP step (hierarchical)|superpod4096_dp_step.yaml|60|2048"
   "GPT-3 175B step, 128 H100 (TP4 PP8 DP4)|gpt3_175b_128h100.yaml|5|1024"
-  "Llama 3.1 405B step, 8,192 H100 (TP8 PP8 DP128)|llama405b_8192h100.yaml|60|4096"
+  "Llama 3.1 405B step, 8,192 H100 (TP8 CP2 PP8 VP8 DP64)|llama405b_8192h100.yaml|60|4096"
   "  the same, one GPU 5 % slow|llama405b_8192h100_slow_gpu.yaml|2x:llama405b_8192h100.yaml|4096"
   "GPT-3 175B step, 16,384 H100 (TP8 PP8 DP256)|gpt3_175b_16384h100.yaml|120|8192"
 )
