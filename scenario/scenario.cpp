@@ -180,7 +180,9 @@ std::vector<Program> Scenario::build_programs() const {
   const Group everyone = std::make_shared<const std::vector<int>>(all);
   for (std::size_t phase = 0; phase < workloads_.size(); ++phase) {
     if (phase > 0)
-      for (auto& p : programs) p.ops.push_back(Op{BarrierOp{everyone, true}, static_cast<int>(phase), -1});
+      for (std::size_t r = 0; r < programs.size(); ++r)
+        if (needed_.empty() || needed_[r])
+          programs[r].ops.push_back(Op{BarrierOp{everyone, true}, static_cast<int>(phase), -1});
     workloads_[phase]->emit(programs, static_cast<int>(phase), needed_);
   }
   return programs;
