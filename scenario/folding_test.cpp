@@ -92,6 +92,17 @@ workloads:
     parallel: {tp: 4, pp: 2, dp: 4, zero: true}
 )";
 
+// 16 H100s in 2 HGX nodes under PGAS: TP 4, 2 pipeline stages, 2 data-parallel replicas.
+const std::string PGAS_16 = R"(
+topology: {type: superpod, gpu: h100, nodes: 2}
+workloads:
+  - type: training
+    schedule: pgas
+    steps: 1
+    model: {preset: llama3.1-8b, layers: 2, sequence: 1024, global_batch: 8}
+    parallel: {tp: 4, pp: 2, dp: 2}
+)";
+
 }  // namespace
 
 TEST_CASE("folding: a healthy dense BSP step on 32 GPUs folds 4 replicas into 1 and keeps the full step time") {
@@ -133,15 +144,7 @@ TEST_CASE("folding: a failed link puts the replica of its GPU in full") {
 }
 
 TEST_CASE("folding: a PGAS step folds its replicas, their puts to simulated ranks run by proxies") {
-  const auto folded = check_against_full(R"(
-topology: {type: superpod, gpu: h100, nodes: 2}
-workloads:
-  - type: training
-    schedule: pgas
-    steps: 1
-    model: {preset: llama3.1-8b, layers: 2, sequence: 1024, global_batch: 8}
-    parallel: {tp: 4, pp: 2, dp: 2}
-)");
+  const auto folded = check_against_full(PGAS_16);
   CHECK(folded.path == "folded");
   CHECK(folded.simulated == 8);
 }
@@ -251,16 +254,7 @@ workloads:
     model: {preset: llama3.1-8b, layers: 4, sequence: 2048, global_batch: 16}
     parallel: {tp: 2, cp: 2, pp: 2, vp: 2, dp: 4, zero: true, sequence_parallel: true, recompute: full}
 )";
-  const std::string pgas = R"(
-topology: {type: superpod, gpu: h100, nodes: 2}
-workloads:
-  - type: training
-    schedule: pgas
-    steps: 1
-    model: {preset: llama3.1-8b, layers: 2, sequence: 1024, global_batch: 8}
-    parallel: {tp: 4, pp: 2, dp: 2}
-)";
-  for (const std::string& yaml : {DENSE_32, cp_vp, pgas}) {
+  for (const std::string& yaml : {DENSE_32, cp_vp, PGAS_16}) {
     CAPTURE(yaml);
     const auto every = load(yaml + "fold: false\n");
     const auto& programs = every.programs();
