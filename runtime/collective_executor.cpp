@@ -168,10 +168,7 @@ OpOutcome CollectiveExecutor::run(int rank, const CollectiveOp& op) {
           const std::size_t distance = (position + n - root) % n;  // 0 for the root
           const auto prev = distance > 0 ? std::optional{group[(position + n - 1) % n]} : std::nullopt;
           const auto next = distance + 1 < n ? std::optional{group[(position + 1) % n]} : std::nullopt;
-          if (send_fast_path)
-            send_whole(rank, prev, next, step);
-          else
-            pipeline(rank, prev, next, step);
+          pipeline(rank, prev, next, step, send_fast_path);
         }
         break;
       case models::Pattern::nodes:
@@ -255,6 +252,10 @@ bool CollectiveExecutor::ring_fast(const std::vector<int>& group, const Step& st
     return false;
   // With 2 ranks a ring is one transfer each way per step (and the validated 2-GPU twins stay exact).
   if (path == models::FabricPath::automatic && group.size() < 3) return false;
+  return transfers_alike();
+}
+
+bool CollectiveExecutor::transfers_alike() const {
   // Per-transfer draws pace each exact step by its slowest transfer, and failures change the rates of the steps after
   // them: neither is one flow per rank (models/fabric.hpp).
   return models_.jitter->latency.is_none() && models_.jitter->bandwidth.is_none() && !fabric_failures_;
@@ -642,19 +643,23 @@ std::optional<Table> CollectiveExecutor::fabric_path_table() const {
                 {"send fast", collectives_by_path_[3]}}};
 }
 
-void CollectiveExecutor::pipeline(int self, std::optional<int> from, std::optional<int> to, const Step& step) {
+void CollectiveExecutor::pipeline(int self, std::optional<int> from, std::optional<int> to, const Step& step,
+                                  bool whole) {
   // Forwards every chunk as soon as it has arrived, paying the step latency once per hop to fill the pipeline (NCCL's
   // 2(n-1) hwLat for tree, one per hop for broadcast); later chunks follow back to back, paced by the receiver taking
-  // one chunk at a time.
+  // one chunk at a time. `whole` (the send fast path, 2 ranks): the chunks as one transfer, which then takes the same
+  // time, since back to back each would start at the rate the one before ended with.
+  const int transfers = whole ? 1 : step.plan.shape.chunks;
+  const int chunks_per_transfer = whole ? step.plan.shape.chunks : 1;
   std::vector<sg4::CommPtr> sends;
-  for (int chunk = 0; chunk < step.plan.shape.chunks; ++chunk) {
+  for (int chunk = 0; chunk < transfers; ++chunk) {
     if (from) {
       int* received = nullptr;
       mailbox(*from, self, step.group)->get_async<int>(&received)->wait();
     }
     if (to) {
       if (chunk == 0) sleep_for(step.plan.step_latency + simulation_.route(device(self), device(*to)).latency);
-      sends.push_back(put(self, *to, step));
+      sends.push_back(put(self, *to, step, chunks_per_transfer));
     }
   }
   for (auto& s : sends) s->wait();
@@ -665,20 +670,7 @@ bool CollectiveExecutor::send_fast(const std::vector<int>& group, const Step& st
   // to back either way (models/fabric.hpp), but not under per-transfer draws or failures, which act chunk by chunk.
   return models_.fabric->path != models::FabricPath::exact && group.size() == 2 &&
          step.plan.algorithm != models::Algorithm::tree && step.plan.shape.pattern == models::Pattern::chain &&
-         models_.jitter->latency.is_none() && models_.jitter->bandwidth.is_none() && !fabric_failures_;
-}
-
-void CollectiveExecutor::send_whole(int self, std::optional<int> from, std::optional<int> to, const Step& step) {
-  // pipeline() between two ranks: the receiver takes one chunk at a time, so the chunks move back to back, each at the
-  // rate the last one ended with. One transfer of every chunk's bytes, after the same latency, takes the same time.
-  if (from) {
-    int* received = nullptr;
-    mailbox(*from, self, step.group)->get_async<int>(&received)->wait();
-  }
-  if (to) {
-    sleep_for(step.plan.step_latency + simulation_.route(device(self), device(*to)).latency);
-    put(self, *to, step, step.plan.shape.chunks)->wait();
-  }
+         transfers_alike();
 }
 
 void CollectiveExecutor::tree(int rank, const std::vector<int>& group, std::size_t position, const Step& step) {

@@ -56,9 +56,10 @@ class CollectiveExecutor : Executor {
   /// Whether an all-peers plan on `group` takes the crossbar fast path (models/fabric.hpp).
   bool crossbar_fast(const std::vector<int>& group, const Step& step) const;
   void crossbar_steps(int rank, const std::vector<int>& group, std::size_t position, const Step& step);
-  void pipeline(int self, std::optional<int> from, std::optional<int> to, const Step& step);
+  void pipeline(int self, std::optional<int> from, std::optional<int> to, const Step& step, bool whole = false);
   bool send_fast(const std::vector<int>& group, const Step& step) const;
-  void send_whole(int self, std::optional<int> from, std::optional<int> to, const Step& step);
+  /// No per-transfer draw and no failure: a rank's transfers of one step move alike (the fast paths' condition).
+  bool transfers_alike() const;
   void tree(int rank, const std::vector<int>& group, std::size_t position, const Step& step);
   /// Starts `transfers` of the step's transfers from `from` to `to` as one comm (the ring fast path moves a rank's
   /// steps at once), with the step's rate cap, and accounts their bytes.
