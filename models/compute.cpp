@@ -486,9 +486,10 @@ bool kernels_by_shape(const GpuSpec& gpu, Dtype dtype) {
 }
 
 Flops Attention::flops() const {
-  const double s2 = static_cast<double>(seq) * static_cast<double>(seq);
-  const double forward = 4.0 * static_cast<double>(batch) * static_cast<double>(heads) * s2 *
-                         static_cast<double>(head_dim) * (causal ? 0.5 : 1.0);
+  const double s = static_cast<double>(seq), w = static_cast<double>(window);
+  const double pairs = !causal ? s * s : (window > 0 && window < seq ? s * w - w * w / 2 : s * s / 2);
+  const double forward =
+      4.0 * static_cast<double>(batch) * static_cast<double>(heads) * pairs * static_cast<double>(head_dim);
   return Flops{forward * (backward ? 2.5 : 1.0)};
 }
 
@@ -496,18 +497,42 @@ namespace {
 
 /// The SM that finishes last when the GPU's block scheduler hands `heads` x n CTAs to `sms` SMs in grid order (the
 /// query blocks of one head in turn, then the next head's), each CTA to the SM that frees first: query block i takes
-/// (i + 1 + diagonal) block times when causal, n otherwise, plus `cta` (in block times). Its blocks and CTAs.
+/// row_blocks block times, plus `cta` (in block times). Its blocks and CTAs.
 struct LastSm {
   double blocks = 0;
   std::int64_t ctas = 0;
 };
 
-LastSm list_schedule(std::int64_t heads, std::int64_t n, bool causal, double diagonal, double cta, int sms) {
+/// The key blocks query block i of n walks, in block times: all n; up to its diagonal when causal (`reach` < 0), the
+/// diagonal one masked; with a sliding window the `reach` blocks before it at most, the window's far edge masked too.
+double row_blocks(std::int64_t i, std::int64_t n, bool causal, std::int64_t reach, double diagonal) {
+  if (!causal) return static_cast<double>(n);
+  if (reach < 0 || i < reach) return static_cast<double>(i + 1) + diagonal;
+  return static_cast<double>(reach + 1) + (reach > 0 ? 2 : 1) * diagonal;
+}
+
+/// The blocks of all n rows of one head: row_blocks summed.
+double head_blocks(std::int64_t n, bool causal, std::int64_t reach, double diagonal) {
+  const double nd = static_cast<double>(n);
+  if (!causal) return nd * nd;
+  if (reach < 0 || reach >= n) return nd * (nd + 1) / 2 + nd * diagonal;
+  const double r = static_cast<double>(reach);
+  return r * (r + 1) / 2 + r * diagonal + (nd - r) * (r + 1 + (reach > 0 ? 2 : 1) * diagonal);
+}
+
+/// The blocks before its own that a query block reaches with a window of `window` tokens: ceil((window - 1) / block)
+/// (a query attends to itself and the window - 1 keys before it); -1 without a window.
+std::int64_t window_reach(std::int64_t window, std::int64_t block) {
+  return window > 0 ? (window - 1 + block - 1) / block : -1;
+}
+
+LastSm list_schedule(std::int64_t heads, std::int64_t n, bool causal, std::int64_t reach, double diagonal, double cta,
+                     int sms) {
   // Memoised: a training step asks for the same few shapes thousands of times. The key holds every input; a fit
   // that moves the costs leaves stale keys behind, so the table is dropped when it grows large.
-  using Key = std::tuple<std::int64_t, std::int64_t, bool, double, double, int>;
+  using Key = std::tuple<std::int64_t, std::int64_t, bool, std::int64_t, double, double, int>;
   thread_local std::map<Key, LastSm> memo;
-  const Key key{heads, n, causal, diagonal, cta, sms};
+  const Key key{heads, n, causal, reach, diagonal, cta, sms};
   if (const auto it = memo.find(key); it != memo.end()) return it->second;
   struct Sm {
     double finish = 0;
@@ -522,15 +547,15 @@ LastSm list_schedule(std::int64_t heads, std::int64_t n, bool causal, double dia
   const std::int64_t simulated =
       std::min(heads, std::max<std::int64_t>(1, SIMULATED_CTAS / std::max<std::int64_t>(1, n)));
   const double nd = static_cast<double>(n), sm_count = std::max(1, sms);
-  const double head_blocks = causal ? nd * (nd + 1) / 2 + nd * diagonal : nd * nd;
+  const double one_head = head_blocks(n, causal, reach, diagonal);
   const double spread = static_cast<double>(heads - simulated) / sm_count;  // earlier heads per SM
-  const Sm even{.finish = spread * (head_blocks + nd * cta), .blocks = spread * head_blocks, .ctas = 0};
+  const Sm even{.finish = spread * (one_head + nd * cta), .blocks = spread * one_head, .ctas = 0};
   std::vector<Sm> free(static_cast<std::size_t>(sm_count), even);  // a min-heap on finish
   for (std::int64_t h = 0; h < simulated; ++h)
     for (std::int64_t i = 0; i < n; ++i) {
       std::ranges::pop_heap(free, later);
       Sm& sm = free.back();
-      const double blocks = causal ? static_cast<double>(i + 1) + diagonal : static_cast<double>(n);
+      const double blocks = row_blocks(i, n, causal, reach, diagonal);
       sm.finish += blocks + cta;
       sm.blocks += blocks;
       ++sm.ctas;
@@ -548,13 +573,13 @@ AttentionPlan ComputeModel::plan_attention(const GpuSpec& gpu, const Attention& 
   const std::int64_t n = ceil_div(a.seq, ATTENTION_BLOCK);  // query blocks, and key blocks per row
   const AttentionPass& pass = attention[a.backward];
   const double diagonal = pass.diagonal;
-  // Causal: query block i attends to key blocks 0..i, the diagonal one masked.
-  const double nd = static_cast<double>(n);
-  const double row_blocks = a.causal ? nd * (nd + 1) / 2 + nd * diagonal : nd * nd;
+  // Causal: query block i attends to key blocks 0..i (or its window's), the diagonal one masked.
+  const std::int64_t reach =
+      a.causal && a.window > 0 && a.window < a.seq ? window_reach(a.window, ATTENTION_BLOCK) : -1;
   AttentionPlan plan;
   const double rows = static_cast<double>(a.batch) * static_cast<double>(a.heads);
   plan.ctas = a.batch * a.heads * n;
-  plan.blocks = rows * row_blocks;
+  plan.blocks = rows * head_blocks(n, a.causal, reach, a.causal ? diagonal : 0.0);
   const double sms = gpu.sms > 0 ? gpu.sms : 1;
   // A block's pace at boost clock: the softmax of one block overlaps the MMA of the next (two warp groups take
   // turns), so the slower of the two sets it.
@@ -566,8 +591,8 @@ AttentionPlan ComputeModel::plan_attention(const GpuSpec& gpu, const Attention& 
   // at any clock: it is found in block times at boost (one memoised schedule per shape, whatever the clock).
   const double pace = boost_pace / clock;
   const double cta_blocks = boost_pace > 0 ? pass.cta.count() / boost_pace : 0.0;
-  const LastSm last =
-      list_schedule(a.batch * a.heads, n, a.causal, a.causal ? diagonal : 0.0, cta_blocks, static_cast<int>(sms));
+  const LastSm last = list_schedule(a.batch * a.heads, n, a.causal, reach, a.causal ? diagonal : 0.0, cta_blocks,
+                                    static_cast<int>(sms));
   plan.per_sm_blocks = last.blocks;
   plan.per_sm_ctas = last.ctas;
   if (a.backward) {

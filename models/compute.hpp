@@ -145,9 +145,13 @@ struct Attention {
   std::int64_t batch = 1, heads = 1, seq = 0, head_dim = 128;
   std::int64_t kv_heads = 0;  // 0: as many as `heads`; fewer (GQA) adds the backward's reduction of dK and dV
   bool causal = true;
+  // Causal sliding-window (local) attention: each query attends to the `window` keys up to its own (0: all before
+  // it). FlashAttention and cuDNN skip the key blocks wholly outside the window.
+  std::int64_t window = 0;
   bool backward = false;
 
-  /// 4 b h s^2 d, halved when causal; 2.5 times that for `backward`.
+  /// 4 b h d times the (query, key) pairs attended: s^2, s^2 / 2 when causal, s w - w^2 / 2 with a window w < s;
+  /// 2.5 times that for `backward`.
   Flops flops() const;
 };
 

@@ -330,6 +330,42 @@ TEST_CASE("attention: one CTA per block of 128 queries walks the key blocks it a
   CHECK(static_cast<double>(h.per_sm_ctas) == doctest::Approx(static_cast<double>(h.ctas) / 132).epsilon(1e-6));
 }
 
+TEST_CASE("attention: a sliding window walks only the key blocks inside it, both edges masked") {
+  const auto m = load("models: {compute: {attention_diagonal: 0.5, attention_cta: 0s, attention_ramp: 0s}}\n");
+  const auto& c = *m.compute;
+  const GpuSpec gpu = h200();
+  // 8,192 tokens, a window of 1,024: a query attends to itself and the 1,023 keys before it, so query block i (128
+  // queries) reaches ceil(1,023 / 128) = 8 key blocks before its own: 9 blocks from block 8 on, the diagonal and the
+  // window's far edge each masked (1 + diagonal block times); blocks 0-7 as without a window.
+  const Attention causal{.batch = 1, .heads = 4, .seq = 8192, .head_dim = 128, .causal = true};
+  Attention local = causal;
+  local.window = 1024;
+  const double d = c.attention[0].diagonal;
+  const double rows = 64;
+  const double head = (1 + 2 + 3 + 4 + 5 + 6 + 7 + 8) + 8 * d + (rows - 8) * (9 + 2 * d);
+  CHECK(c.plan_attention(gpu, local).blocks == doctest::Approx(4 * head));
+  CHECK(c.plan_attention(gpu, causal).blocks == doctest::Approx(4 * (rows * (rows + 1) / 2 + rows * d)));
+  // FLOPs: every query's min(position + 1, window) keys, s w - w^2 / 2 pairs in the continuous count.
+  CHECK(local.flops().count() == doctest::Approx(4.0 * 4 * 128 * (8192.0 * 1024 - 1024.0 * 1024 / 2)));
+  // The SM that finishes last holds its share of the blocks and at most one row (9 + 2 diagonal blocks) more; the
+  // causal kernel's longest rows come last and leave a longer tail, so the window saves at least its share of blocks.
+  const auto plan = c.plan_attention(gpu, local);
+  CHECK(plan.per_sm_blocks >= plan.blocks / 132 - (9 + 2 * d));
+  CHECK(plan.per_sm_blocks <= plan.blocks / 132 + (9 + 2 * d));
+  const double ratio = c.attention_time(gpu, local).count() / c.attention_time(gpu, causal).count();
+  CHECK(ratio < head / (rows * (rows + 1) / 2 + rows * d));
+  CHECK(ratio > 0.1);
+  // A window at least the sequence is plain causal attention.
+  Attention whole = causal;
+  whole.window = 8192;
+  CHECK(c.attention_time(gpu, whole).count() == c.attention_time(gpu, causal).count());
+  CHECK(whole.flops().count() == causal.flops().count());
+  // The backward walks the same blocks.
+  Attention local_back = local, causal_back = causal;
+  local_back.backward = causal_back.backward = true;
+  CHECK(c.attention_time(gpu, local_back).count() < 0.4 * c.attention_time(gpu, causal_back).count());
+}
+
 TEST_CASE("attention: the masked diagonal, the CTAs' own costs, the backward's helper kernels and GQA's reductions") {
   const auto m = load("models: {}\n");
   const auto& c = *m.compute;

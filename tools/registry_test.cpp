@@ -82,7 +82,7 @@ TEST_CASE("registry: workloads document the keys they read") {
        "fused, "
        "autocast: false, "
        "tied_embeddings: false, dropout: false, sequence: 512, vocabulary: 1000, micro_batch: 1, micro_batches: 2, "
-       "dtype: bf16, attention: flash, mla: "
+       "dtype: bf16, attention: flash, sliding_window: {tokens: 256, global_every: 2}, mla: "
        "{q_lora_rank: 64, kv_lora_rank: 32, qk_nope_head_dim: 16, qk_rope_head_dim: 8, v_head_dim: 16}, moe: "
        "{experts: 8, top_k: 2, ffn_hidden: 512, shared_experts: 1, dense_layers: 1, every: 1, capacity_factor: 1.25, "
        "skew: 1}}, parallel: {tp: 1, pp: 1, dp: 8, ep: 2, pipeline: 1f1b, sequence_parallel: false, recompute: none, "

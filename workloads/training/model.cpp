@@ -119,6 +119,12 @@ std::uint64_t routed_tokens(const ModelSpec& model, const ParallelPlan& plan) {
          static_cast<std::uint64_t>(plan.cp * plan.tp);
 }
 
+int attention_window(const ModelSpec& model, int layer) {
+  if (!model.sliding_window || model.sliding_window->tokens >= model.sequence) return 0;
+  const int every = model.sliding_window->global_every;
+  return every > 0 && (layer + 1) % every == 0 ? 0 : model.sliding_window->tokens;
+}
+
 bool is_moe_layer(const ModelSpec& model, int layer) {
   if (!model.moe || layer < model.moe->dense_layers) return false;
   return (layer - model.moe->dense_layers) % model.moe->every == 0;
@@ -261,11 +267,45 @@ void activation_kernels(const ModelSpec& model, double outputs, LayerForward& l)
   l.mlp_split = Kernel{.bytes = bytes_of(4 * outputs * e), .name = "mlp_split", .backward = 1};
 }
 
+/// The (query, key) pairs one head of one sequence attends to, as the model FLOPs count them (full s^2, Megatron's
+/// count, whether causal or not): with a causal window w < s, twice the s w - w^2 / 2 pairs attended.
+double counted_pairs(const ModelSpec& model, int window) {
+  const double s = model.sequence, w = window;
+  return window > 0 && window < model.sequence ? 2 * s * w - w * w : s * s;
+}
+
+/// The attention core on one rank, all its heads: QK^T and softmax(.)V over a / t heads, 2 b s^2 (a / t)(d_qk + d_v)
+/// FLOPs (4 b s^2 h / t for MHA; with a sliding window of `window` tokens, counted_pairs for s^2).
+Kernel attention_forward(const ModelSpec& model, const ParallelPlan& plan, int window) {
+  const double b = model.micro_batch, s = model.sequence, a = model.heads;
+  const double t = plan.tp, e = models::element_size(model.dtype);
+  const auto w = attention_widths(model);
+  Kernel k;
+  k.flops = Flops{2 * b * counted_pairs(model, window) * (a / t) * (w.qk_head + w.v_head)};
+  double bytes = (w.q + w.k + w.v + w.o) * b * s / t * e;  // Q, K, V read, O written
+  // Unfused (eager) attention writes every score and masks the ones outside the window: the window saves nothing.
+  if (!model.flash_attention) bytes += 4 * b * (a / t) * s * s * e;
+  k.bytes = bytes_of(bytes);
+  k.name = "attention";
+  // FlashAttention's kernels by shape: this rank's heads, causal or not. MLA's Q K^T runs on d_qk and its
+  // P V on d_v: their mean is the block's MMA work.
+  if (model.flash_attention)
+    k.attention = models::Attention{.batch = model.micro_batch,
+                                    .heads = std::max<std::int64_t>(1, std::llround(a / t)),
+                                    .seq = model.sequence,
+                                    .head_dim = std::llround((w.qk_head + w.v_head) / 2),
+                                    .kv_heads = std::max<std::int64_t>(
+                                        1, std::llround((model.mla || model.kv_heads == 0 ? a : model.kv_heads) / t)),
+                                    .causal = model.causal,
+                                    .window = window};
+  return k;
+}
+
 }  // namespace
 
 LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer) {
   if (plan.cp > 1) return context_parallel_forward(model, plan, moe_layer);
-  const double b = model.micro_batch, s = model.sequence, h = model.hidden, a = model.heads;
+  const double b = model.micro_batch, s = model.sequence, h = model.hidden;
   const double t = plan.tp, e = models::element_size(model.dtype);
   const double tokens = b * s;
   const auto w = attention_widths(model);
@@ -273,23 +313,8 @@ LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, boo
   const int mats = mlp_matrices(model.mlp);
   LayerForward l;
   l.qkv = qkv_forward(model, tokens, t, e);
-  // QK^T and softmax(.)V over this rank's a / t heads: 2 b s^2 (a / t)(d_qk + d_v) FLOPs (4 b s^2 h / t for MHA).
-  l.attention.flops = Flops{2 * b * s * s * (a / t) * (w.qk_head + w.v_head)};
-  double attention_bytes = (w.q + w.k + w.v + w.o) * tokens / t * e;  // Q, K, V read, O written
-  if (!model.flash_attention) attention_bytes += 4 * b * (a / t) * s * s * e;
-  l.attention.bytes = bytes_of(attention_bytes);
-  l.attention.name = "attention";
-  // FlashAttention's kernels by shape: this rank's heads, causal or not. MLA's Q K^T runs on d_qk and its
-  // P V on d_v: their mean is the block's MMA work.
-  if (model.flash_attention)
-    l.attention.attention =
-        models::Attention{.batch = model.micro_batch,
-                          .heads = std::max<std::int64_t>(1, std::llround(a / t)),
-                          .seq = model.sequence,
-                          .head_dim = std::llround((w.qk_head + w.v_head) / 2),
-                          .kv_heads = std::max<std::int64_t>(
-                              1, std::llround((model.mla || model.kv_heads == 0 ? a : model.kv_heads) / t)),
-                          .causal = model.causal};
+  l.attention = attention_forward(model, plan, 0);
+  if (model.sliding_window) l.local_attention = attention_forward(model, plan, model.sliding_window->tokens);
   l.projection = gemm(tokens, w.o / t, h, e);
   // Per token: a norm reads and writes h, a residual add reads 2 h and writes h (over 1 / t of the tokens with
   // sequence parallelism); each runs twice a layer. Autocast keeps the residual stream in fp32 (the embedding's
@@ -405,7 +430,9 @@ Flops layer_model_flops(const ModelSpec& model, int layer) {
   const double tokens = b * s;
   const auto w = attention_widths(model);
   const double mats = mlp_matrices(model.mlp);
-  double flops = 2 * tokens * qkv_params(model, 1) + 2 * b * s * s * a * (w.qk_head + w.v_head) + 2 * tokens * w.o * h;
+  double flops = 2 * tokens * qkv_params(model, 1) +
+                 2 * b * counted_pairs(model, attention_window(model, layer)) * a * (w.qk_head + w.v_head) +
+                 2 * tokens * w.o * h;
   if (model.mla) flops -= 2 * tokens * (model.mla->q_lora_rank + model.mla->kv_lora_rank);  // norms, not GEMMs
   if (is_moe_layer(model, layer))
     flops += 2 * tokens * h * model.moe->experts + model.moe->top_k * 2 * mats * tokens * h * expert_ffn(model) +
@@ -582,6 +609,16 @@ ModelSpec parse_model(const ConfigNode& node, const Fabric& fabric) {
     e.every = count(*moe, "every", e.every, 1, m.layers);
     m.moe = e;
   }
+  if (const auto window = node.maybe_child("sliding_window")) {
+    SlidingWindow w = m.sliding_window.value_or(SlidingWindow{});
+    w.tokens = count(*window, "tokens", w.tokens, 1, MAX_WIDTH);
+    w.global_every = count(*window, "global_every", w.global_every, 0, m.layers);
+    m.sliding_window = w;
+  }
+  if (m.sliding_window && !m.causal)
+    node.fail_key("sliding_window",
+                  "a sliding window is causal attention's (a query sees the keys before it): needs "
+                  "causal: true");
   if (m.moe && m.moe->dense_layers >= m.layers)
     node.fail_key("layers",
                   fmt::format("leaves no MoE layer: the first {} are dense (moe.dense_layers)", m.moe->dense_layers));
@@ -613,6 +650,8 @@ void parse_context_parallel(const ConfigNode& parallel, const ModelSpec& spec, P
                                         2 * p.cp, spec.sequence));
   if (!spec.flash_attention)
     parallel.fail_key("cp", "ring attention runs on FlashAttention's partial results: needs model.attention flash");
+  if (spec.sliding_window && spec.sliding_window->tokens < spec.sequence)
+    parallel.fail_key("cp", "ring attention over a sliding window (model.sliding_window) is not modelled: use cp 1");
 }
 }  // namespace
 

@@ -93,6 +93,14 @@ struct MoeSpec {
   int every = 1;                  // then every k-th layer is MoE (Megatron's moe_layer_freq)
 };
 
+/// Sliding-window (local) attention (Beltagy et al. 2020, "Longformer"; config.json's sliding_window): a query attends
+/// to the `tokens` keys up to its own, in every layer but every `global_every`-th (layers k-1, 2k-1, ...: Gemma 3's
+/// sliding_window_pattern 6), which attend to all before them; 0: every layer local (Mistral 7B v0.1). Causal only.
+struct SlidingWindow {
+  int tokens = 0;
+  int global_every = 0;
+};
+
 struct ModelSpec {
   std::string preset;  // the named preset it started from, if any (workloads/training/presets.hpp)
   int layers = 0;
@@ -122,8 +130,12 @@ struct ModelSpec {
       false;  // the linear layers of the blocks have biases (GPT-2/3, Megatron's default): bias gradients
   std::optional<MlaSpec> mla;
   std::optional<MoeSpec> moe;
+  std::optional<SlidingWindow> sliding_window;
 };
 
+/// The keys a query of layer `layer` (0-based, over the whole model) attends to at most: its sliding window, or 0
+/// when it attends to every key before it.
+int attention_window(const ModelSpec& model, int layer);
 /// Whether layer `layer` (0-based, over the whole model) is a MoE layer.
 bool is_moe_layer(const ModelSpec& model, int layer);
 /// An expert's FFN hidden size.
@@ -207,6 +219,7 @@ struct Kernel {
 /// stream (QKV and MLP-up read a norm's fp32 output; the projection's and MLP-down's output gradient is fp32).
 struct LayerForward {
   Kernel qkv, attention, projection, mlp_up, mlp_down, norm, residual, router;
+  Kernel local_attention;  // the attention of a sliding-window layer (model.sliding_window); none without one
   // The MLP's activation, forward and backward: one kernel each way, or a gated MLP's eager kernels
   // (models::eager_gated); none for a MoE layer without a dense MLP.
   std::vector<Kernel> activation, activation_grad;

@@ -639,3 +639,75 @@ TEST_CASE("training: FlashAttention is timed by its shape: this rank's heads, ca
   m.flash_attention = false;
   CHECK_FALSE(layer_forward(m, p, false).attention.attention);
 }
+
+namespace {
+/// The attention kernels of a program, in order: their windows (0: all keys before).
+void attention_windows(const std::vector<snsim::workloads::Op>& ops, std::vector<std::int64_t>& out) {
+  for (const auto& op : ops) {
+    if (const auto* c = std::get_if<snsim::workloads::ComputeOp>(&op.what))
+      if (c->attention && !c->attention->backward) out.push_back(c->attention->window);
+    if (const auto* st = std::get_if<snsim::workloads::StreamsOp>(&op.what))
+      for (const auto& stream : st->streams) attention_windows(stream, out);
+  }
+}
+}  // namespace
+
+TEST_CASE("training: sliding-window layers attend to their window, every global_every-th layer to all keys") {
+  ModelSpec m = llama_layer();  // 32 heads, 8 KV heads of 128, sequence 4096
+  m.layers = 6;
+  m.sliding_window = SlidingWindow{.tokens = 1024, .global_every = 3};
+  // Gemma's pattern: layers 2 and 5 (every third) global, the others local.
+  std::vector<int> windows;
+  for (int l = 0; l < m.layers; ++l) windows.push_back(attention_window(m, l));
+  CHECK(windows == std::vector<int>{1024, 1024, 0, 1024, 1024, 0});
+  // A local layer's model FLOPs count 2 s w - w^2 (query, key) pairs where a global one counts s^2 (Megatron's full
+  // count): the difference is 2 b a (d_qk + d_v) (s - w)^2.
+  const double s = 4096, w = 1024, a = 32, d = 128;
+  CHECK(layer_model_flops(m, 2).count() - layer_model_flops(m, 0).count() ==
+        doctest::Approx(2 * a * 2 * d * (s - w) * (s - w)));
+  ParallelPlan p;
+  p.tp = 2;
+  const LayerForward l = layer_forward(m, p, false);
+  REQUIRE(l.local_attention.attention);
+  CHECK(l.local_attention.attention->window == 1024);
+  CHECK(l.attention.attention->window == 0);
+  CHECK(l.attention.flops.count() - l.local_attention.flops.count() ==
+        doctest::Approx(2 * (a / 2) * 2 * d * (s - w) * (s - w)));
+  // Q, K, V and O move the same bytes either way (FlashAttention keeps no scores).
+  CHECK(l.local_attention.bytes == l.attention.bytes);
+  // global_every 0: every layer local; a window of the whole sequence: none.
+  m.sliding_window->global_every = 0;
+  CHECK(attention_window(m, 2) == 1024);
+  m.sliding_window->tokens = 4096;
+  CHECK(attention_window(m, 0) == 0);
+  // The program: each forward (and selective recompute) of a layer runs its own window.
+  const auto sc =
+      load(scenario("    steps: 1\n    model: {layers: 4, hidden: 1024, heads: 8, sequence: 2048, "
+                    "sliding_window: {tokens: 512, global_every: 2}}\n"
+                    "    parallel: {dp: 8, recompute: selective}\n"));
+  std::vector<std::int64_t> seen;
+  attention_windows(sc.programs()[0].ops, seen);
+  // 4 forwards, then the backward's recomputed forwards from the last layer down
+  CHECK(seen == std::vector<std::int64_t>{512, 0, 512, 0, 0, 512, 0, 512});
+}
+
+TEST_CASE("training: sliding-window input errors") {
+  using snsim::InputError;
+  CHECK_THROWS_WITH_AS(
+      load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, causal: false, sliding_window: "
+                    "{tokens: 128}}\n")),
+      "t.yaml:4:94: workloads[0].model.sliding_window: a sliding window is causal attention's (a query sees the keys "
+      "before it): needs causal: true",
+      InputError);
+  CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, sliding_window: "
+                                     "{global_every: 2}}\n")),
+                       doctest::Contains("workloads[0].model.sliding_window.tokens"), InputError);
+  CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, sliding_window: "
+                                     "{tokens: 128, size: 2}}\n")),
+                       doctest::Contains("size"), InputError);
+  CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, sliding_window: "
+                                     "{tokens: 128}}\n    parallel: {cp: 2, dp: 4}\n")),
+                       "t.yaml:5:20: workloads[0].parallel.cp: ring attention over a sliding window "
+                       "(model.sliding_window) is not modelled: use cp 1",
+                       InputError);
+}

@@ -76,6 +76,17 @@ std::map<std::string, ModelSpec, std::less<>> make_presets() {
                {128, 8, 1.25, 0, 768, 0, 0, 1}));
   add(with_moe(llama_like("qwen3-235b-a22b", {94, 4096, 64, 4, 128, 12288, 151936, 4096}),
                {128, 8, 1.25, 0, 1536, 0, 0, 1}));
+  // Gemma 2 27B: huggingface.co/google/gemma-2-27b, config.json (46 layers, hidden 4608, 32 heads, 16 KV heads,
+  // head_dim 128, intermediate_size 36864, vocab_size 256000, sliding_window 4096, max_position_embeddings 8192) and
+  // Gemma Team 2024, "Gemma 2: Improving Open Language Models at a Practical Size", Table 1 and §2 (GeGLU, RMSNorm,
+  // RoPE, tied embeddings; local sliding-window and global attention alternating, the first layer local). Left out:
+  // the norms after each block (post-norm: two more RMSNorms a layer) and the logit soft-capping.
+  {
+    ModelSpec m =
+        dense("gemma2-27b", {46, 4608, 32, 16, 128, 36864, 256000, 8192}, Mlp::geglu, Norm::rmsnorm, true, true);
+    m.sliding_window = SlidingWindow{4096, 2};
+    add(m);
+  }
   // GPT-3 175B: Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1 (96 layers, d_model 12288,
   // 96 heads of 128, context 2048) and §2.1 (GPT-2's architecture: LayerNorm, GeLU MLP of 4 d_model, tied
   // embeddings, its 50257-token vocabulary). Left out: the learned position embeddings (2048 x 12288), and the

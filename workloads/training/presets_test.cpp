@@ -73,6 +73,17 @@ TEST_CASE("presets: GPT-3 is 175B and the Nemotron-4 models 15.7B and 341B") {
   check_size("nemotron-4-340b", 341e9, 341e9);
 }
 
+TEST_CASE("presets: Gemma 2 27B is 27.2B, its local layers attending to 4,096 keys, every second layer to all") {
+  // Q and O 2 x 4608 x 4096, K and V 2 x 4608 x 2048, GeGLU 3 x 4608 x 36864 and two RMSNorms: 566.2M x 46 = 26.05B,
+  // + the tied 256000 x 4608 = 1.18B: 27.23B (Gemma Team 2024, Table 2: 26.05B non-embedding, 1.18B embedding).
+  check_size("gemma2-27b", 27.2e9, 27.2e9);
+  const ModelSpec& m = preset("gemma2-27b");
+  CHECK(attention_window(m, 0) == 4096);
+  CHECK(attention_window(m, 1) == 0);
+  CHECK(attention_window(m, 44) == 4096);
+  CHECK(attention_window(m, 45) == 0);
+}
+
 TEST_CASE("presets: a preset takes overrides, and unknown names list the known ones") {
   const auto s = load(
       "topology: {type: hgx, gpus: 8}\nworkloads:\n  - type: training\n"
@@ -88,10 +99,11 @@ TEST_CASE("presets: a preset takes overrides, and unknown names list the known o
   CHECK(m.hidden == 8192);
   CHECK(m.kv_heads == 8);
   CHECK(m.mlp == Mlp::swiglu);
-  CHECK_THROWS_WITH_AS(load("topology: {type: hgx, gpus: 8}\nworkloads:\n  - type: training\n    model: llama4\n"),
-                       doctest::Contains("t.yaml:4:12: workloads[0].model: unknown model preset 'llama4'; known: "
-                                         "deepseek-v3, gpt3-175b, llama3.1-405b, llama3.1-70b, llama3.1-8b"),
-                       snsim::InputError);
+  CHECK_THROWS_WITH_AS(
+      load("topology: {type: hgx, gpus: 8}\nworkloads:\n  - type: training\n    model: llama4\n"),
+      doctest::Contains("t.yaml:4:12: workloads[0].model: unknown model preset 'llama4'; known: "
+                        "deepseek-v3, gemma2-27b, gpt3-175b, llama3.1-405b, llama3.1-70b, llama3.1-8b"),
+      snsim::InputError);
 }
 
 TEST_CASE("presets: every preset runs a step (4 of its layers, 1024-token sequences) on 8 H200s") {
@@ -106,8 +118,9 @@ TEST_CASE("presets: every preset runs a step (4 of its layers, 1024-token sequen
                                                                {"qwen3-235b-a22b", "{tp: 4, dp: 2, ep: 8}"},
                                                                {"gpt3-175b", "{tp: 8, dp: 1}"},
                                                                {"nemotron-4-15b", "{tp: 8, dp: 1}"},
-                                                               {"nemotron-4-340b", "{tp: 8, dp: 1}"}};
-  REQUIRE(plans.size() == 11);
+                                                               {"nemotron-4-340b", "{tp: 8, dp: 1}"},
+                                                               {"gemma2-27b", "{tp: 8, dp: 1}"}};
+  REQUIRE(plans.size() == 12);
   for (const auto& entry : plans) {
     // Named copies, not structured bindings: clang 14 cannot capture those in the lambdas below (CAPTURE's too).
     const std::string name = entry.first, plan = entry.second;

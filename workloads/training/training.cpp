@@ -441,9 +441,11 @@ class RankEmitter {
 
   void layer_pass(int layer, int mb, bool backward, const OpInfo& info) {
     const bool sp = c_.plan.sequence_parallel && c_.plan.tp > 1;
-    const bool moe = is_moe_layer(c_.model, global_layer(c_.model, c_.plan, me_.pp, layer));
+    const int model_layer = global_layer(c_.model, c_.plan, me_.pp, layer);
+    const bool moe = is_moe_layer(c_.model, model_layer);
     const Bytes act = activation();
     const auto& k = moe ? moe_kernels_ : kernels_;
+    const Kernel& core = attention_window(c_.model, model_layer) > 0 ? k.local_attention : k.attention;
     // A MoE layer's shared experts are a tensor-parallel MLP beside the routed ones (none: no MLP kernels).
     const bool mlp = !moe || k.mlp_up.flops.count() > 0;
     // Megatron's f / g (Narayanan et al. 2021 §2.3): an all-reduce after each block forward and before each block
@@ -458,7 +460,7 @@ class RankEmitter {
       compute(k.input_casts, 1, info);
       compute(k.qkv, 1, info);
       for (const Kernel& rope : k.rope) compute(rope, 1, info);
-      attention(k.attention, false, info);
+      attention(core, false, info);
       compute(k.projection, 1, info);
       after();
       compute(k.residual, 1, info);
@@ -498,8 +500,8 @@ class RankEmitter {
     compute(k.output_grad_casts, 1, info);
     compute(k.projection, 2, info);
     // Selective recomputation: the attention core's forward again, its s^2 scores not kept (§5).
-    if (c_.plan.recompute == Recompute::selective) attention(k.attention, false, info);
-    attention(k.attention, true, info);
+    if (c_.plan.recompute == Recompute::selective) attention(core, false, info);
+    attention(core, true, info);
     for (const Kernel& rope : k.rope_grad) compute(rope, 2, info);
     compute(k.qkv_split, 1, info);
     compute(k.qkv, 2, info);
@@ -1278,6 +1280,10 @@ WorkloadRegistry::Entry training_entry() {
        {"model.global_batch", "sequences", "", "sequences per step: micro_batch x micro_batches x dp"},
        {"model.dtype", "bf16|fp16|fp8|tf32|fp32|fp64", "bf16", "number format of the GEMMs (the GPU's peak)"},
        {"model.attention", "flash|unfused", "flash", "FlashAttention, or the s^2 scores through HBM"},
+       {"model.sliding_window.tokens", "tokens", "",
+        "sliding-window attention: a query attends to this many keys up to its own (causal only)"},
+       {"model.sliding_window.global_every", "count", "0",
+        "every k-th layer (k-1, 2k-1, ...) attends to all keys instead; 0: every layer local"},
        {"model.mla.q_lora_rank", "count", "0", "multi-head latent attention: Q's latent rank (0: none)"},
        {"model.mla.kv_lora_rank", "count", "", "K and V's shared latent rank"},
        {"model.mla.qk_nope_head_dim", "count", "", "per-head QK dimension without rotary"},
