@@ -75,8 +75,10 @@ std::vector<PlanCandidate> enumerate_plans(const ModelSpec& model, const PlanSpa
     if (model.moe && (model.moe->shared_experts * expert_ffn(model)) % tp != 0) continue;
     for (int cp : CONTEXT_SPLITS) {
       // Ring attention wants long shards: each CP rank keeps at least CP_MIN_TOKENS of every sequence.
-      if (cp > 1 &&
-          (space.gpus % (tp * cp) != 0 || model.sequence % (2 * cp) != 0 || model.sequence / cp < CP_MIN_TOKENS))
+      // Ring attention over a sliding window is not modelled (workloads/training/model.cpp refuses it).
+      const bool windowed = model.sliding_window && model.sliding_window->tokens < model.sequence;
+      if (cp > 1 && (windowed || space.gpus % (tp * cp) != 0 || model.sequence % (2 * cp) != 0 ||
+                     model.sequence / cp < CP_MIN_TOKENS))
         continue;
       for (int pp : divisors(space.gpus / (tp * cp))) {
         if (model.layers % pp != 0) continue;

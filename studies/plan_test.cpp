@@ -84,6 +84,14 @@ TEST_CASE("plan: long sequences add context parallelism, each CP rank keeping 40
   CHECK(context == 90);
   CHECK(std::ranges::any_of(plans,
                             [](const PlanCandidate& c) { return c.label() == "tp2-cp2-pp1-dp1-ep1-mb1-none-zero1"; }));
+  // A sliding window shorter than the sequence keeps cp 1 (ring attention over a window is not modelled); one of the
+  // whole sequence is no window.
+  m.sliding_window = SlidingWindow{.tokens = 4096, .global_every = 2};
+  const auto local = enumerate_plans(m, {4, 4, 4});
+  CHECK(local.size() == plans.size() - 90);
+  CHECK(std::ranges::none_of(local, [](const PlanCandidate& c) { return c.parallel.cp > 1; }));
+  m.sliding_window->tokens = 8192;
+  CHECK(enumerate_plans(m, {4, 4, 4}).size() == plans.size());
 }
 
 TEST_CASE("plan: every enumerated plan keeps Megatron-Core's divisibility rules and the global batch") {
