@@ -352,13 +352,126 @@ json result_json(const PlanResult& r) {
 
 }  // namespace
 
+namespace {
+
+PlanOutcome plan_one(const PlanOptions& o);
+
+/// The topology map of the base scenario resized from `base_gpus` to `gpus`: its `nodes` scaled by the GPUs a node
+/// holds, or its `gpus` set.
+std::string resized_topology(const ConfigNode& topology, int base_gpus, int gpus) {
+  std::vector<std::string> items;
+  const bool by_nodes = topology.has("nodes");
+  if (!by_nodes && !topology.has("gpus"))
+    flag_error("--gpus", fmt::format("several GPU counts need a topology with `nodes` or `gpus` to resize; found {}",
+                                     flow_yaml(topology)));
+  for (const auto& key : topology.keys()) {
+    std::string value = flow_yaml(topology.child(key));
+    if (by_nodes && key == "nodes") {
+      const int nodes = topology.required<int>("nodes");
+      const int per_node = nodes > 0 ? base_gpus / nodes : 0;
+      if (per_node < 1 || gpus % per_node != 0)
+        flag_error("--gpus",
+                   fmt::format("found {}; expected a multiple of the topology's {} GPUs per node", gpus, per_node));
+      value = std::to_string(gpus / per_node);
+    } else if (!by_nodes && key == "gpus") {
+      value = std::to_string(gpus);
+    }
+    items.push_back(fmt::format("{}: {}", key, value));
+  }
+  return fmt::format("{{{}}}", fmt::join(items, ", "));
+}
+
+/// One plan per GPU count, each in DIR/gpus-N, and the best of each side by side in DIR/plan.md and plan.json.
+PlanOutcome plan_range(const PlanOptions& o) {
+  std::set<int> counts;
+  for (int g : o.gpus) {
+    if (g < 1) flag_error("--gpus", fmt::format("found {}; expected at least 1", g));
+    counts.insert(g);
+  }
+  const std::string base = base_scenario(o);
+  const auto doc = ConfigDocument::load_string(base, "base.yaml");
+  const ConfigNode topology = doc->root().child("topology");
+  Registry<Topology> topologies("topology");
+  topologies::register_topologies(topologies);
+  const int base_gpus = static_cast<int>(topologies.create(topology)->build().gpus().size());
+  std::vector<std::string> resized;
+  for (int g : counts) resized.push_back(resized_topology(topology, base_gpus, g));  // every flag checked first
+
+  PlanOutcome out;
+  const ConfigNode model_node = doc->root().child("workloads").elements().front().child("model");
+  const ModelSpec model = parse_model(model_node, topologies.create(topology)->build());
+  const std::string name = model.preset.empty() ? std::string("model") : model.preset;
+  out.dir = o.out.empty() ? "plan-" + name : o.out;
+  make_output_dir(out.dir);
+  std::vector<std::string> problems;
+  json rows = json::array();
+  std::string table =
+      "| GPUs | best plan | step s | tokens/s/GPU | MFU % | HBM GiB | valid | fit | simulated |\n"
+      "|---:|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  std::string sections;
+  std::size_t index = 0;
+  for (int g : counts) {
+    PlanOptions one = o;
+    one.gpus = {g};
+    one.topology = resized[index++];
+    one.out = (fs::path(out.dir) / fmt::format("gpus-{}", g)).string();
+    json row{{"gpus", g}, {"dir", fmt::format("gpus-{}", g)}};
+    try {
+      PlanOutcome p = plan_one(one);
+      const PlanResult* best = p.ranked.empty() || !p.ranked.front().step_time_s ? nullptr : &p.ranked.front();
+      table +=
+          fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", g, best ? best->candidate.label() : "-",
+                      best ? cell(best->step_time_s, 3) : "-", best ? cell(best->tokens_per_s_per_gpu, 0) : "-",
+                      best ? cell(best->mfu_pct, 1) : "-",
+                      best ? fmt::format("{:.1f}", gib(best->footprint.total())) : "-", p.enumerated, p.fitting,
+                      std::ranges::count_if(p.ranked, [](const PlanResult& r) { return r.step_time_s.has_value(); }));
+      row["enumerated"] = p.enumerated;
+      row["fitting"] = p.fitting;
+      row["best"] = best ? result_json(*best) : json(nullptr);
+      for (const auto& f : p.failures) out.failures.push_back(fmt::format("{} GPUs: {}", g, f));
+      if (!p.plot_problem.empty()) out.plot_problem = p.plot_problem;
+      std::string section = p.markdown;
+      if (section.starts_with("# ")) section = "#" + section;
+      sections += "\n" + section;
+      out.hbm_gib = p.hbm_gib;
+      out.per_count.push_back(std::move(p));
+    } catch (const InputError& e) {
+      // A count no plan fits (or none is valid on): its row says why; the others go on.
+      problems.emplace_back(e.what());
+      table += fmt::format("| {} | none: {} | - | - | - | - | - | - | - |\n", g, e.what());
+      row["problem"] = e.what();
+    }
+    rows.push_back(row);
+  }
+  if (out.per_count.empty()) throw InputError(problems.front());
+  const std::string title = fmt::format(
+      "# Plans for {} on {} GPU counts ({}), global batch {} x {} tokens\n\nThe best simulated plan of each count; "
+      "each count's plans below and in its folder.\n\n",
+      name, counts.size(), fmt::join(counts, ", "), model_node.required<int>("global_batch"), model.sequence);
+  out.markdown = title + table + sections;
+  write_file(fs::path(out.dir) / "plan.md", out.markdown);
+  const json summary{{"model", model.preset}, {"counts", rows}};
+  write_file(fs::path(out.dir) / "plan.json", summary.dump(1) + "\n");
+  return out;
+}
+
+}  // namespace
+
 PlanOutcome run_plan(const PlanOptions& o) {
+  if (o.gpus.size() > 1) return plan_range(o);
+  return plan_one(o);
+}
+
+namespace {
+
+PlanOutcome plan_one(const PlanOptions& o) {
   if (o.budget < 1) flag_error("--budget", "found 0; expected at least 1 plan to simulate");
   if (o.global_batch && *o.global_batch < 1)
     flag_error("--global-batch", fmt::format("found {}; expected a positive number of sequences", *o.global_batch));
   if (o.sequence && *o.sequence < 1)
     flag_error("--seq", fmt::format("found {}; expected a positive number of tokens", *o.sequence));
-  if (o.gpus && *o.gpus < 1) flag_error("--gpus", fmt::format("found {}; expected at least 1", *o.gpus));
+  if (!o.gpus.empty() && o.gpus.front() < 1)
+    flag_error("--gpus", fmt::format("found {}; expected at least 1", o.gpus.front()));
 
   const std::string base = base_scenario(o);
   const auto doc = ConfigDocument::load_string(base, "base.yaml");
@@ -368,9 +481,9 @@ PlanOutcome run_plan(const PlanOptions& o) {
   const Fabric fabric = topologies.create(root.child("topology"))->build();
   if (auto problem = fabric.check()) root.child("topology").fail(*problem);
   const int gpus = static_cast<int>(fabric.gpus().size());
-  if (o.gpus && *o.gpus != gpus)
+  if (!o.gpus.empty() && o.gpus.front() != gpus)
     flag_error("--gpus", fmt::format("found {}; expected the topology's {} GPUs (set its gpus or nodes to change it)",
-                                     *o.gpus, gpus));
+                                     o.gpus.front(), gpus));
   const ConfigNode model_node = root.child("workloads").elements().front().child("model");
   const ModelSpec model = parse_model(model_node, fabric);
   const int global_batch = model_node.required<int>("global_batch");
@@ -385,6 +498,7 @@ PlanOutcome run_plan(const PlanOptions& o) {
   memory.framework_overhead = memory_node.optional<Bytes>("framework_overhead", memory.framework_overhead);
   memory.communicator_buffers = memory_node.optional<Bytes>("communicator_buffers", memory.communicator_buffers);
   PlanOutcome out;
+  out.gpus = gpus;
   out.hbm_gib = gib(gpu.memory);
   const auto all = enumerate_plans(model, space);
   out.enumerated = all.size();
@@ -496,5 +610,7 @@ PlanOutcome run_plan(const PlanOptions& o) {
   write_file(fs::path(out.dir) / "plan.json", summary.dump(1) + "\n");
   return out;
 }
+
+}  // namespace
 
 }  // namespace snsim::studies

@@ -65,7 +65,10 @@ struct PlanOptions {
   std::string model;     // a preset name, or a flow-YAML model map ({preset: llama3.1-8b, layers: 8})
   std::string topology;  // a YAML file holding the topology map (or a scenario with one), or flow YAML
   std::string scenario;  // a scenario file: its topology, models and first workload's model
-  std::optional<int> gpus, global_batch, sequence;
+  // GPU counts: none, the topology's; one, checked against it; several, one plan per count on the topology resized
+  // (its `nodes` scaled, or its `gpus` set), each in a folder of its own, and the best of each side by side.
+  std::vector<int> gpus;
+  std::optional<int> global_batch, sequence;
   std::size_t budget = 16;
   std::optional<std::size_t> jobs;
   std::string framework_overhead;  // per GPU ("4GiB"): memory.framework_overhead of every plan
@@ -84,16 +87,19 @@ struct PlanResult {
 };
 
 struct PlanOutcome {
+  int gpus = 0;
   std::size_t enumerated = 0, fitting = 0;
   std::vector<PlanResult> ranked;  // simulated ones by step time, then the rest by estimate
   std::vector<std::string> failures;
   std::string dir, markdown, plot_problem;
   double hbm_gib = 0;
+  std::vector<PlanOutcome> per_count;  // a range of GPU counts: each count's plan (in dir/gpus-N)
 };
 
 /// Enumerates, filters, simulates and ranks; writes DIR/base.yaml and DIR/plan.yaml (the sweep it runs),
 /// results.jsonl, sweep.md, sweep.png, plan.md and plan.json. Bad input: an InputError naming the flag. No plan
-/// that fits: an InputError saying what the smallest footprint was.
+/// that fits: an InputError saying what the smallest footprint was (with several GPU counts, only when none fits
+/// on any count; a count where none fits says so in its row).
 PlanOutcome run_plan(const PlanOptions& options);
 
 }  // namespace snsim::studies

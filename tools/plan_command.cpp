@@ -18,8 +18,12 @@ int plan(const studies::PlanOptions& o) {
   std::cout << out.markdown;
   if (!out.plot_problem.empty()) std::cout << fmt::format("\nno plot: {}\n", out.plot_problem);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  std::cout << fmt::format("\n# {:.1f} s wall; wrote {}/plan.md, plan.json, sweep.md{}\n", wall, out.dir,
-                           out.plot_problem.empty() ? ", sweep.png" : "");
+  if (out.per_count.empty())
+    std::cout << fmt::format("\n# {:.1f} s wall; wrote {}/plan.md, plan.json, sweep.md{}\n", wall, out.dir,
+                             out.plot_problem.empty() ? ", sweep.png" : "");
+  else
+    std::cout << fmt::format("\n# {:.1f} s wall; wrote {}/plan.md, plan.json and a folder gpus-N per GPU count\n", wall,
+                             out.dir);
   for (const auto& f : out.failures) std::cerr << "plan: simulation failed: " << f << '\n';
   return out.failures.empty() ? 0 : 3;
 }
@@ -36,7 +40,10 @@ void add_plan_command(CommandLine& cli) {
   cmd.add_option("--topology", o->topology,
                  "a topology file (or a scenario with one), or a map: '{type: superpod, gpu: h100, nodes: 8}'");
   cmd.add_option("--scenario", o->scenario, "a scenario file: its topology, models and training model");
-  cmd.add_option("--gpus", o->gpus, "GPUs of the job (must be the topology's)");
+  cmd.add_option("--gpus", o->gpus,
+                 "GPUs of the job (the topology's), or several counts (64,128,256): one plan each on the topology "
+                 "resized")
+      ->delimiter(',');
   cmd.add_option("--global-batch", o->global_batch, "sequences per step");
   cmd.add_option("--seq", o->sequence, "tokens per sequence (default: the model's)");
   cmd.add_option("--framework-overhead", o->framework_overhead,

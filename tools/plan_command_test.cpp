@@ -32,11 +32,6 @@ const std::vector<std::string> SMALL{"plan",
                                      "--out",
                                      "out"};
 
-std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
-}
-
 std::size_t lines(const std::string& text) {
   return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
 }
@@ -86,6 +81,45 @@ TEST_CASE("snsim plan: simulates the budget's plans, each valid and within HBM, 
   REQUIRE(again.code == 0);
   CHECK(lines(read_file(dir.path() / "out/results.jsonl")) == 4);
   CHECK(json::parse(read_file(dir.path() / "out/plan.json"))["plans"] == plans);
+}
+
+TEST_CASE("snsim plan: several GPU counts plan each on the topology resized, the best of each side by side") {
+  TempDir dir;
+  const auto r = run_snsim(dir, {"plan", "--model", "{preset: llama3.1-8b, layers: 2}", "--topology",
+                                 "{type: superpod, gpu: h100, nodes: 1}", "--gpus", "16,8", "--global-batch", "16",
+                                 "--seq", "1024", "--budget", "2", "--jobs", "2", "--out", "out"});
+  INFO(r.out, r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("| GPUs | best plan | step s |") != std::string::npos);
+  const json summary = json::parse(read_file(dir.path() / "out/plan.json"));
+  REQUIRE(summary["counts"].size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const json& row = summary["counts"][i];
+    const int gpus = i == 0 ? 8 : 16;  // in increasing order
+    CHECK(row["gpus"] == gpus);
+    // Each count's own plan, on 1 and 2 nodes of 8: its best is the summary's, every plan using all its GPUs.
+    const json own = json::parse(read_file(dir.path() / "out" / row["dir"].get<std::string>() / "plan.json"));
+    CHECK(own["gpus"] == gpus);
+    CHECK(own["simulated"] == 2);
+    CHECK(own["plans"][0]["label"] == row["best"]["label"]);
+    CHECK(own["plans"][0]["step_time_s"] == row["best"]["step_time_s"]);
+    for (const auto& p : own["plans"])
+      CHECK(p["tp"].get<int>() * p["cp"].get<int>() * p["pp"].get<int>() * p["dp"].get<int>() == gpus);
+  }
+  // Counts that cannot be built are refused before anything runs.
+  const auto odd = run_snsim(dir, {"plan", "--model", "llama3.1-8b", "--topology",
+                                   "{type: superpod, gpu: h100, nodes: 1}", "--gpus", "8,12", "--global-batch", "8"});
+  CHECK(odd.code == 2);
+  CHECK(odd.err.find("--gpus: found 12; expected a multiple of the topology's 8 GPUs per node") != std::string::npos);
+  const auto zero = run_snsim(dir, {"plan", "--model", "llama3.1-8b", "--topology", "{type: hgx, gpus: 8}", "--gpus",
+                                    "0,8", "--global-batch", "8"});
+  CHECK(zero.code == 2);
+  CHECK(zero.err.find("--gpus: found 0; expected at least 1") != std::string::npos);
+  const auto fixed = run_snsim(dir, {"plan", "--model", "llama3.1-8b", "--topology", "{type: nvl72}", "--gpus",
+                                     "72,144", "--global-batch", "72"});
+  CHECK(fixed.code == 2);
+  CHECK(fixed.err.find("--gpus: several GPU counts need a topology with `nodes` or `gpus` to resize") !=
+        std::string::npos);
 }
 
 TEST_CASE("snsim plan: a job that fits on no plan says so, with the smallest footprint") {
