@@ -59,8 +59,9 @@ const char* recompute_name(Recompute r) {
 std::string PlanCandidate::label() const {
   const std::string cp = parallel.cp > 1 ? fmt::format("-cp{}", parallel.cp) : "";
   const std::string vp = parallel.vp > 1 ? fmt::format("-vp{}", parallel.vp) : "";
-  return fmt::format("tp{}{}-pp{}{}-dp{}-ep{}-mb{}-{}-zero{}", parallel.tp, cp, parallel.pp, vp, parallel.dp,
-                     parallel.ep, micro_batch, recompute_name(parallel.recompute),
+  const std::string etp = parallel.etp > 1 ? fmt::format("-etp{}", parallel.etp) : "";
+  return fmt::format("tp{}{}-pp{}{}-dp{}-ep{}{}-mb{}-{}-zero{}", parallel.tp, cp, parallel.pp, vp, parallel.dp,
+                     parallel.ep, etp, micro_batch, recompute_name(parallel.recompute),
                      parallel.fsdp   ? 3
                      : parallel.zero ? 1
                                      : 0);
@@ -85,8 +86,18 @@ std::vector<PlanCandidate> enumerate_plans(const ModelSpec& model, const PlanSpa
         const int dp = space.gpus / (tp * cp * pp);
         if (space.global_batch % dp != 0) continue;
         const int per_replica = space.global_batch / dp;
-        for (int ep : model.moe ? divisors(dp * cp) : std::vector<int>{1}) {
-          if (model.moe && model.moe->experts % ep != 0) continue;
+        // Experts: every ep dividing the experts and dp x cp; the experts' FFN unsplit, or split as the dense
+        // layers' over the TP group (etp = tp, Megatron-Core's default before MoE parallel folding).
+        std::vector<std::pair<int, int>> expert_grids{{1, 1}};
+        if (model.moe) {
+          expert_grids.clear();
+          for (int ep : divisors(dp * cp)) {
+            if (model.moe->experts % ep != 0) continue;
+            expert_grids.emplace_back(ep, 1);
+            if (tp > 1 && expert_ffn(model) % tp == 0) expert_grids.emplace_back(ep, tp);
+          }
+        }
+        for (const auto& [ep, etp] : expert_grids) {
           for (int b : divisors(per_replica)) {
             if ((static_cast<long long>(b) * model.sequence / cp) % tp != 0) continue;
             const int micro_batches = per_replica / b;
@@ -103,6 +114,7 @@ std::vector<PlanCandidate> enumerate_plans(const ModelSpec& model, const PlanSpa
                   c.parallel.vp = vp;
                   c.parallel.dp = dp;
                   c.parallel.ep = ep;
+                  c.parallel.etp = etp;
                   c.parallel.micro_batches = micro_batches;
                   c.parallel.sequence_parallel = tp > 1;
                   c.parallel.recompute = r;
@@ -278,10 +290,10 @@ std::string sweep_plan_yaml(const std::vector<PlanCandidate>& chosen) {
     const ParallelPlan& p = c.parallel;
     yaml += fmt::format(
         "      - label: {}\n        set:\n          workloads[0].parallel: {{tp: {}, cp: {}, pp: {}, vp: {}, dp: {}, "
-        "ep: {}, sequence_parallel: {}, recompute: {}, zero: {}, fsdp: {}}}\n          workloads[0].model.micro_batch: "
-        "{}\n",
-        c.label(), p.tp, p.cp, p.pp, p.vp, p.dp, p.ep, p.sequence_parallel, recompute_name(p.recompute), p.zero, p.fsdp,
-        c.micro_batch);
+        "ep: {}, etp: {}, sequence_parallel: {}, recompute: {}, zero: {}, fsdp: {}}}\n          "
+        "workloads[0].model.micro_batch: {}\n",
+        c.label(), p.tp, p.cp, p.pp, p.vp, p.dp, p.ep, p.etp, p.sequence_parallel, recompute_name(p.recompute), p.zero,
+        p.fsdp, c.micro_batch);
   }
   return yaml;
 }
@@ -325,6 +337,7 @@ json result_json(const PlanResult& r) {
          {"vp", p.vp},
          {"dp", p.dp},
          {"ep", p.ep},
+         {"etp", p.etp},
          {"micro_batch", r.candidate.micro_batch},
          {"micro_batches", p.micro_batches},
          {"sequence_parallel", p.sequence_parallel},

@@ -12,6 +12,7 @@
 //        and the micro-batches are a multiple of pp
 //   dp   = GPUs / (tp x cp x pp), and divides the global batch
 //   ep   1 for a dense model; for MoE every ep dividing model.moe.experts and dp x cp
+//   etp  1 for a dense model; for MoE 1, and tp when tp > 1 divides the experts' FFN (label -etpN)
 //   micro_batch  every divisor of the per-replica batch (global batch / dp); micro_batches = the quotient
 //   recompute    none, selective or full
 //   zero         off, or when dp x cp > 1 the distributed optimizer (ZeRO-1, label zero1) or FSDP (ZeRO-3, zero3)

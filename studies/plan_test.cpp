@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <set>
 
+#include <fmt/format.h>
+
 using namespace snsim;
 using namespace snsim::studies;
 using namespace snsim::workloads::training;
@@ -58,12 +60,30 @@ TEST_CASE("plan: a MoE job adds expert parallelism dividing the experts and dp")
   m.moe->experts = 2;
   // ep | dp and ep | 2 experts: dp 4 and dp 2 take ep 1 or 2, dp 1 only ep 1: 2 x 9 + 2 x 18 + 9 + 2 x 18 + 9,
   // and interleaved 2 x 9 (tp1 pp2 dp2) + 6 (tp2 pp2 dp1).
+  // Each plan with tp > 1 comes twice more: its experts' FFN unsplit (etp 1) or split over the TP group (etp = tp).
   const auto plans = enumerate_plans(m, {4, 4, 4});
-  CHECK(plans.size() == 108 + 24);
+  std::size_t unsplit = 0, split = 0;
+  std::set<std::string> twins;
   for (const auto& c : plans) {
     CHECK(c.parallel.dp % c.parallel.ep == 0);
     CHECK(m.moe->experts % c.parallel.ep == 0);
+    CHECK((c.parallel.etp == 1 || c.parallel.etp == c.parallel.tp));
+    if (c.parallel.etp == 1) ++unsplit;
+    if (c.parallel.etp > 1) {
+      ++split;
+      PlanCandidate twin = c;
+      twin.parallel.etp = 1;
+      twins.insert(twin.label());
+      CHECK(c.label().find(fmt::format("-etp{}", c.parallel.tp)) != std::string::npos);
+    }
   }
+  CHECK(unsplit == 108 + 24);
+  const auto with_tp =
+      std::ranges::count_if(plans, [](const PlanCandidate& c) { return c.parallel.tp > 1 && c.parallel.etp == 1; });
+  CHECK(split == static_cast<std::size_t>(with_tp));
+  CHECK(twins.size() == split);
+  for (const auto& label : twins)
+    CHECK(std::ranges::any_of(plans, [&](const PlanCandidate& c) { return c.label() == label; }));
 }
 
 TEST_CASE("plan: long sequences add context parallelism, each CP rank keeping 4096 tokens or more") {

@@ -38,8 +38,9 @@ double kept(const ModelSpec& m, const ParallelPlan& plan, int layer) {
   const auto& moe = *m.moe;
   const double routed = tokens / t;
   bytes += e * tokens * h / outside + 4 * routed * moe.experts;  // the router's input and fp32 scores
-  const double received = routed * moe.top_k * moe.capacity_factor;
-  const double f = expert_ffn(m);
+  // Expert tensor parallelism: the ETP group's tokens gathered (etp times the rank's), each through 1 / etp of the FFN.
+  const double received = routed * moe.top_k * moe.capacity_factor * plan.etp;
+  const double f = static_cast<double>(expert_ffn(m)) / plan.etp;
   bytes += e * received * (h + (mlp_matrices(m.mlp) - 1) * f + f);
   if (moe.shared_experts > 0)
     bytes += e * tokens * (mlp_matrices(m.mlp) - 1) * moe.shared_experts * f / t +
@@ -100,7 +101,7 @@ Footprint stage_footprint(const ModelSpec& model, const ParallelPlan& plan, cons
   f.weights = bytes_of(f.params * gradient_bytes(model));
   f.gradients = bytes_of(f.params * gradient_bytes(model));
   const double dp = plan.zero || plan.fsdp ? plan.dp : 1,
-               expert_dp = plan.zero ? static_cast<double>(plan.tp) * plan.dp / plan.ep : 1;
+               expert_dp = plan.zero ? static_cast<double>(expert_dp_group(plan, 0).size()) : 1;
   f.optimizer = bytes_of((dense / dp + experts / expert_dp) * optimizer_bytes_per_param(model));
   if (plan.fsdp) {
     // A shard of every dense parameter and gradient, and whole: the unit computing and the one prefetched (their
@@ -133,7 +134,8 @@ Footprint stage_footprint(const ModelSpec& model, const ParallelPlan& plan, cons
   double moe_buffers = 0;
   if (model.moe) {
     if (plan.ep > 1) ++communicators;
-    if (plan.tp * plan.dp / plan.ep > 1) ++communicators;
+    if (plan.etp > 1) ++communicators;
+    if (expert_dp_group(plan, 0).size() > 1) ++communicators;
     const double slots = std::ceil(model.moe->capacity_factor * static_cast<double>(routed_tokens(model, plan)) *
                                    model.moe->top_k / model.moe->experts);
     if (plan.ep > 1) moe_buffers = 2 * model.moe->experts * slots * model.hidden * e;

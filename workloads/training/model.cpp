@@ -91,18 +91,33 @@ std::vector<int> dp_cp_group(const ParallelPlan& plan, int rank) {
 }
 
 std::vector<int> ep_group(const ParallelPlan& plan, int rank) {
-  const int block = stage_index(plan, rank) / plan.ep;
-  return ranks_where(plan, rank,
-                     [&](Coord a, Coord b, int r) { return a.pp == b.pp && stage_index(plan, r) / plan.ep == block; });
+  const int i = stage_index(plan, rank), etp = plan.etp, span = plan.etp * plan.ep;
+  return ranks_where(plan, rank, [&](Coord a, Coord b, int r) {
+    const int j = stage_index(plan, r);
+    return a.pp == b.pp && j % etp == i % etp && j / span == i / span;
+  });
+}
+
+std::vector<int> etp_group(const ParallelPlan& plan, int rank) {
+  const int i = stage_index(plan, rank);
+  return ranks_where(plan, rank, [&](Coord a, Coord b, int r) {
+    return a.pp == b.pp && stage_index(plan, r) / plan.etp == i / plan.etp;
+  });
 }
 
 std::vector<int> expert_dp_group(const ParallelPlan& plan, int rank) {
-  const int place = ep_rank(plan, rank);
-  return ranks_where(plan, rank, [&](Coord a, Coord b, int r) { return a.pp == b.pp && ep_rank(plan, r) == place; });
+  const int span = plan.etp * plan.ep, place = stage_index(plan, rank) % span;
+  return ranks_where(plan, rank,
+                     [&](Coord a, Coord b, int r) { return a.pp == b.pp && stage_index(plan, r) % span == place; });
 }
 
 int ep_rank(const ParallelPlan& plan, int rank) {
-  return stage_index(plan, rank) % plan.ep;
+  return stage_index(plan, rank) / plan.etp % plan.ep;
+}
+
+int ep_group_index(const ParallelPlan& plan, int rank) {
+  const int i = stage_index(plan, rank);
+  return i / (plan.etp * plan.ep) * plan.etp + i % plan.etp;
 }
 
 double gradient_bytes(const ModelSpec& model) {
@@ -363,8 +378,8 @@ LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, boo
   return l;
 }
 
-Kernel expert_forward(const ModelSpec& model, std::uint64_t tokens) {
-  const double n = static_cast<double>(tokens), h = model.hidden, f = expert_ffn(model);
+Kernel expert_forward(const ModelSpec& model, std::uint64_t tokens, int etp) {
+  const double n = static_cast<double>(tokens), h = model.hidden, f = static_cast<double>(expert_ffn(model)) / etp;
   const double e = models::element_size(model.dtype);
   const Kernel up = gemm(n, h, (mlp_matrices(model.mlp) - 1) * f, e), down = gemm(n, f, h, e);
   // The expert's GEMMs and its activation, timed as one by the roofline.
@@ -458,7 +473,8 @@ double dense_layer_params(const ModelSpec& model, const ParallelPlan& plan, int 
 
 double expert_layer_params(const ModelSpec& model, const ParallelPlan& plan, int layer) {
   if (!is_moe_layer(model, layer)) return 0;
-  return static_cast<double>(model.moe->experts / plan.ep) * mlp_matrices(model.mlp) * model.hidden * expert_ffn(model);
+  return static_cast<double>(model.moe->experts / plan.ep) * mlp_matrices(model.mlp) * model.hidden *
+         expert_ffn(model) / plan.etp;
 }
 
 double embedding_params(const ModelSpec& model, const ParallelPlan& plan) {
@@ -683,6 +699,14 @@ ParallelPlan parse_plan(const ConfigNode& parallel, const ConfigNode& model, con
                                         p.cp > 1 ? "tp x cp x dp" : "tp x dp", p.tp * p.cp * p.dp, p.ep));
   if (spec.moe && spec.moe->experts % p.ep != 0)
     parallel.fail_key("ep", fmt::format("must divide model.moe.experts ({}), got {}", spec.moe->experts, p.ep));
+  p.etp = parallel.optional<int>("etp", 1);
+  check_between(parallel, "etp", p.etp, 1, gpus);
+  if (p.etp > 1 && !spec.moe) parallel.fail_key("etp", "expert tensor parallelism needs model.moe");
+  if ((p.tp * p.cp * p.dp) % (p.etp * p.ep) != 0)
+    parallel.fail_key("etp", fmt::format("etp x ep = {} x {} must divide {} = {} (the ranks of a pipeline stage)",
+                                         p.etp, p.ep, p.cp > 1 ? "tp x cp x dp" : "tp x dp", p.tp * p.cp * p.dp));
+  if (spec.moe && expert_ffn(spec) % p.etp != 0)
+    parallel.fail_key("etp", fmt::format("must divide the experts' FFN ({}), got {}", expert_ffn(spec), p.etp));
   if (spec.heads % p.tp != 0)
     parallel.fail_key("tp", fmt::format("must divide model.heads ({}), got {}", spec.heads, p.tp));
   // Megatron-Core splits K and V by heads too: each TP rank holds whole KV heads (MQA runs on one rank per group).

@@ -10,10 +10,13 @@
 // a DP group by tp x cp, and a pipeline stage is the tp x cp x dp consecutive ranks of one pp_rank. The gradients
 // are reduced over DP x CP (the ranks of a stage with the same tp_rank: CP ranks hold the same weights and see
 // other tokens), and the distributed optimizer shards over that group too. Expert parallelism follows
-// Megatron-Core's MoE parallel folding with an expert tensor-parallel size of 1: the tp x cp x dp ranks of a stage
-// are cut into groups of `ep` consecutive ranks; rank j of an EP group holds experts [j E/ep, (j+1) E/ep), and the
-// ranks at the same place of every EP group of the stage (tp x cp x dp / ep of them) are its expert-data-parallel
-// group, which reduces the experts' gradients. Hence ep must divide tp x cp x dp and the expert count.
+// Megatron-Core's MoE parallel folding (its expert grid "etp-ep-dp-pp"): stage index i (the rank's place among the
+// tp x cp x dp ranks of its stage) is expert-tensor rank i % etp, EP rank (i / etp) % ep and expert-data rank
+// i / (etp ep). An ETP group is `etp` consecutive ranks, which hold the same experts, each 1 / etp of every expert's
+// FFN; an EP group is the ep ranks of one expert-data rank and one ETP rank (stride etp), rank j of it holding
+// experts [j E/ep, (j+1) E/ep); the expert-data-parallel group, which reduces the experts' gradients, is the ranks
+// of the stage with the same ETP and EP ranks. Hence etp x ep must divide tp x cp x dp, ep the expert count and etp
+// the expert FFN. With etp 1 an EP group is ep consecutive ranks.
 //
 // Context parallelism (workloads/training/context.hpp): each CP rank holds s / cp of every sequence's tokens, so
 // every per-token kernel, activation and collective is 1 / cp of the whole, and attention is a ring over the CP
@@ -158,6 +161,7 @@ enum class Recompute { none, selective, full };
 
 struct ParallelPlan {
   int tp = 1, pp = 1, dp = 1, ep = 1;
+  int etp = 1;            // expert tensor parallel: each expert's FFN split etp ways (Megatron-Core's ETP)
   int vp = 1;             // model chunks per pipeline stage (interleaved 1F1B: workloads/training/schedule.hpp)
   int cp = 1;             // context parallel: each rank holds 1 / cp of every sequence (ring attention)
   int micro_batches = 1;  // per step, per pipeline (per data-parallel replica)
@@ -184,9 +188,12 @@ std::vector<int> cp_group(const ParallelPlan& plan, int rank);
 /// DP x CP: the ranks that reduce the rank's (dense) gradients and shard its optimizer state.
 std::vector<int> dp_cp_group(const ParallelPlan& plan, int rank);
 std::vector<int> ep_group(const ParallelPlan& plan, int rank);
+std::vector<int> etp_group(const ParallelPlan& plan, int rank);
 std::vector<int> expert_dp_group(const ParallelPlan& plan, int rank);
 /// The rank's place in its EP group (which experts it holds).
 int ep_rank(const ParallelPlan& plan, int rank);
+/// Which EP group of its stage the rank is in: 0 .. tp x cp x dp / ep - 1 (its routing's draw).
+int ep_group_index(const ParallelPlan& plan, int rank);
 
 /// One kernel's work on one rank.
 struct Kernel {
@@ -244,8 +251,8 @@ double activation_bytes(Dtype dtype);
 /// One layer's forward kernels on one rank: a dense layer's MLP, or a MoE layer's router and its shared experts' MLP
 /// (tensor-parallel like a dense one; none without shared experts). The routed experts are expert_forward's.
 LayerForward layer_forward(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer);
-/// Experts' forward (up, activation and down) on `tokens` routed tokens together, on one rank.
-Kernel expert_forward(const ModelSpec& model, std::uint64_t tokens);
+/// Experts' forward (up, activation and down) on `tokens` routed tokens together, on one rank: 1 / etp of their FFN.
+Kernel expert_forward(const ModelSpec& model, std::uint64_t tokens, int etp = 1);
 /// The logits GEMM on the last stage, one rank, one micro-batch (the vocabulary padded to 128 x TP, as Megatron).
 Kernel logits_forward(const ModelSpec& model, const ParallelPlan& plan);
 /// The softmax cross-entropy over those logits (fp32), its own kernel.

@@ -203,7 +203,7 @@ TEST_CASE("training: input errors name file, line, column and key") {
         load(scenario(model + "    parallel: {tp: 2, dp: 4, ppp: 1}\n")),
         doctest::Contains("t.yaml:5:30: workloads[0].parallel.ppp: unknown key (did you mean 'pp'?); known "
                           "keys: bucket, "
-                          "cp, dp, ep, fsdp, pipeline, pp, recompute, sequence_parallel, tp, vp, zero"),
+                          "cp, dp, ep, etp, fsdp, pipeline, pp, recompute, sequence_parallel, tp, vp, zero"),
         InputError);
   }
   SUBCASE("tp x pp x dp is not the GPU count") {
@@ -709,5 +709,104 @@ TEST_CASE("training: sliding-window input errors") {
                                      "{tokens: 128}}\n    parallel: {cp: 2, dp: 4}\n")),
                        "t.yaml:5:20: workloads[0].parallel.cp: ring attention over a sliding window "
                        "(model.sliding_window) is not modelled: use cp 1",
+                       InputError);
+}
+
+TEST_CASE("training: expert tensor parallelism folds an etp x ep grid over a stage's ranks, etp innermost") {
+  // 8 ranks of one stage (tp 4 x dp 2), ep 2, etp 2: stage index i is ETP rank i % 2, EP rank (i / 2) % 2 and
+  // expert-data rank i / 4 (Megatron-Core's "etp-ep-dp-pp").
+  ParallelPlan p;
+  p.tp = 4;
+  p.dp = 2;
+  p.ep = 2;
+  p.etp = 2;
+  CHECK(etp_group(p, 0) == std::vector<int>{0, 1});
+  CHECK(etp_group(p, 6) == std::vector<int>{6, 7});
+  CHECK(ep_group(p, 0) == std::vector<int>{0, 2});
+  CHECK(ep_group(p, 1) == std::vector<int>{1, 3});
+  CHECK(ep_group(p, 5) == std::vector<int>{5, 7});
+  CHECK(expert_dp_group(p, 0) == std::vector<int>{0, 4});
+  CHECK(expert_dp_group(p, 3) == std::vector<int>{3, 7});
+  std::vector<int> ranks, groups;
+  for (int r = 0; r < 8; ++r) {
+    ranks.push_back(ep_rank(p, r));
+    groups.push_back(ep_group_index(p, r));
+  }
+  CHECK(ranks == std::vector<int>{0, 0, 1, 1, 0, 0, 1, 1});
+  CHECK(groups == std::vector<int>{0, 1, 0, 1, 2, 3, 2, 3});
+  // etp 1: EP groups of ep consecutive ranks, as before.
+  p.etp = 1;
+  CHECK(ep_group(p, 2) == std::vector<int>{2, 3});
+  CHECK(ep_group_index(p, 5) == 2);
+  // A rank holds 1 / etp of each of its experts' FFN: parameters and FLOPs split etp ways.
+  ModelSpec m;
+  m.layers = 2;
+  m.hidden = 1024;
+  m.ffn_hidden = 4096;
+  m.heads = 8;
+  m.kv_heads = 8;
+  m.head_dim = 128;
+  m.sequence = 512;
+  m.moe = MoeSpec{.experts = 4, .top_k = 2};
+  const double whole = expert_layer_params(m, p, 1);
+  CHECK(whole == doctest::Approx(2.0 * 2 * 1024 * 4096));  // 2 of 4 experts a rank, two 1024 x 4096 matrices
+  p.etp = 2;
+  CHECK(expert_layer_params(m, p, 1) == doctest::Approx(whole / 2));
+  CHECK(expert_forward(m, 1000, 2).flops.count() == doctest::Approx(expert_forward(m, 1000).flops.count() / 2));
+}
+
+TEST_CASE("training: with expert tensor parallelism each ETP group gathers its tokens, the expert work conserved") {
+  // tp 2 x dp 4, ep 2, 4 experts top 2, 2 MoE layers (no dense one), one micro-batch: etp 2 against etp 1.
+  const auto build = [](int etp) {
+    return load(
+        scenario("    steps: 1\n    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, micro_batches: 1, "
+                 "moe: {experts: 4, top_k: 2}}\n    parallel: {tp: 2, dp: 4, ep: 2, etp: " +
+                 std::to_string(etp) + "}\n"));
+  };
+  const auto one = build(1), two = build(2);
+  using K = snsim::models::CollectiveKind;
+  // Rank 0's ETP group is ranks 0 and 1: an all-gather before and a reduce-scatter after the experts, forward and
+  // backward, in each MoE layer; none with etp 1.
+  const auto etp_ops = [](const auto& s, K kind) {
+    std::vector<snsim::workloads::CollectiveOp> all;
+    collectives(s.programs()[0].ops, all);
+    std::vector<double> bytes;
+    for (const auto& c : all)
+      if (c.kind == kind && *c.group == std::vector<int>{0, 1}) bytes.push_back(static_cast<double>(c.bytes.count()));
+    return bytes;
+  };
+  // (tp 2 without sequence parallelism also all-gathers the routed tokens over the TP group 0-1 in both cases.)
+  CHECK(etp_ops(two, K::all_gather).size() == etp_ops(one, K::all_gather).size() + 4);
+  const auto scattered = etp_ops(two, K::reduce_scatter);
+  REQUIRE(scattered.size() == 4);
+  // Each the padded tokens the ETP group received for rank 0's 2 experts from its EP group of 2: etp x 2 x 2 x slots
+  // tokens of 1024 bf16, slots = ceil(1.25 x 256 tokens (512 over tp 2) x 2 / 4) = 160.
+  CHECK(scattered[0] == doctest::Approx(2.0 * 2 * 2 * 160 * 1024 * 2));
+  // The experts' FLOPs over all ranks are the same: twice the tokens through half the FFN.
+  const auto expert_flops = [](const auto& s) {
+    double sum = 0;
+    for (const auto& prog : s.programs()) sum += compute_flops(prog.ops);
+    return sum;
+  };
+  CHECK(expert_flops(two) == doctest::Approx(expert_flops(one)).epsilon(1e-9));
+}
+
+TEST_CASE("training: expert tensor parallelism input errors") {
+  using snsim::InputError;
+  const std::string moe = "    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, moe: {experts: 4}}\n";
+  CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512}\n"
+                                     "    parallel: {tp: 2, dp: 4, etp: 2}\n")),
+                       "t.yaml:5:35: workloads[0].parallel.etp: expert tensor parallelism needs model.moe", InputError);
+  CHECK_THROWS_WITH_AS(load(scenario(moe + "    parallel: {tp: 2, dp: 4, ep: 4, etp: 4}\n")),
+                       "t.yaml:5:42: workloads[0].parallel.etp: etp x ep = 4 x 4 must divide tp x dp = 8 (the ranks "
+                       "of a pipeline stage)",
+                       InputError);
+  CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, moe: {experts: 4, "
+                                     "ffn_hidden: 1001}}\n    parallel: {tp: 1, dp: 8, etp: 8}\n")),
+                       doctest::Contains("workloads[0].parallel.etp: must divide the experts' FFN (1001), got 8"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(load(scenario("    schedule: pgas\n" + moe + "    parallel: {tp: 2, dp: 4, etp: 2}\n")),
+                       doctest::Contains("workloads[0].parallel.etp: expert tensor parallelism's token gathers are "
+                                         "NCCL collectives: needs schedule bsp"),
                        InputError);
 }

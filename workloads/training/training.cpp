@@ -189,6 +189,7 @@ class RankEmitter {
     if (c_.model.moe) {
       ep_ = groups_.get(ep_group(c_.plan, rank));
       edp_ = groups_.get(expert_dp_group(c_.plan, rank));
+      if (c_.plan.etp > 1) etp_ = groups_.get(etp_group(c_.plan, rank));
     }
     amax_ = groups_.get(
         [&] {
@@ -334,8 +335,9 @@ class RankEmitter {
 
   // ---- MoE -------------------------------------------------------------------------------------------------------
 
-  const MoeRoute& route(int layer, int mb) {
-    const int block = (rank_ % (c_.plan.tp * c_.plan.cp * c_.plan.dp)) / c_.plan.ep;  // the EP group in the stage
+  /// The routing of EP group `block` of this rank's stage (ep_group_index; -1: this rank's own).
+  const MoeRoute& route(int layer, int mb, int block = -1) {
+    if (block < 0) block = ep_group_index(c_.plan, rank_);
     auto [it, inserted] = routes_.try_emplace({me_.pp, block, layer});
     if (inserted) {
       const auto& moe = *c_.model.moe;
@@ -376,9 +378,20 @@ class RankEmitter {
     if (!pgas_) {
       const Bytes buffer = bytes_of(static_cast<double>(moe.experts) * static_cast<double>(r.slots) * token_bytes);
       if (ep > 1) collective(CollectiveKind::all_to_all, buffer, ep_, info);
+      // Expert tensor parallelism (Megatron-Core's alltoall dispatcher): the ETP group's ranks, which hold the same
+      // experts, gather the tokens each received for them (padded as the all-to-all moved them), run 1 / etp of
+      // every expert's FFN on all of them and reduce-scatter the outputs back.
+      const int etp = c_.plan.etp, group = ep_group_index(c_.plan, rank_);
       std::uint64_t tokens = 0;
-      for (int e = first; e < first + local; ++e) tokens += r.received[static_cast<std::size_t>(e)];
-      compute(expert_forward(c_.model, tokens), scale, info);
+      for (int k = 0; k < etp; ++k) {
+        const MoeRoute& peer = etp > 1 ? route(layer, mb, group - group % etp + k) : r;
+        for (int e = first; e < first + local; ++e) tokens += peer.received[static_cast<std::size_t>(e)];
+      }
+      const Bytes gathered =
+          bytes_of(static_cast<double>(etp * local * ep) * static_cast<double>(r.slots) * token_bytes);
+      if (etp > 1) collective(CollectiveKind::all_gather, gathered, etp_, info);
+      compute(expert_forward(c_.model, tokens, etp), scale, info);
+      if (etp > 1) collective(CollectiveKind::reduce_scatter, gathered, etp_, info);
       if (ep > 1) collective(CollectiveKind::all_to_all, buffer, ep_, info);
     } else {
       auto tokens_bytes = [&](std::uint64_t n) {
@@ -963,7 +976,7 @@ class RankEmitter {
   std::vector<Bucket> buckets_;
   LayerForward kernels_, moe_kernels_;  // of a dense and of a MoE layer
   bool pgas_;
-  Group dp_, tp_, ep_, edp_, world_, amax_;
+  Group dp_, tp_, ep_, etp_, edp_, world_, amax_;
   int cp_next_ = 0, cp_prev_ = 0;  // ring attention's neighbours
   int step_ = 0;
   // Interleaved pipeline under BSP: the step's transfer streams, and per direction (forward, backward) the tasks
@@ -1216,6 +1229,8 @@ std::unique_ptr<Training> make_training(const ConfigNode& node, const Fabric& fa
   c.plan = parse_plan(parallel, model, c.model, fabric);
   if (c.plan.fsdp && c.schedule == Schedule::pgas)
     parallel.fail_key("fsdp", "FSDP's per-layer gathers are NCCL collectives: needs schedule bsp");
+  if (c.plan.etp > 1 && c.schedule == Schedule::pgas)
+    parallel.fail_key("etp", "expert tensor parallelism's token gathers are NCCL collectives: needs schedule bsp");
   const ConfigNode pgas = node.section("pgas");
   c.pgas_blocks = pgas.optional<int>("blocks", 32);
   check_between(pgas, "blocks", c.pgas_blocks, 1, 1024);
@@ -1301,6 +1316,8 @@ WorkloadRegistry::Entry training_entry() {
        {"parallel.pp", "stages", "1", "pipeline parallel (outermost)"},
        {"parallel.dp", "replicas", "GPUs / (tp x cp x pp)", "data parallel; tp x cp x pp x dp = GPUs"},
        {"parallel.ep", "GPUs", "1", "expert parallel, within a stage's tp x cp x dp ranks"},
+       {"parallel.etp", "GPUs", "1",
+        "expert tensor parallel: each expert's FFN split etp ways, its tokens gathered over the etp ranks (bsp)"},
        {"parallel.pipeline", "1f1b|gpipe", "1f1b", "pipeline schedule"},
        {"parallel.vp", "chunks", "1", "interleaved 1F1B: model chunks per pipeline stage (pp x vp divides layers)"},
        {"parallel.cp", "GPUs", "1", "context parallel: ring attention over s / cp tokens per GPU (2 cp divides s)"},
