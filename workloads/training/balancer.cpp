@@ -44,6 +44,21 @@ Routing route(const std::vector<double>& popularity, int ranks, std::uint64_t to
   return counts;
 }
 
+std::uint64_t busiest_exchange(const Routing& placed, int local) {
+  const std::size_t ranks = placed.size(), per = static_cast<std::size_t>(local);
+  std::uint64_t busiest = 0;
+  for (std::size_t q = 0; q < ranks; ++q) {
+    std::uint64_t sent = 0, received = 0;
+    for (std::size_t e = 0; e < placed[q].size(); ++e)
+      if (e / per != q) sent += placed[q][e];
+    for (std::size_t src = 0; src < ranks; ++src)
+      if (src != q)
+        for (std::size_t e = q * per; e < (q + 1) * per; ++e) received += placed[src][e];
+    busiest = std::max({busiest, sent, received});
+  }
+  return busiest;
+}
+
 Routing capacity_drop(const Routing& choices, double capacity_factor, std::uint64_t& capacity) {
   Routing kept = choices;
   const std::size_t experts = choices.empty() ? 0 : choices.front().size();

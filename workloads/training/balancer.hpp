@@ -35,6 +35,10 @@ std::vector<double> popularity(int experts, double skew, RandomStream& rng);
 /// The router's choices of `ranks` ranks routing `tokens` tokens to `top_k` experts each.
 Routing route(const std::vector<double>& popularity, int ranks, std::uint64_t tokens, int top_k, RandomStream& rng);
 
+/// BSP, dropless: the tokens the busiest rank of the group sends to its other ranks or receives from them, rank q
+/// holding experts [q local, (q + 1) local): the all-to-all-v's longest exchange.
+std::uint64_t busiest_exchange(const Routing& placed, int local);
+
 /// BSP: each rank's choices cut to its per-expert capacity. `capacity` receives that capacity (slots per expert).
 Routing capacity_drop(const Routing& choices, double capacity_factor, std::uint64_t& capacity);
 

@@ -39,7 +39,8 @@ double kept(const ModelSpec& m, const ParallelPlan& plan, int layer) {
   const double routed = tokens / t;
   bytes += e * tokens * h / outside + 4 * routed * moe.experts;  // the router's input and fp32 scores
   // Expert tensor parallelism: the ETP group's tokens gathered (etp times the rank's), each through 1 / etp of the FFN.
-  const double received = routed * moe.top_k * moe.capacity_factor * plan.etp;
+  // Dropless: the mean load (a rank of hot experts holds more than this).
+  const double received = routed * moe.top_k * (moe.dropless ? 1.0 : moe.capacity_factor) * plan.etp;
   const double f = static_cast<double>(expert_ffn(m)) / plan.etp;
   bytes += e * received * (h + (mlp_matrices(m.mlp) - 1) * f + f);
   if (moe.shared_experts > 0)
@@ -136,8 +137,9 @@ Footprint stage_footprint(const ModelSpec& model, const ParallelPlan& plan, cons
     if (plan.ep > 1) ++communicators;
     if (plan.etp > 1) ++communicators;
     if (expert_dp_group(plan, 0).size() > 1) ++communicators;
-    const double slots = std::ceil(model.moe->capacity_factor * static_cast<double>(routed_tokens(model, plan)) *
-                                   model.moe->top_k / model.moe->experts);
+    const double slots =
+        std::ceil((model.moe->dropless ? 1.0 : model.moe->capacity_factor) *
+                  static_cast<double>(routed_tokens(model, plan)) * model.moe->top_k / model.moe->experts);
     if (plan.ep > 1) moe_buffers = 2 * model.moe->experts * slots * model.hidden * e;
   }
   f.communication = bytes_of(communicators * static_cast<double>(memory.communicator_buffers.count()) + moe_buffers);

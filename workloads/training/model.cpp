@@ -617,6 +617,10 @@ ModelSpec parse_model(const ConfigNode& node, const Fabric& fabric) {
     if (e.experts < e.top_k) moe->fail_key("top_k", fmt::format("must be <= experts ({}), got {}", e.experts, e.top_k));
     e.capacity_factor = moe->optional<double>("capacity_factor", e.capacity_factor);
     check_between(*moe, "capacity_factor", e.capacity_factor, 0.01, 1000.0);
+    e.dropless = moe->optional<bool>("dropless", e.dropless);
+    if (e.dropless && moe->has("capacity_factor"))
+      moe->fail_key("capacity_factor",
+                    "a dropless MoE has no capacity: give capacity_factor or dropless: true, not both");
     e.skew = moe->optional<double>("skew", e.skew);
     check_between(*moe, "skew", e.skew, 0.0, 10.0);
     e.ffn_hidden = count(*moe, "ffn_hidden", e.ffn_hidden > 0 ? e.ffn_hidden : m.ffn_hidden, 1, MAX_WIDTH);

@@ -94,6 +94,7 @@ struct MoeSpec {
   int shared_experts = 0;         // experts every token goes through (DeepSeekMoE), a dense MLP of shared x ffn_hidden
   int dense_layers = 0;           // the first layers keep a dense MLP (DeepSeek-V3's first_k_dense_replace)
   int every = 1;                  // then every k-th layer is MoE (Megatron's moe_layer_freq)
+  bool dropless = false;          // no capacity: every choice computed, the exchanges carry what was routed
 };
 
 /// Sliding-window (local) attention (Beltagy et al. 2020, "Longformer"; config.json's sliding_window): a query attends

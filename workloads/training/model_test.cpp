@@ -2,6 +2,7 @@
 // load balancer's capacity guarantee, and the input errors.
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <map>
 #include <numeric>
 
@@ -809,4 +810,57 @@ TEST_CASE("training: expert tensor parallelism input errors") {
                        doctest::Contains("workloads[0].parallel.etp: expert tensor parallelism's token gathers are "
                                          "NCCL collectives: needs schedule bsp"),
                        InputError);
+}
+
+TEST_CASE("training: the busiest exchange of a dropless all-to-all-v, by hand") {
+  // 3 ranks, 2 experts each (rank q holds experts 2q and 2q + 1).
+  const Routing placed{{5, 1, 4, 0, 2, 2}, {0, 3, 7, 1, 0, 0}, {6, 0, 0, 0, 9, 1}};
+  // Rank 0 sends 4 + 2 + 2 = 8 and receives 3 + 6 = 9; rank 1 sends 3 and receives 4 + 0 = 4; rank 2 sends 6 and
+  // receives 2 + 2 + 0 + 0 = 4.
+  CHECK(busiest_exchange(placed, 2) == 9);
+  // One rank holding every expert exchanges nothing.
+  CHECK(busiest_exchange(Routing{{3, 4}}, 2) == 0);
+}
+
+TEST_CASE("training: a dropless MoE computes every choice, where capacity drops some of a skewed router's") {
+  // 8 ranks (dp 8, ep 4), 8 experts top 2 with a Zipf-skewed router, 2 MoE layers, 2 micro-batches of 512 tokens.
+  const auto build = [](const std::string& capacity) {
+    return load(
+        scenario("    steps: 1\n    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, micro_batches: 2, "
+                 "moe: {experts: 8, top_k: 2, skew: 1.5, " +
+                 capacity + "}}\n    parallel: {dp: 8, ep: 4}\n"));
+  };
+  const auto dropless = build("dropless: true"), padded = build("capacity_factor: 1.0");
+  // Expert FLOPs over all ranks: 3 x (forward and backward) the choices' tokens through one expert's MLP.
+  const auto expert_flops = [](const auto& s) {
+    double sum = 0;
+    std::function<void(const std::vector<snsim::workloads::Op>&)> walk = [&](const auto& ops) {
+      for (const auto& op : ops) {
+        if (const auto* c = std::get_if<snsim::workloads::ComputeOp>(&op.what))
+          if (c->kernel == "expert") sum += c->flops.count();
+        if (const auto* st = std::get_if<snsim::workloads::StreamsOp>(&op.what))
+          for (const auto& stream : st->streams) walk(stream);
+      }
+    };
+    for (const auto& prog : s.programs()) walk(prog.ops);
+    return sum;
+  };
+  const double per_token = 2.0 * 2 * 1024 * 4096;  // GeLU MLP: up and down, 1024 x 4096
+  const double choices = 8.0 * 512 * 2 * 2 * 2;    // ranks x tokens x top_k x layers x micro-batches
+  CHECK(expert_flops(dropless) == doctest::Approx(3 * per_token * choices).epsilon(1e-9));
+  CHECK(expert_flops(padded) < 0.99 * expert_flops(dropless));
+  // The dispatch carries at least the mean exchange, 512 x 2 x 3 / 4 tokens a rank to others (2 KiB each), as
+  // n / (n - 1) of a buffer; the capacity version the padded buffer, 8 experts x ceil(1.0 x 1024 / 8) slots.
+  std::vector<snsim::workloads::CollectiveOp> exchanges, buffers;
+  collectives(dropless.programs()[0].ops, exchanges);
+  collectives(padded.programs()[0].ops, buffers);
+  std::erase_if(exchanges, [](const auto& c) { return c.kind != snsim::models::CollectiveKind::all_to_all; });
+  std::erase_if(buffers, [](const auto& c) { return c.kind != snsim::models::CollectiveKind::all_to_all; });
+  REQUIRE(exchanges.size() == 16);  // dispatch and combine, forward and backward, 2 layers, 2 micro-batches
+  for (const auto& c : exchanges) CHECK(static_cast<double>(c.bytes.count()) >= 512.0 * 2 * 2048 * (1 - 1e-9));
+  for (const auto& c : buffers) CHECK(c.bytes.count() == 8u * 128 * 2048);
+  CHECK_THROWS_WITH_AS(build("dropless: true, capacity_factor: 1.5"),
+                       doctest::Contains("workloads[0].model.moe.capacity_factor: a dropless MoE has no capacity: give "
+                                         "capacity_factor or dropless: true, not both"),
+                       snsim::InputError);
 }

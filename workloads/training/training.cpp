@@ -157,6 +157,8 @@ struct MoeRoute {
   Routing placed;                       // placed[src][expert], src = place in the EP group
   std::vector<std::uint64_t> received;  // per expert: tokens it computes
   std::uint64_t slots = 0;              // BSP: capacity per expert per rank (the all_to_all's padded buffer)
+  // BSP, dropless: the tokens the group's busiest rank sends to or receives from the others in one exchange.
+  std::uint64_t busiest = 0;
 };
 
 /// Emits one rank's ops for the whole run.
@@ -350,7 +352,12 @@ class RankEmitter {
           const Routing choices = route_choices(p, rng);
           MoeRoute r;
           if (pgas_) {
-            r.placed = balance(choices, moe.capacity_factor, c_.threshold).placed;
+            // Dropless: an expert may take every choice of the group (capacity factor = experts).
+            const double factor = moe.dropless ? static_cast<double>(moe.experts) : moe.capacity_factor;
+            r.placed = balance(choices, factor, c_.threshold).placed;
+          } else if (moe.dropless) {
+            r.placed = choices;
+            r.busiest = busiest_exchange(choices, moe.experts / c_.plan.ep);
           } else {
             r.placed = capacity_drop(choices, moe.capacity_factor, r.slots);
           }
@@ -376,7 +383,12 @@ class RankEmitter {
     const int ep = c_.plan.ep, local = moe.experts / ep, mine = ep_rank(c_.plan, rank_), first = mine * local;
     if (!backward) compute(moe_kernels_.router, 1, info);
     if (!pgas_) {
-      const Bytes buffer = bytes_of(static_cast<double>(moe.experts) * static_cast<double>(r.slots) * token_bytes);
+      // The dispatch and combine: the capacity-padded buffer (experts x capacity tokens a rank), or dropless an
+      // all-to-all-v, as long as its busiest rank's exchange: an all_to_all whose every rank moves what that one
+      // sends or receives over its links (n - 1 of n shares of the buffer go to other ranks).
+      const Bytes buffer =
+          moe.dropless ? bytes_of(static_cast<double>(r.busiest) * token_bytes * ep / std::max(1, ep - 1))
+                       : bytes_of(static_cast<double>(moe.experts) * static_cast<double>(r.slots) * token_bytes);
       if (ep > 1) collective(CollectiveKind::all_to_all, buffer, ep_, info);
       // Expert tensor parallelism (Megatron-Core's alltoall dispatcher): the ETP group's ranks, which hold the same
       // experts, gather the tokens each received for them (padded as the all-to-all moved them), run 1 / etp of
@@ -388,7 +400,8 @@ class RankEmitter {
         for (int e = first; e < first + local; ++e) tokens += peer.received[static_cast<std::size_t>(e)];
       }
       const Bytes gathered =
-          bytes_of(static_cast<double>(etp * local * ep) * static_cast<double>(r.slots) * token_bytes);
+          moe.dropless ? bytes_of(static_cast<double>(tokens) * token_bytes)
+                       : bytes_of(static_cast<double>(etp * local * ep) * static_cast<double>(r.slots) * token_bytes);
       if (etp > 1) collective(CollectiveKind::all_gather, gathered, etp_, info);
       compute(expert_forward(c_.model, tokens, etp), scale, info);
       if (etp > 1) collective(CollectiveKind::reduce_scatter, gathered, etp_, info);
@@ -1311,6 +1324,8 @@ WorkloadRegistry::Entry training_entry() {
        {"model.moe.dense_layers", "count", "0", "the first layers keep a dense MLP"},
        {"model.moe.every", "layers", "1", "after those, every k-th layer is MoE"},
        {"model.moe.capacity_factor", "ratio", "1.25", "an expert's capacity: factor x tokens x top_k / experts"},
+       {"model.moe.dropless", "bool", "false",
+        "no capacity (Megatron-Core's default): every choice computed, the all-to-all carrying what was routed"},
        {"model.moe.skew", "Zipf exponent", "0", "expert popularity skew (0 uniform), drawn per layer"},
        {"parallel.tp", "GPUs", "1", "tensor parallel (innermost ranks)"},
        {"parallel.pp", "stages", "1", "pipeline parallel (outermost)"},
