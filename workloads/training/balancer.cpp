@@ -1,6 +1,7 @@
 #include "workloads/training/balancer.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 #include <optional>
@@ -22,24 +23,100 @@ std::vector<double> popularity(int experts, double skew, RandomStream& rng) {
   return p;
 }
 
+namespace {
+
+/// Sequential binomials (each by its normal approximation): `n` draws over the categories `which`, category i taking
+/// Bin(left, weight[i] / weight left) of the draws left, `total` the weights' sum; added to out[which[i]].
+void multinomial(std::uint64_t n, const std::vector<std::size_t>& which, const std::vector<double>& weight,
+                 double total, std::vector<std::uint64_t>& out, RandomStream& rng) {
+  auto left = n;
+  double p_left = total;
+  for (std::size_t i = 0; i < which.size() && left > 0; ++i) {
+    std::uint64_t& slot = out[which[i]];
+    if (i + 1 == which.size() || p_left <= 0) {
+      slot += left;
+      break;
+    }
+    const double q = std::clamp(weight[which[i]] / p_left, 0.0, 1.0);
+    const double m = static_cast<double>(left);
+    const double draw = std::round(m * q + std::sqrt(m * q * (1 - q)) * rng.normal());
+    const auto taken = static_cast<std::uint64_t>(std::clamp(draw, 0.0, m));
+    slot += taken;
+    left -= taken;
+    p_left -= weight[which[i]];
+  }
+}
+
+std::vector<std::size_t> all_of(std::size_t n) {
+  std::vector<std::size_t> out(n);
+  std::iota(out.begin(), out.end(), 0);
+  return out;
+}
+
+}  // namespace
+
 Routing route(const std::vector<double>& popularity, int ranks, std::uint64_t tokens, int top_k, RandomStream& rng) {
   Routing counts(static_cast<std::size_t>(ranks), std::vector<std::uint64_t>(popularity.size(), 0));
-  for (auto& row : counts) {
-    // Sequential binomials: expert e takes Bin(left, p_e / p_left) of the choices left.
-    auto left = tokens * static_cast<std::uint64_t>(top_k);
-    double p_left = 1;
-    for (std::size_t e = 0; e < popularity.size() && left > 0; ++e) {
-      if (e + 1 == popularity.size() || p_left <= 0) {
-        row[e] = left;
-        break;
-      }
-      const double q = std::clamp(popularity[e] / p_left, 0.0, 1.0);
-      const double n = static_cast<double>(left);
-      const double draw = std::round(n * q + std::sqrt(n * q * (1 - q)) * rng.normal());
-      row[e] = static_cast<std::uint64_t>(std::clamp(draw, 0.0, n));
-      left -= row[e];
-      p_left -= popularity[e];
+  const auto experts = all_of(popularity.size());
+  for (auto& row : counts) multinomial(tokens * static_cast<std::uint64_t>(top_k), experts, popularity, 1, row, rng);
+  return counts;
+}
+
+GroupSubsets group_subsets(const std::vector<double>& popularity, int groups, int group_top_k) {
+  const std::size_t per = popularity.size() / static_cast<std::size_t>(groups);
+  std::vector<double> weight(static_cast<std::size_t>(groups), 0.0);
+  for (std::size_t e = 0; e < popularity.size(); ++e) weight[e / per] += popularity[e];
+  double all = 0;
+  for (double w : weight) all += w;
+  // f[mask]: the chance that a token's first |mask| group picks are the groups of mask, in any order; each pick takes
+  // a group not yet picked in proportion to its weight.
+  std::vector<double> f(std::size_t{1} << groups, 0.0);
+  f[0] = 1;
+  GroupSubsets out;
+  for (std::size_t mask = 0; mask < f.size(); ++mask) {
+    if (f[mask] == 0) continue;
+    const int picked = std::popcount(mask);
+    if (picked == group_top_k) {
+      out.masks.push_back(mask);
+      out.chance.push_back(f[mask]);
+      continue;
     }
+    double left = all;
+    for (int g = 0; g < groups; ++g)
+      if (mask >> g & 1) left -= weight[static_cast<std::size_t>(g)];
+    if (left <= 0) continue;
+    for (int g = 0; g < groups; ++g)
+      if (!(mask >> g & 1)) f[mask | std::size_t{1} << g] += f[mask] * weight[static_cast<std::size_t>(g)] / left;
+  }
+  for (std::size_t mask : out.masks) {
+    std::vector<std::size_t> experts;
+    double total = 0;
+    for (std::size_t e = 0; e < popularity.size(); ++e)
+      if (mask >> (e / per) & 1) {
+        experts.push_back(e);
+        total += popularity[e];
+      }
+    out.experts.push_back(std::move(experts));
+    out.weight.push_back(total);
+  }
+  return out;
+}
+
+Routing route_limited(const std::vector<double>& popularity, const GroupSubsets& subsets, int ranks,
+                      std::uint64_t tokens, int top_k, RandomStream& rng) {
+  Routing counts(static_cast<std::size_t>(ranks), std::vector<std::uint64_t>(popularity.size(), 0));
+  const auto which = all_of(subsets.masks.size());
+  double total = 0;
+  for (double c : subsets.chance) total += c;
+  std::vector<std::uint64_t> per_subset(subsets.masks.size());
+  for (auto& row : counts) {
+    std::ranges::fill(per_subset, 0);
+    multinomial(tokens, which, subsets.chance, total, per_subset, rng);
+    // A token's top_k choices among the experts of its groups (as route, not forced distinct).
+    for (std::size_t s = 0; s < per_subset.size(); ++s)
+      if (per_subset[s] > 0)
+        multinomial(per_subset[s] * static_cast<std::uint64_t>(top_k), subsets.experts[s], popularity,
+                    subsets.weight[s], row, rng);
   }
   return counts;
 }

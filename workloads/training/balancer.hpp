@@ -19,6 +19,7 @@
 // only when every expert is full.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -34,6 +35,21 @@ std::vector<double> popularity(int experts, double skew, RandomStream& rng);
 
 /// The router's choices of `ranks` ranks routing `tokens` tokens to `top_k` experts each.
 Routing route(const std::vector<double>& popularity, int ranks, std::uint64_t tokens, int top_k, RandomStream& rng);
+
+/// Group-limited routing (DeepSeek-AI 2024, "DeepSeek-V3 Technical Report" §2.1.2, node-limited routing; config.json's
+/// n_group and topk_group): the experts form `groups` groups of consecutive experts; a token first picks
+/// `group_top_k` of them, one at a time in proportion to each group's popularity (the sum of its experts'), then its
+/// top_k experts among theirs. The subsets a token may pick and their chances, computed once per layer:
+struct GroupSubsets {
+  std::vector<std::size_t> masks;                 // the groups of each subset, a bit each
+  std::vector<double> chance;                     // a token's chance to pick it
+  std::vector<std::vector<std::size_t>> experts;  // its experts
+  std::vector<double> weight;                     // their popularity's sum
+};
+GroupSubsets group_subsets(const std::vector<double>& popularity, int groups, int group_top_k);
+/// As route, each token's choices within the subset of groups it picked.
+Routing route_limited(const std::vector<double>& popularity, const GroupSubsets& subsets, int ranks,
+                      std::uint64_t tokens, int top_k, RandomStream& rng);
 
 /// BSP, dropless: the tokens the busiest rank of the group sends to its other ranks or receives from them, rank q
 /// holding experts [q local, (q + 1) local): the all-to-all-v's longest exchange.

@@ -15,6 +15,7 @@ constexpr int MAX_LAYERS = 1024;
 constexpr int MAX_WIDTH = 1 << 20;  // hidden, ffn_hidden, sequence, vocabulary
 constexpr int MAX_EXPERTS = 1024;
 constexpr int MAX_MICRO_BATCHES = 4096;  // per step and pipeline
+constexpr int MAX_ROUTING_GROUPS = 16;   // group-limited routing's subsets are enumerated: 2^16 at most
 
 /// The ranks of `rank`'s pipeline stage (every group lies within one: ranks are pp-major) for which `same` holds,
 /// sorted. Scanning the stage, not every rank, keeps building all ranks' groups O(gpus x stage).
@@ -617,6 +618,13 @@ ModelSpec parse_model(const ConfigNode& node, const Fabric& fabric) {
     if (e.experts < e.top_k) moe->fail_key("top_k", fmt::format("must be <= experts ({}), got {}", e.experts, e.top_k));
     e.capacity_factor = moe->optional<double>("capacity_factor", e.capacity_factor);
     check_between(*moe, "capacity_factor", e.capacity_factor, 0.01, 1000.0);
+    e.groups = count(*moe, "groups", e.groups, 1, MAX_ROUTING_GROUPS);
+    if (e.experts % e.groups != 0)
+      moe->fail_key("groups", fmt::format("must divide experts ({}), got {}", e.experts, e.groups));
+    e.group_top_k = count(*moe, "group_top_k", moe->has("groups") ? e.groups : e.group_top_k, 1, e.groups);
+    if (e.top_k > e.group_top_k * (e.experts / e.groups))
+      moe->fail_key("group_top_k", fmt::format("leaves {} x {} experts to a token, fewer than top_k ({})",
+                                               e.group_top_k, e.experts / e.groups, e.top_k));
     e.dropless = moe->optional<bool>("dropless", e.dropless);
     if (e.dropless && moe->has("capacity_factor"))
       moe->fail_key("capacity_factor",

@@ -95,6 +95,8 @@ struct MoeSpec {
   int dense_layers = 0;           // the first layers keep a dense MLP (DeepSeek-V3's first_k_dense_replace)
   int every = 1;                  // then every k-th layer is MoE (Megatron's moe_layer_freq)
   bool dropless = false;          // no capacity: every choice computed, the exchanges carry what was routed
+  int groups = 1;                 // group-limited routing: experts in this many groups (DeepSeek's n_group) ...
+  int group_top_k = 1;            // ... of which a token picks this many (topk_group); = groups: unlimited
 };
 
 /// Sliding-window (local) attention (Beltagy et al. 2020, "Longformer"; config.json's sliding_window): a query attends

@@ -864,3 +864,66 @@ TEST_CASE("training: a dropless MoE computes every choice, where capacity drops 
                                          "capacity_factor or dropless: true, not both"),
                        snsim::InputError);
 }
+
+TEST_CASE("training: group-limited routing keeps each token's experts in group_top_k groups") {
+  RandomStream pick(7, "test");
+  const auto p = popularity(16, 1.0, pick);
+  // 4 groups of 4 experts. Picking 2 of 4 groups one at a time by weight: the 6 subsets' chances sum to 1, and a
+  // subset {a, b} has w_a w_b / (1 - w_a) + w_b w_a / (1 - w_b) (Plackett-Luce without replacement).
+  const GroupSubsets two = group_subsets(p, 4, 2);
+  REQUIRE(two.masks.size() == 6);
+  std::vector<double> w(4, 0.0);
+  for (std::size_t e = 0; e < 16; ++e) w[e / 4] += p[e];
+  double sum = 0;
+  for (std::size_t s = 0; s < two.masks.size(); ++s) {
+    sum += two.chance[s];
+    std::vector<std::size_t> g;
+    for (std::size_t i = 0; i < 4; ++i)
+      if (two.masks[s] >> i & 1) g.push_back(i);
+    REQUIRE(g.size() == 2);
+    const double a = w[g[0]], b = w[g[1]];
+    CHECK(two.chance[s] == doctest::Approx(a * b / (1 - a) + b * a / (1 - b)).epsilon(1e-12));
+    CHECK(two.experts[s].size() == 8);
+  }
+  CHECK(sum == doctest::Approx(1).epsilon(1e-12));
+  // One group a token: its top_k = 3 choices all land in one group, so every rank's count per group is a multiple of
+  // 3, and the choices add up to tokens x top_k.
+  const GroupSubsets one = group_subsets(p, 4, 1);
+  RandomStream rng(11, "test");
+  const Routing r = route_limited(p, one, 8, 1000, 3, rng);
+  for (const auto& row : r) {
+    CHECK(std::accumulate(row.begin(), row.end(), std::uint64_t{0}) == 3000);
+    for (std::size_t g = 0; g < 4; ++g) CHECK((row[4 * g] + row[4 * g + 1] + row[4 * g + 2] + row[4 * g + 3]) % 3 == 0);
+  }
+  // Uniform popularity: by symmetry every expert gets tokens x top_k / experts on average (here 10,000 x 2 / 16).
+  RandomStream flat(1, "test");
+  const auto uniform = popularity(16, 0.0, flat);
+  const Routing even = route_limited(uniform, group_subsets(uniform, 4, 2), 64, 10000, 2, flat);
+  for (std::size_t e = 0; e < 16; ++e) {
+    double load = 0;
+    for (const auto& row : even) load += static_cast<double>(row[e]);
+    CHECK(load / 64 == doctest::Approx(1250).epsilon(0.02));
+  }
+}
+
+TEST_CASE("training: group-limited routing input errors, and DeepSeek-V3's 4 of 8 groups") {
+  using snsim::InputError;
+  const auto moe = [](const std::string& keys) {
+    return load(scenario("    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, moe: {experts: 8, top_k: 4, " +
+                         keys + "}}\n"));
+  };
+  CHECK_THROWS_WITH_AS(moe("groups: 3"),
+                       doctest::Contains("workloads[0].model.moe.groups: must divide experts (8), got 3"), InputError);
+  CHECK_THROWS_WITH_AS(moe("groups: 4, group_top_k: 5"),
+                       doctest::Contains("workloads[0].model.moe.group_top_k: must be between 1 and 4, got 5"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(moe("groups: 4, group_top_k: 1"),
+                       doctest::Contains("workloads[0].model.moe.group_top_k: leaves 1 x 2 experts to a token, fewer "
+                                         "than top_k (4)"),
+                       InputError);
+  const ModelSpec& v3 = *find_preset("deepseek-v3");
+  CHECK(v3.moe->groups == 8);
+  CHECK(v3.moe->group_top_k == 4);
+  // A step with limited routing runs, and each dispatch still carries the capacity-padded buffer.
+  CHECK(moe("groups: 4, group_top_k: 2").programs().size() == 8);
+}

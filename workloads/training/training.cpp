@@ -346,10 +346,14 @@ class RankEmitter {
       const int model_layer = global_layer(c_.model, c_.plan, me_.pp, layer);
       RandomStream pick(seed_, fmt::format("training.moe.popularity.layer{}", model_layer));
       const auto p = popularity(moe.experts, moe.skew, pick);
+      const bool limited = moe.group_top_k < moe.groups;
+      const GroupSubsets subsets = limited ? group_subsets(p, moe.groups, moe.group_top_k) : GroupSubsets{};
       RandomStream rng(seed_, fmt::format("training.moe.routing.layer{}.group{}", model_layer, block));
       for (int s = 0; s < c_.steps; ++s)
         for (int m = 0; m < c_.plan.micro_batches; ++m) {
-          const Routing choices = route_choices(p, rng);
+          const Routing choices =
+              limited ? route_limited(p, subsets, c_.plan.ep, routed_tokens(c_.model, c_.plan), moe.top_k, rng)
+                      : route_choices(p, rng);
           MoeRoute r;
           if (pgas_) {
             // Dropless: an expert may take every choice of the group (capacity factor = experts).
@@ -1324,6 +1328,10 @@ WorkloadRegistry::Entry training_entry() {
        {"model.moe.dense_layers", "count", "0", "the first layers keep a dense MLP"},
        {"model.moe.every", "layers", "1", "after those, every k-th layer is MoE"},
        {"model.moe.capacity_factor", "ratio", "1.25", "an expert's capacity: factor x tokens x top_k / experts"},
+       {"model.moe.groups", "count", "1",
+        "group-limited routing: the experts in this many groups of consecutive ones (DeepSeek's n_group)"},
+       {"model.moe.group_top_k", "count", "groups",
+        "the groups a token picks (topk_group) before its top_k experts among theirs"},
        {"model.moe.dropless", "bool", "false",
         "no capacity (Megatron-Core's default): every choice computed, the all-to-all carrying what was routed"},
        {"model.moe.skew", "Zipf exponent", "0", "expert popularity skew (0 uniform), drawn per layer"},
