@@ -412,6 +412,29 @@ TEST_CASE("cli: --set overrides a scenario value") {
   CHECK(r.out.starts_with("# snsim renamed: 4 x h200"));
 }
 
+TEST_CASE("cli: --allow-oversubscribe simulates a training plan that does not fit, still saying so") {
+  TempDir dir;
+  // Llama 3.1 70B's 8 layers on data parallelism alone: every GPU holds the whole cut model's weights, gradients and
+  // optimizer state, over an H100's HBM.
+  const std::string yaml =
+      "topology: {type: hgx, gpu: h100, gpus: 8}\nworkloads:\n  - type: training\n    steps: 1\n"
+      "    model: {preset: llama3.1-70b, layers: 8, sequence: 1024}\n    parallel: {dp: 8}\n";
+  const Result refused = run_scenario(dir, yaml, {"--out", "a"});
+  CHECK(refused.out.find("outcome: does not fit") != std::string::npos);
+  const Result r = run_scenario(dir, yaml, {"--out", "b", "--allow-oversubscribe"});
+  CAPTURE(r.err);
+  CHECK(r.code == 0);
+  const auto report = nlohmann::json::parse(read_file(dir.path() / "b/report.json"));
+  CHECK(report["outcome"] == "completed");
+  // The training summary's `fits` row: 0.
+  const auto fits = r.out.find(" fits ");
+  REQUIRE(fits != std::string::npos);
+  CHECK(r.out.substr(fits, r.out.find('\n', fits) - fits).ends_with(" 0"));
+  const Result none = run_scenario(dir, scenario(), {"--allow-oversubscribe"});
+  CHECK(none.code == 2);
+  CHECK(none.err.find("--allow-oversubscribe: the scenario has no training workload") != std::string::npos);
+}
+
 TEST_CASE("cli: --params applies a parameter set, and a missing one is an input error") {
   TempDir dir;
   const std::string yaml = scenario(HGX8, "[{copy: {to: next, bytes: 1GiB}}]");

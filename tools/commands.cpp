@@ -190,6 +190,17 @@ int run_command(const RunOptions& options) {
   auto doc = load_document(options.scenario);
   auto sets = options.sets;
   if (options.full) sets.emplace_back("fold=false");
+  if (options.allow_oversubscribe) {
+    const auto workloads = doc->root().maybe_child("workloads");
+    const auto items = workloads && workloads->is_sequence() ? workloads->elements() : std::vector<ConfigNode>{};
+    for (std::size_t i = 0; i < items.size(); ++i)
+      if (items[i].is_map() && items[i].has("type") && items[i].child("type").is_scalar() &&
+          items[i].child("type").scalar() == "training")
+        sets.push_back(fmt::format("workloads[{}].memory.allow_oversubscribe=true", i));
+    if (sets.size() == options.sets.size() + (options.full ? 1 : 0))
+      throw_input_error({"--allow-oversubscribe", 0, 0}, "",
+                        "the scenario has no training workload: only a training plan's memory is checked");
+  }
   apply_overrides(*doc, sets, options.seed, options.params);
   return run_document(doc, options, started);
 }
@@ -369,6 +380,9 @@ void add_run_command(CommandLine& cli) {
                  "refuse a scenario whose estimated memory is above this size, e.g. 8GiB (default: "
                  "SNSIM_MAX_MEMORY, else 3/4 of the machine's memory)");
   cmd.add_flag("--quiet", run->quiet, "print nothing; write only the --out files");
+  cmd.add_flag("--allow-oversubscribe", run->allow_oversubscribe,
+               "simulate a training plan that does not fit in HBM (every training workload's "
+               "memory.allow_oversubscribe); the report still says it does not fit (fits: 0)");
   cmd.add_flag("--full", run->full,
                "simulate every rank's program, folding no replicas (fold: false; docs/folding.md)");
   cmd.add_flag("--progress", run->progress,

@@ -33,6 +33,7 @@ struct RunOptions {
   std::string command = "snsim run";  // heads its warnings, notes and progress lines
   bool progress = false;              // --progress: a progress line on stderr even when it is not a terminal
   bool full = false;                  // --full: no folding (fold: false, docs/folding.md)
+  bool allow_oversubscribe = false;   // --allow-oversubscribe: every training workload's memory.allow_oversubscribe
 };
 
 int run_command(const RunOptions& options);
