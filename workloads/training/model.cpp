@@ -743,6 +743,15 @@ ParallelPlan parse_plan(const ConfigNode& parallel, const ConfigNode& model, con
   p.pipeline = pipeline == "1f1b" ? Pipeline::one_f_one_b : Pipeline::gpipe;
   parse_virtual_pipeline(parallel, spec, p);
   p.sequence_parallel = parallel.optional<bool>("sequence_parallel", false);
+  p.tp_overlap = parallel.optional<bool>("tp_overlap", false);
+  if (p.tp_overlap && (!p.sequence_parallel || p.tp == 1))
+    parallel.fail_key("tp_overlap",
+                      "overlaps sequence parallelism's all-gathers and reduce-scatters with the GEMMs: "
+                      "needs sequence_parallel: true and tp > 1");
+  if (p.tp_overlap && spec.autocast)
+    parallel.fail_key("tp_overlap",
+                      "is TransformerEngine's, whose GEMMs take no PyTorch autocast casts: needs "
+                      "model.autocast false");
   p.recompute = choice(parallel, "recompute", Recompute::none,
                        {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}});
   p.zero = parallel.optional<bool>("zero", false);

@@ -170,6 +170,9 @@ struct ParallelPlan {
   int micro_batches = 1;  // per step, per pipeline (per data-parallel replica)
   Pipeline pipeline = Pipeline::one_f_one_b;
   bool sequence_parallel = false;
+  // TransformerEngine's userbuffer overlap (Megatron-Core's tp_comm_overlap): each sequence-parallel all-gather and
+  // reduce-scatter runs as a ring exchange of 1 / tp chunks beside the GEMM it feeds or drains, chunk by chunk.
+  bool tp_overlap = false;
   Recompute recompute = Recompute::none;
   bool zero = false;          // distributed optimizer (ZeRO-1): gradients reduce-scattered, parameters all-gathered
   bool fsdp = false;          // FSDP (ZeRO-3): dense parameters, gradients and optimizer state sharded over DP x CP

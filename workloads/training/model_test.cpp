@@ -202,9 +202,10 @@ TEST_CASE("training: input errors name file, line, column and key") {
   SUBCASE("unknown key") {
     CHECK_THROWS_WITH_AS(
         load(scenario(model + "    parallel: {tp: 2, dp: 4, ppp: 1}\n")),
-        doctest::Contains("t.yaml:5:30: workloads[0].parallel.ppp: unknown key (did you mean 'pp'?); known "
-                          "keys: bucket, "
-                          "cp, dp, ep, etp, fsdp, pipeline, pp, recompute, sequence_parallel, tp, vp, zero"),
+        doctest::Contains(
+            "t.yaml:5:30: workloads[0].parallel.ppp: unknown key (did you mean 'pp'?); known "
+            "keys: bucket, "
+            "cp, dp, ep, etp, fsdp, pipeline, pp, recompute, sequence_parallel, tp, tp_overlap, vp, zero"),
         InputError);
   }
   SUBCASE("tp x pp x dp is not the GPU count") {
@@ -926,4 +927,60 @@ TEST_CASE("training: group-limited routing input errors, and DeepSeek-V3's 4 of 
   CHECK(v3.moe->group_top_k == 4);
   // A step with limited routing runs, and each dispatch still carries the capacity-padded buffer.
   CHECK(moe("groups: 4, group_top_k: 2").programs().size() == 8);
+}
+
+TEST_CASE("training: TP communication overlap replaces SP's collectives by ring exchanges beside GEMM chunks") {
+  // 2 layers of h 1024 on TP 4 x DP 2 with sequence parallelism; with tp_overlap every all-gather and reduce-scatter
+  // of the layers is tp - 1 = 3 puts to the next TP rank, each beside a quarter of the GEMM it feeds or drains.
+  const auto build = [](bool overlap) {
+    return load(scenario(std::string("    steps: 1\n    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, "
+                                     "micro_batches: 1}\n    parallel: {tp: 4, dp: 2, sequence_parallel: true, "
+                                     "tp_overlap: ") +
+                         (overlap ? "true" : "false") + "}\n"));
+  };
+  const auto plain = build(false), overlapped = build(true);
+  const auto count = [](const auto& s) {
+    std::vector<snsim::workloads::CollectiveOp> all;
+    collectives(s.programs()[0].ops, all);
+    int tp = 0;
+    for (const auto& c : all) tp += c.group->size() == 4;
+    int puts = 0;
+    std::function<void(const std::vector<snsim::workloads::Op>&)> walk = [&](const auto& ops) {
+      for (const auto& op : ops) {
+        if (const auto* p = std::get_if<snsim::workloads::PutOp>(&op.what)) puts += p->to == 1;
+        if (const auto* st = std::get_if<snsim::workloads::StreamsOp>(&op.what))
+          for (const auto& stream : st->streams) walk(stream);
+      }
+    };
+    walk(s.programs()[0].ops);
+    return std::pair{tp, puts};
+  };
+  // Without overlap: 4 TP collectives a layer each way (2 all-gathers, 2 reduce-scatters), 2 layers: 16.
+  CHECK(count(plain) == std::pair{16, 0});
+  // With it none; 16 sites x 3 rounds of a put (1 issuing block: a 64 KiB chunk) to rank 1, rank 0's next.
+  CHECK(count(overlapped) == std::pair{0, 48});
+  // The GEMMs' work is the same, cut in chunks.
+  CHECK(compute_flops(overlapped.programs()[0].ops) ==
+        doctest::Approx(compute_flops(plain.programs()[0].ops)).epsilon(1e-9));
+}
+
+TEST_CASE("training: TP communication overlap input errors") {
+  using snsim::InputError;
+  const std::string model = "    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512}\n";
+  CHECK_THROWS_WITH_AS(load(scenario(model + "    parallel: {tp: 4, dp: 2, tp_overlap: true}\n")),
+                       doctest::Contains("workloads[0].parallel.tp_overlap: overlaps sequence parallelism's "
+                                         "all-gathers and reduce-scatters with the GEMMs: needs sequence_parallel: "
+                                         "true and tp > 1"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(
+      load(scenario("    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, autocast: true}\n"
+                    "    parallel: {tp: 4, dp: 2, sequence_parallel: true, tp_overlap: true}\n")),
+      doctest::Contains("workloads[0].parallel.tp_overlap: is TransformerEngine's, whose GEMMs take no PyTorch "
+                        "autocast casts: needs model.autocast false"),
+      InputError);
+  CHECK_THROWS_WITH_AS(load(scenario("    schedule: pgas\n" + model +
+                                     "    parallel: {tp: 4, dp: 2, sequence_parallel: true, tp_overlap: true}\n")),
+                       doctest::Contains("workloads[0].parallel.tp_overlap: overlaps NCCL's sequence-parallel "
+                                         "collectives: needs schedule bsp"),
+                       InputError);
 }

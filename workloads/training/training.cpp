@@ -26,7 +26,8 @@ using models::CollectiveKind;
 
 constexpr int MAX_STEPS = 100;  // keeps every op's tag (step, micro-batch, unit, pass) within an int
 // Signal ids on the symmetric heap, one range per purpose; a local expert or a gradient bucket adds its index.
-constexpr int TP_REDUCE = 1, TP_GATHER = 2, PP_FORWARD = 3, PP_BACKWARD = 4, MOE_COMBINE = 5, CP_RING = 6;
+constexpr int TP_REDUCE = 1, TP_GATHER = 2, PP_FORWARD = 3, PP_BACKWARD = 4, MOE_COMBINE = 5, CP_RING = 6,
+              TP_OVERLAP = 7;
 constexpr int MOE_DISPATCH = 100;
 constexpr int DP_REDUCE = 10000, DP_GATHER = 20000, EXPERT_REDUCE = 30000, EXPERT_GATHER = 40000;
 constexpr int MAX_BUCKETS = 9999;
@@ -188,6 +189,12 @@ class RankEmitter {
       cp_prev_ = rank_of(c_.plan, prev);
     }
     tp_ = groups_.get(tp_group(c_.plan, rank));
+    if (c_.plan.tp_overlap) {
+      const auto& ring = *tp_;
+      const auto at = static_cast<std::size_t>(std::ranges::find(ring, rank) - ring.begin());
+      tp_next_ = ring[(at + 1) % ring.size()];
+      tp_prev_ = ring[(at + ring.size() - 1) % ring.size()];
+    }
     if (c_.model.moe) {
       ep_ = groups_.get(ep_group(c_.plan, rank));
       edp_ = groups_.get(expert_dp_group(c_.plan, rank));
@@ -484,24 +491,33 @@ class RankEmitter {
       if (sp) tp(CollectiveKind::all_gather, act, info);
     };
     auto after = [&] { tp(sp ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce, act, info); };
+    // A GEMM with the all-gather before it (`gathered`) or the reduce-scatter after it: in turn, or overlapped chunk
+    // by chunk (parallel.tp_overlap, which refuses autocast: no casts between them).
+    const bool overlap = c_.plan.tp_overlap;
+    auto gathered = [&](const Kernel& casts, const Kernel& gemm, double scale) {
+      if (overlap) return tp_overlapped(gemm, scale, true, act, info);
+      before();
+      compute(casts, 1, info);
+      compute(gemm, scale, info);
+    };
+    auto scattered = [&](const Kernel& gemm, double scale, const Kernel& casts) {
+      if (overlap) return tp_overlapped(gemm, scale, false, act, info);
+      compute(gemm, scale, info);
+      compute(casts, 1, info);
+      after();
+    };
     if (!backward) {
       compute(k.norm, 1, info);
-      before();
-      compute(k.input_casts, 1, info);
-      compute(k.qkv, 1, info);
+      gathered(k.input_casts, k.qkv, 1);
       for (const Kernel& rope : k.rope) compute(rope, 1, info);
       attention(core, false, info);
-      compute(k.projection, 1, info);
-      after();
+      scattered(k.projection, 1, Kernel{});
       compute(k.residual, 1, info);
       compute(k.norm, 1, info);
       if (mlp) {
-        before();
-        compute(k.input_casts, 1, info);
-        compute(k.mlp_up, 1, info);
+        gathered(k.input_casts, k.mlp_up, 1);
         for (const Kernel& activation : k.activation) compute(activation, 1, info);
-        compute(k.mlp_down, 1, info);
-        after();
+        scattered(k.mlp_down, 1, Kernel{});
       }
       if (moe) {
         this->moe(layer, mb, false, info);
@@ -515,30 +531,57 @@ class RankEmitter {
       this->moe(layer, mb, true, info);
     }
     if (mlp) {
-      before();
-      compute(k.output_grad_casts, 1, info);
-      compute(k.mlp_down, 2, info);
+      gathered(k.output_grad_casts, k.mlp_down, 2);
       for (const Kernel& activation : k.activation_grad) compute(activation, 2, info);
       compute(k.mlp_split, 1, info);
-      compute(k.mlp_up, 2, info);
-      compute(k.input_grad_casts, 1, info);
-      after();
+      scattered(k.mlp_up, 2, k.input_grad_casts);
     }
     compute(k.norm, 2, info);
     compute(k.residual_grad, 1, info);
-    before();
-    compute(k.output_grad_casts, 1, info);
-    compute(k.projection, 2, info);
+    gathered(k.output_grad_casts, k.projection, 2);
     // Selective recomputation: the attention core's forward again, its s^2 scores not kept (§5).
     if (c_.plan.recompute == Recompute::selective) attention(core, false, info);
     attention(core, true, info);
     for (const Kernel& rope : k.rope_grad) compute(rope, 2, info);
     compute(k.qkv_split, 1, info);
-    compute(k.qkv, 2, info);
-    compute(k.input_grad_casts, 1, info);
-    after();
+    scattered(k.qkv, 2, k.input_grad_casts);
     compute(k.norm, 2, info);
     compute(k.residual_grad, 1, info);
+  }
+
+  /// TransformerEngine's ring-exchange overlap (Megatron-Core's tp_comm_overlap with sequence parallelism): the
+  /// all-gather of `act` before a GEMM (`gather`) or the reduce-scatter after it, as tp rounds over the TP ring. Each
+  /// round runs the GEMM on one 1 / tp chunk of the tokens beside one exchange of a 1 / tp chunk with the ring's
+  /// neighbours (sent to the next, received from the previous), and the next round starts when both are done: the
+  /// all-gather passes on the chunk just used (rounds 0 .. tp - 2 exchange), the reduce-scatter the partial sum of
+  /// the previous chunk (rounds 1 .. tp - 1), whose add is fused into the GEMM's epilogue.
+  void tp_overlapped(const Kernel& gemm, double scale, bool gather, Bytes act, const OpInfo& info) {
+    const int t = c_.plan.tp;
+    const Bytes chunk{act.count() / static_cast<std::uint64_t>(t)};
+    Kernel piece = gemm;
+    piece.flops = Flops{gemm.flops.count() / t};
+    piece.bytes = Bytes{gemm.bytes.count() / static_cast<std::uint64_t>(t)};
+    piece.bias_grad = Bytes{gemm.bias_grad.count() / static_cast<std::uint64_t>(t)};
+    if (piece.gemm) piece.gemm->n = std::max<std::int64_t>(1, (piece.gemm->n + t - 1) / t);  // n: the tokens
+    for (int round = 0; round < t; ++round) {
+      if (gather ? round + 1 == t : round == 0) {
+        compute(piece, scale, info);
+        continue;
+      }
+      std::vector<Op>* outer = out_;
+      StreamsOp ring;
+      ring.streams.resize(2);
+      out_ = &ring.streams[0];  // the userbuffers' exchange: a put to the next rank, a wait for the previous one's
+      put(tp_next_, chunk, TP_OVERLAP, info);
+      wait(TP_OVERLAP, blocks(chunk), info);
+      out_ = &ring.streams[1];
+      compute(piece, scale, info);
+      // queued behind the layer's kernels before it, like them
+      for (auto& op : ring.streams[1])
+        if (auto* c = std::get_if<ComputeOp>(&op.what)) c->pipelined = !outer->empty();
+      out_ = outer;
+      out_->push_back(Op{std::move(ring), phase_, -1});
+    }
   }
 
   /// The attention core, forward (or its backward, twice the FLOPs). With context parallelism a ring over the CP
@@ -994,7 +1037,8 @@ class RankEmitter {
   LayerForward kernels_, moe_kernels_;  // of a dense and of a MoE layer
   bool pgas_;
   Group dp_, tp_, ep_, etp_, edp_, world_, amax_;
-  int cp_next_ = 0, cp_prev_ = 0;  // ring attention's neighbours
+  int tp_next_ = -1, tp_prev_ = -1;  // tp_overlap: the rank's neighbours on its TP ring
+  int cp_next_ = 0, cp_prev_ = 0;    // ring attention's neighbours
   int step_ = 0;
   // Interleaved pipeline under BSP: the step's transfer streams, and per direction (forward, backward) the tasks
   // done and the transfers received so far in the run (the counts their events have reached).
@@ -1246,6 +1290,8 @@ std::unique_ptr<Training> make_training(const ConfigNode& node, const Fabric& fa
   c.plan = parse_plan(parallel, model, c.model, fabric);
   if (c.plan.fsdp && c.schedule == Schedule::pgas)
     parallel.fail_key("fsdp", "FSDP's per-layer gathers are NCCL collectives: needs schedule bsp");
+  if (c.plan.tp_overlap && c.schedule == Schedule::pgas)
+    parallel.fail_key("tp_overlap", "overlaps NCCL's sequence-parallel collectives: needs schedule bsp");
   if (c.plan.etp > 1 && c.schedule == Schedule::pgas)
     parallel.fail_key("etp", "expert tensor parallelism's token gathers are NCCL collectives: needs schedule bsp");
   const ConfigNode pgas = node.section("pgas");
@@ -1338,6 +1384,9 @@ WorkloadRegistry::Entry training_entry() {
        {"parallel.tp", "GPUs", "1", "tensor parallel (innermost ranks)"},
        {"parallel.pp", "stages", "1", "pipeline parallel (outermost)"},
        {"parallel.dp", "replicas", "GPUs / (tp x cp x pp)", "data parallel; tp x cp x pp x dp = GPUs"},
+       {"parallel.tp_overlap", "bool", "false",
+        "sequence parallelism's all-gathers and reduce-scatters as ring exchanges beside their GEMMs, chunk by chunk "
+        "(TransformerEngine's tp_comm_overlap; bsp)"},
        {"parallel.ep", "GPUs", "1", "expert parallel, within a stage's tp x cp x dp ranks"},
        {"parallel.etp", "GPUs", "1",
         "expert tensor parallel: each expert's FFN split etp ways, its tokens gathered over the etp ranks (bsp)"},

@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "scenario/test_support.hpp"
 #include "sim/isolated.hpp"
@@ -376,4 +379,36 @@ TEST_CASE("training: the Qwen3-30B-A3B example completes and fits in an H200") {
   // Expert parallelism 8 over dp 8 leaves one replica of each expert: its Adam state is not sharded, 12 B for each
   // of the 16 local experts' 48 x 16 x 4.72M parameters.
   CHECK(metric(r, "optimizer_gib") * (1ull << 30) >= 12 * 48 * 16 * 4.72e6);
+}
+
+TEST_CASE("training: TP communication overlap hides SP's collectives behind the GEMMs, never beating the compute") {
+  // Llama 3.1 8B's shapes, 4 layers, on TP 8 with sequence parallelism (H100 parameters): one step each way, each
+  // in a child process (one simulation per process).
+  const auto run = [](bool overlap) {
+    return run_isolated([overlap] {
+      const Report r = load(std::string("topology: {type: hgx, gpu: h100, gpus: 8}\nmodels: {params: h100}\n"
+                                        "workloads:\n  - type: training\n    steps: 1\n"
+                                        "    model: {preset: llama3.1-8b, layers: 4, global_batch: 2}\n"
+                                        "    parallel: {tp: 8, dp: 1, sequence_parallel: true, tp_overlap: ") +
+                            (overlap ? "true" : "false") + "}\n")
+                           .run();
+      const Table& per_gpu = table(r, "training: time per GPU");
+      const auto column = std::ranges::find(per_gpu.columns, "compute_ms") - per_gpu.columns.begin();
+      return fmt::format("{} {} {}", metric(r, "step_mean_ms"), metric(r, "comm_only_ms_per_gpu"),
+                         per_gpu.rows.front()[static_cast<std::size_t>(column)].get<double>());
+    });
+  };
+  double step_plain = 0, comm_plain = 0, compute_plain = 0, step_overlap = 0, comm_overlap = 0, compute_overlap = 0;
+  std::istringstream(run(false)) >> step_plain >> comm_plain >> compute_plain;
+  std::istringstream(run(true)) >> step_overlap >> comm_overlap >> compute_overlap;
+  CAPTURE(step_plain);
+  CAPTURE(step_overlap);
+  // The collectives no longer stand alone on the critical path...
+  CHECK(comm_plain > 0.1 * step_plain);
+  CHECK(comm_overlap < 0.05 * comm_plain);
+  // ... but the step cannot be shorter than the unchunked compute, and chunked GEMMs beside the exchanges' kernels
+  // run slower than whole ones.
+  CHECK(step_overlap >= compute_plain);
+  CHECK(compute_overlap > compute_plain);
+  CHECK(step_overlap < step_plain);
 }
