@@ -266,7 +266,7 @@ TEST_CASE("workloads: a ring all-reduce without contention takes 2(n-1)(alpha + 
       "workloads: [{type: program, ops: [{collective: {op: all_reduce, bytes: 256MiB, algorithm: ring, protocol: "
       "Simple}}]}]\n");
   const Report r = s.run();
-  const double n = 4, S = 256.0 * (1 << 20), B = 450e9 * 0.5, alpha = 1e-6 + 0.354e-6;
+  const double n = 4, alpha = 1e-6 + HOP;  // S and B as above: 256 MiB at half the SM copy rate
   CHECK(relative_error(span(r, 0), 2 * (n - 1) * (alpha + S / (n * B))) <= 1e-9);
 }
 
