@@ -568,19 +568,12 @@ class RankEmitter {
         compute(piece, scale, info);
         continue;
       }
-      std::vector<Op>* outer = out_;
-      StreamsOp ring;
-      ring.streams.resize(2);
-      out_ = &ring.streams[0];  // the userbuffers' exchange: a put to the next rank, a wait for the previous one's
-      put(tp_next_, chunk, TP_OVERLAP, info);
-      wait(TP_OVERLAP, blocks(chunk), info);
-      out_ = &ring.streams[1];
-      compute(piece, scale, info);
-      // queued behind the layer's kernels before it, like them
-      for (auto& op : ring.streams[1])
-        if (auto* c = std::get_if<ComputeOp>(&op.what)) c->pipelined = !outer->empty();
-      out_ = outer;
-      out_->push_back(Op{std::move(ring), phase_, -1});
+      // the userbuffers' exchange: a put to the next rank, a wait for the previous one's
+      beside_compute({[&] {
+                       put(tp_next_, chunk, TP_OVERLAP, info);
+                       wait(TP_OVERLAP, blocks(chunk), info);
+                     }},
+                     piece, scale, info);
     }
   }
 
@@ -603,21 +596,35 @@ class RankEmitter {
         wait(CP_RING, blocks(kv), info);
         continue;
       }
-      std::vector<Op>* outer = out_;
-      StreamsOp ring;
-      ring.streams.resize(3);
-      out_ = &ring.streams[0];
-      collective(CollectiveKind::broadcast, kv, groups_.get({rank_, cp_next_}, Purpose::context_ring), info, rank_);
-      out_ = &ring.streams[1];
-      collective(CollectiveKind::broadcast, kv, groups_.get({cp_prev_, rank_}, Purpose::context_ring), info, cp_prev_);
-      out_ = &ring.streams[2];
-      compute(k, scale / cp, info);
-      // queued behind the layer's kernels before it, like them
-      if (!ring.streams[2].empty())
-        if (auto* c = std::get_if<ComputeOp>(&ring.streams[2].back().what)) c->pipelined = !outer->empty();
-      out_ = outer;
-      out_->push_back(Op{std::move(ring), phase_, -1});
+      beside_compute({[&] {
+                        collective(CollectiveKind::broadcast, kv, groups_.get({rank_, cp_next_}, Purpose::context_ring),
+                                   info, rank_);
+                      },
+                      [&] {
+                        collective(CollectiveKind::broadcast, kv, groups_.get({cp_prev_, rank_}, Purpose::context_ring),
+                                   info, cp_prev_);
+                      }},
+                     k, scale / cp, info);
     }
+  }
+
+  /// One StreamsOp: the op lists the `beside` functions emit, each on a stream of its own, beside the kernel `k` on
+  /// the last stream, which is queued behind the layer's kernels before it, like them.
+  void beside_compute(const std::vector<std::function<void()>>& beside, const Kernel& k, double scale,
+                      const OpInfo& info) {
+    std::vector<Op>* outer = out_;
+    StreamsOp ops;
+    ops.streams.resize(beside.size() + 1);
+    for (std::size_t i = 0; i < beside.size(); ++i) {
+      out_ = &ops.streams[i];
+      beside[i]();
+    }
+    out_ = &ops.streams.back();
+    compute(k, scale, info);
+    if (!ops.streams.back().empty())
+      if (auto* c = std::get_if<ComputeOp>(&ops.streams.back().front().what)) c->pipelined = !outer->empty();
+    out_ = outer;
+    out_->push_back(Op{std::move(ops), phase_, -1});
   }
 
   /// The units of the stage's chunk `chunk` (all its layers without interleaving): its layers, the embedding before
