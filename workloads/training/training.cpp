@@ -344,13 +344,13 @@ class RankEmitter {
 
   // ---- MoE -------------------------------------------------------------------------------------------------------
 
-  /// The routing of EP group `block` of this rank's stage (ep_group_index; -1: this rank's own).
-  const MoeRoute& route(int layer, int mb, int block = -1) {
+  /// The routing of model layer `model_layer` in EP group `block` of this rank's stage (ep_group_index; -1: this
+  /// rank's own).
+  const MoeRoute& route(int model_layer, int mb, int block = -1) {
     if (block < 0) block = ep_group_index(c_.plan, rank_);
-    auto [it, inserted] = routes_.try_emplace({me_.pp, block, layer});
+    auto [it, inserted] = routes_.try_emplace({me_.pp, block, model_layer});
     if (inserted) {
       const auto& moe = *c_.model.moe;
-      const int model_layer = global_layer(c_.model, c_.plan, me_.pp, layer);
       RandomStream pick(seed_, fmt::format("training.moe.popularity.layer{}", model_layer));
       const auto p = popularity(moe.experts, moe.skew, pick);
       const bool limited = moe.group_top_k < moe.groups;
@@ -386,9 +386,9 @@ class RankEmitter {
   }
 
   /// Router, dispatch, experts, combine; in the backward the same exchanges carry gradients, the router last.
-  void moe(int layer, int mb, bool backward, const OpInfo& info) {
+  void moe(int model_layer, int mb, bool backward, const OpInfo& info) {
     const auto& moe = *c_.model.moe;
-    const MoeRoute& r = route(layer, mb);
+    const MoeRoute& r = route(model_layer, mb);
     const double scale = backward ? 2 : 1;
     const double token_bytes = c_.model.hidden * models::element_size(c_.model.dtype);
     const int ep = c_.plan.ep, local = moe.experts / ep, mine = ep_rank(c_.plan, rank_), first = mine * local;
@@ -407,7 +407,7 @@ class RankEmitter {
       const int etp = c_.plan.etp, group = ep_group_index(c_.plan, rank_);
       std::uint64_t tokens = 0;
       for (int k = 0; k < etp; ++k) {
-        const MoeRoute& peer = etp > 1 ? route(layer, mb, group - group % etp + k) : r;
+        const MoeRoute& peer = etp > 1 ? route(model_layer, mb, group - group % etp + k) : r;
         for (int e = first; e < first + local; ++e) tokens += peer.received[static_cast<std::size_t>(e)];
       }
       const Bytes gathered =
@@ -467,8 +467,9 @@ class RankEmitter {
     const OpInfo info = here(backward ? OpInfo::backward : OpInfo::forward, mb, layer + 1);
     // Full recomputation (Korthikanti et al. 2022 §5): the backward first runs the layer's forward again, its
     // collectives included, from the one input it kept.
-    if (backward && c_.plan.recompute == Recompute::full) layer_pass(layer, mb, false, info);
-    layer_pass(layer, mb, backward, info);
+    const int model_layer = global_layer(c_.model, c_.plan, me_.pp, layer);
+    if (backward && c_.plan.recompute == Recompute::full) layer_pass(model_layer, mb, false, info);
+    layer_pass(model_layer, mb, backward, info);
     // fp8 with delayed scaling (TransformerEngine's recipe, Megatron-Core's default): the forward's amaxes, an fp32
     // for the input and the weight of each of the layer's linear layers, are max-reduced over the stage's TP x CP
     // x DP ranks (Megatron-Core's amax reduction group) when the layer's fp8 region ends.
@@ -476,9 +477,9 @@ class RankEmitter {
       collective(CollectiveKind::all_reduce, Bytes{AMAX_BYTES_PER_LAYER}, amax_, info);
   }
 
-  void layer_pass(int layer, int mb, bool backward, const OpInfo& info) {
+  /// Model layer `model_layer`'s forward or backward on one micro-batch.
+  void layer_pass(int model_layer, int mb, bool backward, const OpInfo& info) {
     const bool sp = c_.plan.sequence_parallel && c_.plan.tp > 1;
-    const int model_layer = global_layer(c_.model, c_.plan, me_.pp, layer);
     const bool moe = is_moe_layer(c_.model, model_layer);
     const Bytes act = activation();
     const auto& k = moe ? moe_kernels_ : kernels_;
@@ -520,7 +521,7 @@ class RankEmitter {
         scattered(k.mlp_down, 1, Kernel{});
       }
       if (moe) {
-        this->moe(layer, mb, false, info);
+        this->moe(model_layer, mb, false, info);
         if (!sp) tp(CollectiveKind::all_gather, act, info);  // each TP rank routed its 1/tp of the tokens
       }
       compute(k.residual, 1, info);
@@ -528,7 +529,7 @@ class RankEmitter {
     }
     if (moe) {
       if (!sp) tp(CollectiveKind::all_gather, act, info);
-      this->moe(layer, mb, true, info);
+      this->moe(model_layer, mb, true, info);
     }
     if (mlp) {
       gathered(k.output_grad_casts, k.mlp_down, 2);
