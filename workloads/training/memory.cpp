@@ -97,7 +97,18 @@ Footprint stage_footprint(const ModelSpec& model, const ParallelPlan& plan, cons
     largest_layer = std::max(largest_layer, kept(model, plan, l));
   }
   if (first_stage) dense += embedding_params(model, plan);
-  if (last_stage) dense += logits_params(model, plan);
+  if (last_stage) {
+    dense += logits_params(model, plan) + mtp_dense_params(model, plan);
+    experts += mtp_expert_params(model, plan);
+    // The multi-token-prediction modules' layers, kept like the stage's own, and each module's two normed inputs.
+    const double tokens = static_cast<double>(model.micro_batch) * model.sequence / plan.cp;
+    for (int d = 0; d < model.mtp_layers; ++d) {
+      const int l = model.layers + d;
+      per_micro_batch += static_cast<double>(layer_activations(model, plan, l).count()) +
+                         2 * tokens * model.hidden * models::element_size(model.dtype);
+      largest_layer = std::max(largest_layer, kept(model, plan, l));
+    }
+  }
   f.params = dense + experts;
   f.weights = bytes_of(f.params * gradient_bytes(model));
   f.gradients = bytes_of(f.params * gradient_bytes(model));
@@ -108,7 +119,7 @@ Footprint stage_footprint(const ModelSpec& model, const ParallelPlan& plan, cons
     // A shard of every dense parameter and gradient, and whole: the unit computing and the one prefetched (their
     // gathered parameters) and the gradient of the unit being reduced.
     double largest_unit = first_stage ? embedding_params(model, plan) : 0;
-    if (last_stage) largest_unit = std::max(largest_unit, logits_params(model, plan));
+    if (last_stage) largest_unit = std::max(largest_unit, logits_params(model, plan) + mtp_dense_params(model, plan));
     for (int local = 0; local < layers; ++local)
       largest_unit = std::max(largest_unit, dense_layer_params(model, plan, global_layer(model, plan, stage, local)));
     const double sharded = dense / plan.dp + experts;
@@ -123,7 +134,8 @@ Footprint stage_footprint(const ModelSpec& model, const ParallelPlan& plan, cons
   if (plan.recompute == Recompute::full) activations += largest_layer;  // the layer being rebuilt
   if (first_stage && model.dropout) activations += tokens * model.hidden / outside * f.in_flight / plan.vp;
   if (last_stage)  // the final norm's input, the logits and the cross-entropy's fp32 copy, for the one micro-batch
-    activations += e * tokens * model.hidden / outside + (e + 4) * tokens * model.vocabulary / plan.tp;
+    activations += (1 + model.mtp_layers) *  // and each multi-token-prediction module's
+                   (e * tokens * model.hidden / outside + (e + 4) * tokens * model.vocabulary / plan.tp);
   f.activations = bytes_of(activations);
 
   int communicators = 0;

@@ -15,7 +15,8 @@ constexpr int MAX_LAYERS = 1024;
 constexpr int MAX_WIDTH = 1 << 20;  // hidden, ffn_hidden, sequence, vocabulary
 constexpr int MAX_EXPERTS = 1024;
 constexpr int MAX_MICRO_BATCHES = 4096;  // per step and pipeline
-constexpr int MAX_ROUTING_GROUPS = 16;   // group-limited routing's subsets are enumerated: 2^16 at most
+constexpr int MAX_ROUTING_GROUPS = 16;
+constexpr int MAX_MTP_LAYERS = 8;  // group-limited routing's subsets are enumerated: 2^16 at most
 
 /// The ranks of `rank`'s pipeline stage (every group lies within one: ranks are pp-major) for which `same` holds,
 /// sorted. Scanning the stage, not every rank, keeps building all ranks' groups O(gpus x stage).
@@ -459,8 +460,13 @@ Flops layer_model_flops(const ModelSpec& model, int layer) {
 }
 
 Flops step_model_flops(const ModelSpec& model, const ParallelPlan& plan) {
-  double forward = 2.0 * model.micro_batch * model.sequence * model.hidden * model.vocabulary;
+  const double tokens = static_cast<double>(model.micro_batch) * model.sequence, h = model.hidden;
+  double forward = 2.0 * tokens * h * model.vocabulary;
   for (int l = 0; l < model.layers; ++l) forward += layer_model_flops(model, l).count();
+  // Each multi-token-prediction module: its projection, its layer and its pass through the output head.
+  for (int d = 0; d < model.mtp_layers; ++d)
+    forward += 2 * tokens * 2 * h * h + layer_model_flops(model, model.layers + d).count() +
+               2.0 * tokens * h * model.vocabulary;
   return Flops{3 * forward * plan.micro_batches * plan.dp};
 }
 
@@ -476,6 +482,28 @@ double expert_layer_params(const ModelSpec& model, const ParallelPlan& plan, int
   if (!is_moe_layer(model, layer)) return 0;
   return static_cast<double>(model.moe->experts / plan.ep) * mlp_matrices(model.mlp) * model.hidden *
          expert_ffn(model) / plan.etp;
+}
+
+double mtp_dense_params(const ModelSpec& model, const ParallelPlan& plan) {
+  double p = 0;
+  for (int d = 0; d < model.mtp_layers; ++d)
+    p += dense_layer_params(model, plan, model.layers + d) + 2.0 * model.hidden * model.hidden / plan.tp +
+         3 * norm_params(model);
+  if (model.mtp_layers > 0 && plan.pp > 1) p += embedding_params(model, plan);
+  return p;
+}
+
+double mtp_expert_params(const ModelSpec& model, const ParallelPlan& plan) {
+  double p = 0;
+  for (int d = 0; d < model.mtp_layers; ++d) p += expert_layer_params(model, plan, model.layers + d);
+  return p;
+}
+
+Kernel mtp_projection(const ModelSpec& model, const ParallelPlan& plan) {
+  Kernel k = gemm(rank_tokens(model, plan), 2.0 * model.hidden, static_cast<double>(model.hidden) / plan.tp,
+                  models::element_size(model.dtype));
+  k.fp8 = true;
+  return k;
 }
 
 double embedding_params(const ModelSpec& model, const ParallelPlan& plan) {
@@ -647,6 +675,7 @@ ModelSpec parse_model(const ConfigNode& node, const Fabric& fabric) {
     node.fail_key("sliding_window",
                   "a sliding window is causal attention's (a query sees the keys before it): needs "
                   "causal: true");
+  m.mtp_layers = count(node, "mtp_layers", m.mtp_layers, 0, MAX_MTP_LAYERS);
   if (m.moe && m.moe->dense_layers >= m.layers)
     node.fail_key("layers",
                   fmt::format("leaves no MoE layer: the first {} are dense (moe.dense_layers)", m.moe->dense_layers));

@@ -137,6 +137,12 @@ struct ModelSpec {
   std::optional<MlaSpec> mla;
   std::optional<MoeSpec> moe;
   std::optional<SlidingWindow> sliding_window;
+  // Multi-token prediction (DeepSeek-AI 2024, "DeepSeek-V3 Technical Report" §2.2; config.json's
+  // num_nextn_predict_layers): after the last layer, on the last pipeline stage, `mtp_layers` modules in turn, module
+  // d predicting the token d + 1 further: the embedding of the tokens shifted by d + 1 and the previous depth's hidden
+  // state, each RMSNorm-ed, concatenated and projected (2h -> h), one transformer layer (model layer `layers` + d),
+  // then the shared final norm, output head and cross-entropy.
+  int mtp_layers = 0;
 };
 
 /// The keys a query of layer `layer` (0-based, over the whole model) attends to at most: its sliding window, or 0
@@ -287,8 +293,17 @@ double expert_layer_params(const ModelSpec& model, const ParallelPlan& plan, int
 double embedding_params(const ModelSpec& model, const ParallelPlan& plan);
 double logits_params(const ModelSpec& model, const ParallelPlan& plan);
 
+/// The multi-token-prediction modules' parameters on the last stage's ranks: their layers' dense part (the
+/// projection, the two input norms and a final norm with it, and with pp > 1 a copy of the embedding, which the
+/// module looks up and the first stage holds) and their routed experts; 0 without them.
+double mtp_dense_params(const ModelSpec& model, const ParallelPlan& plan);
+double mtp_expert_params(const ModelSpec& model, const ParallelPlan& plan);
+/// A module's projection of the concatenated norms (2h -> h, column-parallel) on one rank and micro-batch.
+Kernel mtp_projection(const ModelSpec& model, const ParallelPlan& plan);
+
 /// The model's parameters, every weight once (a tied embedding once): what model cards call its size; and those a
 /// token goes through (top_k routed and the shared experts of a MoE layer, the whole embedding): its active size.
+/// Without the multi-token-prediction modules, as DeepSeek-V3's 671B and 37B count it.
 double total_params(const ModelSpec& model);
 double active_params(const ModelSpec& model);
 

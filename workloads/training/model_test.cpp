@@ -9,6 +9,7 @@
 #include "scenario/test_support.hpp"
 #include "sim/error.hpp"
 #include "workloads/training/balancer.hpp"
+#include "workloads/training/memory.hpp"
 #include "workloads/training/model.hpp"
 #include "workloads/training/presets.hpp"
 #include "workloads/training/training.hpp"
@@ -983,4 +984,80 @@ TEST_CASE("training: TP communication overlap input errors") {
                        doctest::Contains("workloads[0].parallel.tp_overlap: overlaps NCCL's sequence-parallel "
                                          "collectives: needs schedule bsp"),
                        InputError);
+}
+
+TEST_CASE("training: a multi-token-prediction module adds a projection, a layer and an output head's pass") {
+  // 4 layers of h 1024 (8 heads, GeLU 4h, vocabulary 32000, 512 tokens) on PP 2 x DP 4, 2 micro-batches.
+  ModelSpec m;
+  m.layers = 4;
+  m.hidden = 1024;
+  m.ffn_hidden = 4096;
+  m.heads = 8;
+  m.kv_heads = 8;
+  m.head_dim = 128;
+  m.sequence = 512;
+  m.vocabulary = 32000;
+  ParallelPlan p;
+  p.pp = 2;
+  p.dp = 4;
+  p.micro_batches = 2;
+  ModelSpec mtp = m;
+  mtp.mtp_layers = 1;
+  // Model FLOPs: 3 x (forward) over the global batch, the module's forward being its 2h -> h projection, a layer (model
+  // layer 4) and one more pass through the V x h output head.
+  const double T = 512, h = 1024, V = 32000;
+  const double module = 2 * T * 2 * h * h + layer_model_flops(m, 4).count() + 2 * T * h * V;
+  CHECK(step_model_flops(mtp, p).count() - step_model_flops(m, p).count() ==
+        doctest::Approx(3 * module * 2 * 4).epsilon(1e-9));
+  // Parameters on the last stage: the layer's, the projection's 2h x h, three LayerNorms (weight and bias, 2h each)
+  // and, across stages, a copy of the embedding; none routed (a dense model); none without the module. total_params
+  // leaves them out.
+  CHECK(mtp_dense_params(mtp, p) == doctest::Approx(dense_layer_params(m, p, 4) + 2 * h * h + 3 * 2 * h + V * h));
+  CHECK(mtp_expert_params(mtp, p) == 0);
+  CHECK(mtp_dense_params(m, p) == 0);
+  CHECK(total_params(mtp) == total_params(m));
+  // The last stage's weights and gradients grow by them (bf16), the first stage's not.
+  const MemorySpec memory;
+  CHECK(static_cast<double>(stage_footprint(mtp, p, memory, 1).weights.count() -
+                            stage_footprint(m, p, memory, 1).weights.count()) ==
+        doctest::Approx(2 * mtp_dense_params(mtp, p)).epsilon(1e-6));
+  CHECK(stage_footprint(mtp, p, memory, 0).weights == stage_footprint(m, p, memory, 0).weights);
+  // The program: on the last stage each micro-batch's forward runs one attention and one output-head GEMM more.
+  const auto count = [](int layers_extra) {
+    const auto s =
+        load(scenario("    steps: 1\n    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, vocabulary: "
+                      "32000, micro_batches: 2, mtp_layers: " +
+                      std::to_string(layers_extra) + "}\n    parallel: {pp: 2, dp: 4}\n"));
+    std::vector<int> out;
+    for (int rank : {0, 4}) {  // rank 0 on the first stage, rank 4 on the last
+      int attention = 0, heads = 0;
+      std::function<void(const std::vector<snsim::workloads::Op>&)> walk = [&](const auto& ops) {
+        for (const auto& op : ops) {
+          if (const auto* c = std::get_if<snsim::workloads::ComputeOp>(&op.what)) {
+            attention += c->attention && !c->attention->backward;
+            heads += c->gemm && !c->gemm->backward && c->gemm->m == 32000;
+          }
+          if (const auto* st = std::get_if<snsim::workloads::StreamsOp>(&op.what))
+            for (const auto& stream : st->streams) walk(stream);
+        }
+      };
+      walk(s.programs()[static_cast<std::size_t>(rank)].ops);
+      out.push_back(attention);
+      out.push_back(heads);
+    }
+    return out;
+  };
+  // 2 micro-batches x 2 layers a stage; the output head on the last stage only.
+  CHECK(count(0) == std::vector<int>{4, 0, 4, 2});
+  CHECK(count(1) == std::vector<int>{4, 0, 6, 4});
+}
+
+TEST_CASE("training: DeepSeek-V3's multi-token-prediction module is 11.6B on top of its 671B") {
+  // One MoE layer (model layer 61) as the others: MLA 187.1M, 257 experts of 3 x 7168 x 2048 = 44.04M and the router
+  // 7168 x 256: 11.51B; the projection 2 x 7168^2 = 102.8M and three norms: 11.61B. With its copies of the embedding
+  // and the output head (1.85B) that is the checkpoint's 14B of DeepSeek-AI 2024 §2.2 (13.5B counted).
+  const ModelSpec& v3 = *find_preset("deepseek-v3");
+  CHECK(v3.mtp_layers == 1);
+  const ParallelPlan one;
+  CHECK(mtp_dense_params(v3, one) + mtp_expert_params(v3, one) == doctest::Approx(11.61e9).epsilon(0.01));
 }

@@ -60,14 +60,15 @@ std::map<std::string, ModelSpec, std::less<>> make_presets() {
   // moe_intermediate_size 2048 with num_experts_per_tok 8 and n_shared_experts 1, q_lora_rank 1536, kv_lora_rank
   // 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128, vocab_size 129280); sequence 4096, the
   // pre-training length (DeepSeek-AI 2024, "DeepSeek-V3 Technical Report", §4.2); group-limited routing with n_group 8
-  // and topk_group 4 (§2.1.2). Left out: the multi-token prediction module (num_nextn_predict_layers 1, the 14B that
-  // the checkpoint adds to 671B).
+  // and topk_group 4 (§2.1.2); one multi-token-prediction module (num_nextn_predict_layers 1, §2.2: the 14B that the
+  // checkpoint adds to 671B, counting its copies of the embedding and output head).
   {
     ModelSpec m = llama_like("deepseek-v3", {61, 7168, 128, 128, 128, 18432, 129280, 4096});
     m.mla = MlaSpec{1536, 512, 128, 64, 128};
     m.moe = MoeSpec{256, 8, 1.25, 0, 2048, 1, 3, 1};
     m.moe->groups = 8;
     m.moe->group_top_k = 4;
+    m.mtp_layers = 1;
     add(m);
   }
   // Qwen3 MoE: huggingface.co/Qwen/Qwen3-30B-A3B and Qwen3-235B-A22B, config.json (head_dim 128, num_experts 128,

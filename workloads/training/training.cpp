@@ -100,7 +100,9 @@ std::vector<Bucket> buckets(const TrainingConfig& c, int stage) {
       open = false;
     }
   };
-  if (stage == c.plan.pp - 1) add(layers + 1, logits_params(c.model, c.plan), 0);
+  if (stage == c.plan.pp - 1)
+    add(layers + 1, logits_params(c.model, c.plan) + mtp_dense_params(c.model, c.plan),
+        mtp_expert_params(c.model, c.plan));
   for (int l = layers; l >= 1; --l) {
     const int layer = global_layer(c.model, c.plan, stage, l - 1);
     add(l, dense_layer_params(c.model, c.plan, layer), expert_layer_params(c.model, c.plan, layer));
@@ -465,9 +467,39 @@ class RankEmitter {
 
   void layer(int layer, int mb, bool backward) {
     const OpInfo info = here(backward ? OpInfo::backward : OpInfo::forward, mb, layer + 1);
+    whole_layer(global_layer(c_.model, c_.plan, me_.pp, layer), mb, backward, info);
+  }
+
+  /// DeepSeek-V3's multi-token-prediction module `depth` (ModelSpec::mtp_layers) on the last stage: the shifted
+  /// tokens' embedding and the hidden state, each normed, projected from their concatenation, its layer, then the
+  /// shared final norm, output head and loss; the backward in reverse, the embedding copy's gradient last.
+  void mtp_module(int depth, int mb, bool backward, const OpInfo& info) {
+    const Kernel projection = mtp_projection(c_.model, c_.plan);
+    if (!backward) {
+      compute(embedding_forward(c_.model, c_.plan), 1, info);
+      compute(kernels_.norm, 1, info);
+      compute(kernels_.norm, 1, info);
+      compute(projection, 1, info);
+      whole_layer(c_.model.layers + depth, mb, false, info);
+      compute(kernels_.norm, 1, info);
+      compute(logits_forward(c_.model, c_.plan), 1, info);
+      compute(loss_forward(c_.model, c_.plan), 1, info);
+      return;
+    }
+    compute(loss_forward(c_.model, c_.plan), 2, info);
+    compute(logits_forward(c_.model, c_.plan), 2, info);
+    compute(kernels_.norm, 2, info);
+    whole_layer(c_.model.layers + depth, mb, true, info);
+    compute(projection, 2, info);
+    compute(kernels_.norm, 2, info);
+    compute(kernels_.norm, 2, info);
+    compute(embedding_grad(c_.model, c_.plan), 1, info);
+  }
+
+  /// Model layer `model_layer` forward or backward, as `layer` runs a stage's.
+  void whole_layer(int model_layer, int mb, bool backward, const OpInfo& info) {
     // Full recomputation (Korthikanti et al. 2022 §5): the backward first runs the layer's forward again, its
     // collectives included, from the one input it kept.
-    const int model_layer = global_layer(c_.model, c_.plan, me_.pp, layer);
     if (backward && c_.plan.recompute == Recompute::full) layer_pass(model_layer, mb, false, info);
     layer_pass(model_layer, mb, backward, info);
     // fp8 with delayed scaling (TransformerEngine's recipe, Megatron-Core's default): the forward's amaxes, an fp32
@@ -653,6 +685,7 @@ class RankEmitter {
         compute(logits_forward(c_.model, c_.plan), 1, info);
         compute(loss_cast(c_.model, c_.plan), 1, info);
         compute(loss_forward(c_.model, c_.plan), 1, info);
+        for (int d = 0; d < c_.model.mtp_layers; ++d) mtp_module(d, mb, false, info);
       } else {
         layer(unit - 1, mb, false);
       }
@@ -667,6 +700,7 @@ class RankEmitter {
       if (unit == 0)
         compute(embedding_grad(c_.model, c_.plan), 1, info);
       else if (unit == layers_ + 1) {
+        for (int d = c_.model.mtp_layers - 1; d >= 0; --d) mtp_module(d, mb, true, info);
         compute(loss_forward(c_.model, c_.plan), 2, info);
         Kernel narrow = loss_cast(c_.model, c_.plan);
         narrow.memory = models::MemoryKernel::stream;  // the gradient cast back to `dtype`: a narrowing cast
@@ -690,7 +724,7 @@ class RankEmitter {
   /// The dense parameters of a unit on this rank, before FSDP shards them: the embedding, a layer's, the logits'.
   double unit_params(int unit) const {
     if (unit == 0) return embedding_params(c_.model, c_.plan);
-    if (unit == layers_ + 1) return logits_params(c_.model, c_.plan);
+    if (unit == layers_ + 1) return logits_params(c_.model, c_.plan) + mtp_dense_params(c_.model, c_.plan);
     return dense_layer_params(c_.model, c_.plan, global_layer(c_.model, c_.plan, me_.pp, unit - 1));
   }
 
@@ -1366,6 +1400,9 @@ WorkloadRegistry::Entry training_entry() {
        {"model.global_batch", "sequences", "", "sequences per step: micro_batch x micro_batches x dp"},
        {"model.dtype", "bf16|fp16|fp8|tf32|fp32|fp64", "bf16", "number format of the GEMMs (the GPU's peak)"},
        {"model.attention", "flash|unfused", "flash", "FlashAttention, or the s^2 scores through HBM"},
+       {"model.mtp_layers", "count", "0",
+        "multi-token prediction (DeepSeek-V3): modules after the last layer, each a projection, a layer and the output "
+        "head's pass"},
        {"model.sliding_window.tokens", "tokens", "",
         "sliding-window attention: a query attends to this many keys up to its own (causal only)"},
        {"model.sliding_window.global_every", "count", "0",
