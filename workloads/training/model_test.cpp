@@ -715,6 +715,21 @@ TEST_CASE("training: sliding-window input errors") {
                        InputError);
 }
 
+namespace {
+/// `layers` GPT layers of h 1024 (8 heads of 128, GeLU MLP of 4h) on 512-token sequences.
+ModelSpec small_gpt(int layers) {
+  ModelSpec m;
+  m.layers = layers;
+  m.hidden = 1024;
+  m.ffn_hidden = 4096;
+  m.heads = 8;
+  m.kv_heads = 8;
+  m.head_dim = 128;
+  m.sequence = 512;
+  return m;
+}
+}  // namespace
+
 TEST_CASE("training: expert tensor parallelism folds an etp x ep grid over a stage's ranks, etp innermost") {
   // 8 ranks of one stage (tp 4 x dp 2), ep 2, etp 2: stage index i is ETP rank i % 2, EP rank (i / 2) % 2 and
   // expert-data rank i / 4 (Megatron-Core's "etp-ep-dp-pp").
@@ -742,14 +757,7 @@ TEST_CASE("training: expert tensor parallelism folds an etp x ep grid over a sta
   CHECK(ep_group(p, 2) == std::vector<int>{2, 3});
   CHECK(ep_group_index(p, 5) == 2);
   // A rank holds 1 / etp of each of its experts' FFN: parameters and FLOPs split etp ways.
-  ModelSpec m;
-  m.layers = 2;
-  m.hidden = 1024;
-  m.ffn_hidden = 4096;
-  m.heads = 8;
-  m.kv_heads = 8;
-  m.head_dim = 128;
-  m.sequence = 512;
+  ModelSpec m = small_gpt(2);
   m.moe = MoeSpec{.experts = 4, .top_k = 2};
   const double whole = expert_layer_params(m, p, 1);
   CHECK(whole == doctest::Approx(2.0 * 2 * 1024 * 4096));  // 2 of 4 experts a rank, two 1024 x 4096 matrices
@@ -988,14 +996,7 @@ TEST_CASE("training: TP communication overlap input errors") {
 
 TEST_CASE("training: a multi-token-prediction module adds a projection, a layer and an output head's pass") {
   // 4 layers of h 1024 (8 heads, GeLU 4h, vocabulary 32000, 512 tokens) on PP 2 x DP 4, 2 micro-batches.
-  ModelSpec m;
-  m.layers = 4;
-  m.hidden = 1024;
-  m.ffn_hidden = 4096;
-  m.heads = 8;
-  m.kv_heads = 8;
-  m.head_dim = 128;
-  m.sequence = 512;
+  ModelSpec m = small_gpt(4);
   m.vocabulary = 32000;
   ParallelPlan p;
   p.pp = 2;
