@@ -122,7 +122,9 @@ bool is_time_column(std::string_view n) {
 
 /// The extra field a column the importer does not know is kept under: its own name, unless that is one of the
 /// record's fields (a column "median" must not replace the record's median).
-std::string column_key(const std::string& n) { return is_record_field(n) ? "column_" + n : n; }
+std::string column_key(const std::string& n) {
+  return is_record_field(n) ? "column_" + n : n;
+}
 
 /// A column header line ("#  size  count  type  redop  root  time  algbw ..."), or nullopt.
 std::optional<Layout> header_layout(std::string_view text, int line) {
@@ -174,6 +176,15 @@ std::optional<Layout> inferred_layout(const std::vector<std::string_view>& words
     default:
       return std::nullopt;
   }
+}
+
+/// The `#wrong` column: a count of elements, printed with %g by nccl-tests (so "1e+06" for a million).
+std::uint64_t wrong_count(std::string_view word, const SourceLocation& where) {
+  const double value = detail::number_at(word, where, "#wrong");
+  // 2^64 is the first double beyond the range of a uint64_t.
+  if (value < 0 || value != std::floor(value) || value >= 18446744073709551616.0)
+    throw_input_error(where, "#wrong", fmt::format("expected a whole number >= 0, found '{}'", word));
+  return static_cast<std::uint64_t>(value);
 }
 
 /// One measured half of a row (out-of-place or in-place), in the units nccl-tests prints.
@@ -296,7 +307,7 @@ Row read_row(const std::vector<std::string_view>& words, const Layout& layout, c
     }
     if (!half_present[c.half]) continue;
     if (n == "#wrong") {
-      if (w != "N/A") h.wrong = static_cast<std::uint64_t>(detail::number_at(w, where, "#wrong"));
+      if (w != "N/A") h.wrong = wrong_count(w, where);
     } else if (n == "error") {  // before 2.13: the largest deviation found, not a count
       if (w != "N/A") h.extra["error"] = detail::number_at(w, where, "error");
     } else if (w == "N/A") {

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
 #include "validation/importers/import.hpp"
 #include "validation/importers/sample_files.hpp"
 
@@ -60,6 +62,20 @@ TEST_CASE("import nccl-tests: malformed logs give one exact error") {
   SUBCASE("a number that is not one") {
     CHECK(import_error("nccl_tests_bad_number.txt") ==
           "nccl_tests_bad_number.txt:5: time: expected a number, found 'abc'");
+  }
+  SUBCASE("a count of wrong elements that is not a whole number >= 0 (found by fuzz/)") {
+    std::string text = sample_text("nccl_tests_all_reduce.txt");
+    for (const char* wrong : {"-1", "0.5", "1e+20"}) {
+      std::string bad = text;
+      bad.replace(bad.find("0.00      0") + 10, 1, wrong);
+      INFO(wrong);
+      CHECK_THROWS_WITH_AS(import_nccl_tests(bad, "x.txt"),
+                           fmt::format("x.txt:13: #wrong: expected a whole number >= 0, found '{}'", wrong).c_str(),
+                           InputError);
+    }
+    std::string big = text;
+    big.replace(big.find("0.00      0") + 10, 1, "1e+06");  // %g's way of printing a million
+    CHECK(import_nccl_tests(big, "x.txt").records.front().extra["wrong"] == 1000000);
   }
   SUBCASE("a row shorter than the header") {
     CHECK(import_error("nccl_tests_bad_columns.txt") ==
