@@ -451,7 +451,7 @@ std::optional<int> ranks_from_bus_factor(const Run& run) {
 }
 
 /// Facts NCCL's INFO lines give about the machine (NCCL_DEBUG=INFO).
-void read_nccl_info(std::string_view text, int line, detail::PlatformFacts& platform, Json& env,
+void read_nccl_info(std::string_view text, const SourceLocation& at, detail::PlatformFacts& platform, Json& env,
                     std::string& nccl_version) {
   // "NCCL INFO NCCL_ALGO set by environment to Ring." (src/misc/param.cc prints the period).
   static const std::regex set_by_env{R"(NCCL INFO (NCCL_[A-Z0-9_]+) set by environment to (\S+?)\.?\s*$)"};
@@ -461,13 +461,13 @@ void read_nccl_info(std::string_view text, int line, detail::PlatformFacts& plat
   static const std::regex net_re{R"(NCCL INFO Using network (\S+))"};
   static const std::regex channels_re{R"((\d+) nvls channels)"};
   const std::string s(text);
-  const std::string where = fmt::format("line {}", line);
+  const std::string where = fmt::format("line {}", at.line);
   std::smatch m;
   if (std::regex_search(s, m, set_by_env)) env[m[1].str()] = m[2].str();
   if (std::regex_search(s, m, comm_re)) {
-    platform.set_ranks(std::stoi(m[1].str()), where);
-    platform.set_nodes(std::stoi(m[2].str()), where);
-    platform.set_gpus_per_node(std::stoi(m[3].str()), where);
+    platform.set_ranks(detail::index_at(m[1].str(), at, "nRanks"), where);
+    platform.set_nodes(detail::index_at(m[2].str(), at, "nNodes"), where);
+    platform.set_gpus_per_node(detail::index_at(m[3].str(), at, "localRanks"), where);
   }
   if (nccl_version.empty() && std::regex_search(s, m, version_re)) nccl_version = m[1].str();
   if (std::regex_search(s, m, net_re)) {
@@ -477,7 +477,8 @@ void read_nccl_info(std::string_view text, int line, detail::PlatformFacts& plat
   }
   if (s.find("NCCL INFO NET/IB") != std::string::npos && s.find("/RoCE") != std::string::npos)
     platform.set_network("roce", where);
-  if (std::regex_search(s, m, channels_re)) platform.set_collective("nvls_channels", std::stoi(m[1].str()), where);
+  if (std::regex_search(s, m, channels_re))
+    platform.set_collective("nvls_channels", detail::index_at(m[1].str(), at, "nvls channels"), where);
   if (s.find("NVLS multicast support is available") != std::string::npos)
     platform.set_collective("nvls_available", true, where);
   if (s.find("NVLS multicast support is not available") != std::string::npos)
@@ -539,7 +540,7 @@ class TextImporter {
     std::smatch m;
 
     if (s.find(" NCCL INFO ") != std::string::npos || s.find(" NCCL WARN ") != std::string::npos) {
-      read_nccl_info(text, line.number, platform_, env_, nccl_version_);
+      read_nccl_info(text, where, platform_, env_, nccl_version_);
       note_env_from(line.number);
       return;
     }
@@ -594,7 +595,7 @@ class TextImporter {
       run.platform.add_rank(rank, m[2].str(), m[5].str(), line.number);
       TraceGpu gpu{rank, m[5].str(), m[4].str()};
       gpu.extra["host"] = m[2].str();
-      gpu.extra["device"] = std::stoi(m[3].str());
+      gpu.extra["device"] = detail::index_at(m[3].str(), where, "device");
       if (std::ranges::none_of(gpus_, [&](const TraceGpu& g) { return g.index == rank; }))
         gpus_.push_back(std::move(gpu));
       return;

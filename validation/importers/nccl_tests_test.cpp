@@ -77,6 +77,13 @@ TEST_CASE("import nccl-tests: malformed logs give one exact error") {
     big.replace(big.find("0.00      0") + 10, 1, "1e+06");  // %g's way of printing a million
     CHECK(import_nccl_tests(big, "x.txt").records.front().extra["wrong"] == 1000000);
   }
+  SUBCASE("a count in NCCL's INFO lines beyond an int (found by fuzz/)") {
+    std::string text = sample_text("nccl_tests_all_reduce.txt");
+    const auto info = text.find("gpunode:41100:41100");
+    text.insert(info, "gpunode:41100:41100 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 10000000000 localRanks 2\n");
+    CHECK_THROWS_WITH_AS(import_nccl_tests(text, "x.txt"),
+                         "x.txt:8: nNodes: must be at most 2147483647, found 10000000000", InputError);
+  }
   SUBCASE("a row shorter than the header") {
     CHECK(import_error("nccl_tests_bad_columns.txt") ==
           "nccl_tests_bad_columns.txt:4: expected 13 columns as in the table header on line 2, found 9");
