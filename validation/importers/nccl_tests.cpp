@@ -88,9 +88,10 @@ std::optional<std::string> collective_in_file_name(std::string_view source_name)
 
 /// "22703" (NCCL_VERSION_CODE since 2.9: major*10000 + minor*100 + patch) -> "2.27.3".
 std::string nccl_version_from_code(std::string_view code) {
-  const auto value = detail::to_number(code);
-  if (!value || *value < 10000) return std::string(code);
-  const auto v = static_cast<long>(*value);
+  // Whole numbers of 5 to 9 digits only: anything else is kept as printed.
+  if (!detail::is_unsigned_integer(code) || code.size() < 5 || code.size() > 9) return std::string(code);
+  const auto v = std::stol(std::string(code));
+  if (v < 10000) return std::string(code);
   return fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100);
 }
 

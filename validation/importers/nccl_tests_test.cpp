@@ -45,6 +45,19 @@ TEST_CASE("import nccl-tests: two records per row, SI units, header from the log
   CHECK(r.line == 17);
 }
 
+TEST_CASE("import nccl-tests: nccl-library's version code reads as a version, any other word as printed") {
+  std::string text = sample_text("nccl_tests_all_reduce.txt");
+  const auto info = text.find("gpunode:41100:41100 [0] NCCL INFO NCCL version");
+  text.erase(info, text.find('\n', info) + 1 - info);  // the version from the code alone
+  CHECK(import_nccl_tests(text, "x.txt").header.nccl == "2.27.3");
+  // Found by fuzz/: a code beyond a long was converted anyway (UBSan).
+  for (const std::string code : {"777777777777777777722703", "9999"}) {
+    std::string odd = text;
+    odd.replace(odd.find("22703", odd.find("nccl-library")), 5, code);
+    CHECK(import_nccl_tests(odd, "x.txt").header.nccl == code);
+  }
+}
+
 TEST_CASE("import nccl-tests: a log without its footer is incomplete") {
   const Trace trace = import_sample("nccl_tests_all_gather_cut.txt");
   CHECK_FALSE(trace.complete);
