@@ -440,9 +440,16 @@ enum Term : std::uint8_t {
 
 }  // namespace
 
+int CollectiveExecutor::pattern_channels(const Layout& l, const models::CollectivePlan& plan) const {
+  const int graph = plan.algorithm == models::Algorithm::ring   ? (l.nccl ? l.nccl->ring.channels : l.ppn)
+                    : plan.algorithm == models::Algorithm::tree ? (l.nccl ? l.nccl->tree.channels : l.ppn)
+                                                                : 0;
+  return graph == 0 ? 0 : std::clamp(plan.channels, 1, graph);
+}
+
 const CollectiveExecutor::FlowPattern& CollectiveExecutor::flow_pattern(const std::vector<int>& group,
-                                                                        models::Algorithm algorithm) {
-  auto [it, fresh] = flow_patterns_.try_emplace({&group, algorithm}, nullptr);
+                                                                        models::Algorithm algorithm, int channels) {
+  auto [it, fresh] = flow_patterns_.try_emplace({&group, algorithm, channels}, nullptr);
   if (!fresh) return *it->second;
   const Layout& l = layout(group);
   const std::size_t n = group.size();
@@ -454,13 +461,13 @@ const CollectiveExecutor::FlowPattern& CollectiveExecutor::flow_pattern(const st
   auto add = [&](std::size_t from, std::size_t to, Term term) {
     if (from != to) pairs[{from, to}].push_back(term);
   };
-  const int rings = l.nccl ? l.nccl->ring.channels : p;
-  const int trees = l.nccl ? l.nccl->tree.channels : p;
+  const int rings = channels, trees = channels;
   switch (algorithm) {
     case models::Algorithm::ring:
       // NCCL's rings across nodes: channel c enters node k at local (c - k) and walks the node's GPUs by index, so
       // it leaves through the NIC of the GPU before its entry, on the rail where the next node's entry sits: each
       // channel's inter-node hop stays on one rail and the channels spread over the node's NICs (docs/nccl.md 7.2).
+      // Only the op's first channels are walked: a small op's few channels use as few NICs.
       for (int c = 0; c < rings; ++c)
         for (int k = 0; k < nodes; ++k) {
           const int entry = c - k;
@@ -540,7 +547,8 @@ void CollectiveExecutor::node_flows(int rank, const std::vector<int>& group, std
   const std::size_t n = group.size();
   const auto key = std::pair{static_cast<const void*>(&group), flow_sets_done_[{&group, rank}]++};
   if (!flow_sets_.contains(key)) {
-    const FlowPattern& pattern = flow_pattern(group, plan.algorithm);
+    const int channels = pattern_channels(l, plan);
+    const FlowPattern& pattern = flow_pattern(group, plan.algorithm, channels);
     auto set = std::make_shared<FlowSet>();
     const int p = l.ppn;
     const double step_bytes = static_cast<double>(plan.shape.step_bytes.count());
@@ -549,11 +557,11 @@ void CollectiveExecutor::node_flows(int rank, const std::vector<int>& group, std
     switch (plan.algorithm) {
       case models::Algorithm::ring: {
         const double bytes = static_cast<double>(plan.shape.steps) * step_bytes;  // a ring rank's payload
-        term[RING_CHANNEL] = bytes / (l.nccl ? l.nccl->ring.channels : p);
+        term[RING_CHANNEL] = bytes / channels;
         break;
       }
       case models::Algorithm::tree:
-        term[TREE_CHANNEL] = step_bytes * plan.shape.chunks / (l.nccl ? l.nccl->tree.channels : p);
+        term[TREE_CHANNEL] = step_bytes * plan.shape.chunks / channels;
         break;
       case models::Algorithm::nvls_tree: {
         const double s_bytes = step_bytes * p / (p + 1.0);

@@ -42,8 +42,12 @@ class CollectiveExecutor : Executor {
   /// trees between the nodes' heads, NVLSTree, SHARP, all-to-all through PXN), all at once after the plan's latency;
   /// the members start and end together.
   void node_flows(int rank, const std::vector<int>& group, std::size_t position, const Step& step);
-  /// The pairs `algorithm` joins on `group` across its nodes, built on first use.
-  const FlowPattern& flow_pattern(const std::vector<int>& group, models::Algorithm algorithm);
+  /// The pairs `algorithm` joins on `group` across its nodes over the first `channels` of its rings or trees (all
+  /// of them for the other algorithms), built on first use.
+  const FlowPattern& flow_pattern(const std::vector<int>& group, models::Algorithm algorithm, int channels);
+  /// How many of the group's ring or tree channels a plan runs on: NCCL gives an op its first `plan.channels`
+  /// channels (fewer at small sizes), each bound to its NIC. Every other algorithm's structure is whole.
+  int pattern_channels(const Layout& layout, const models::CollectivePlan& plan) const;
   /// Waits for every member of the op's group; a barrier that is not `sync` then pays the barrier latency.
   void barrier(const BarrierOp& op);
   models::CollectivePlatform collective_platform(const std::vector<int>& group);
@@ -87,7 +91,7 @@ class CollectiveExecutor : Executor {
   std::map<const void*, double> switch_reduction_;            // by Group identity, computed on first use
   std::map<const void*, std::shared_ptr<Layout>> layouts_;    // by Group identity, computed on first use
   std::map<std::pair<const void*, std::uint64_t>, std::shared_ptr<FlowSet>> flow_sets_;  // by (group, round)
-  std::map<std::pair<const void*, models::Algorithm>, std::shared_ptr<FlowPattern>> flow_patterns_;
+  std::map<std::tuple<const void*, models::Algorithm, int>, std::shared_ptr<FlowPattern>> flow_patterns_;
   std::map<std::pair<const void*, int>, std::uint64_t> flow_sets_done_;  // by (group, rank)
   std::map<const void*, Seconds> ring_latency_;                          // by Group identity, computed on first use
   struct CrossbarRound;  // what the ranks of one fast-path round send each other

@@ -181,3 +181,36 @@ TEST_CASE("nccl scenarios: a collective across nodes takes the same time in a sw
     }
   }
 }
+
+TEST_CASE("nccl scenarios: across nodes an op runs on its first channels, each bound to one NIC") {
+  // NCCL gives an op its first `channels` ring or tree channels (fewer at small sizes) and binds channel c to NIC c
+  // (docs/nccl.md 7): a 2-node tree all-reduce of S on c channels moves S/c up and S/c down through NICs 0..c-1 of
+  // each node and nothing through the others.
+  constexpr std::uint64_t S = 64 * MiB;
+  for (int channels : {1, 2, 8}) {
+    CAPTURE(channels);
+    const auto s = load(fmt::format(
+        "topology: {{type: superpod, node: hgx, gpu: h100, nodes: 2, ib: ndr}}\nmodels: {{params: h100}}\n"
+        "workloads: [{{type: program, ops: [{{collective: {{op: all_reduce, bytes: {}B, algorithm: tree, protocol: "
+        "Simple, channels: {}}}}}]}}]\n",
+        S, channels));
+    const std::string nic_bytes = run_isolated([&] {
+      const Report r = s.run();
+      std::string text;
+      for (int gpu = 0; gpu < 16; ++gpu)
+        for (const auto& l : r.links)
+          if (l.name == fmt::format("gpu{}->nic{}", gpu, gpu)) text += fmt::format("{} ", l.payload_bytes.count());
+      return text;
+    });
+    std::istringstream in(nic_bytes);
+    std::vector<std::uint64_t> sent;
+    for (std::uint64_t b = 0; in >> b;) sent.push_back(b);
+    REQUIRE(sent.size() == 16);
+    for (int gpu = 0; gpu < 16; ++gpu) {
+      CAPTURE(gpu);
+      // Every NIC of the first `channels` sends one channel's share: the child's head up, the root's head down.
+      const double expected = gpu % 8 < channels ? static_cast<double>(S) / channels : 0.0;
+      CHECK(static_cast<double>(sent[static_cast<std::size_t>(gpu)]) == doctest::Approx(expected).epsilon(1e-6));
+    }
+  }
+}
