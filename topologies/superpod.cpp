@@ -107,7 +107,7 @@ std::unique_ptr<Topology> make_superpod(const ConfigNode& node) {
       gpu_preset(node, node.optional<std::string>("gpu", t->node.gpu), kind == "hgx" ? HOPPER_GPUS : BLACKWELL_GPUS,
                  kind == "hgx" ? "a superpod of hgx nodes" : "a superpod of nvl72 nodes");
   t->nodes = node.optional<int>("nodes", 2);
-  check_between(node, "nodes", t->nodes, 1, 1024);
+  check_between(node, "nodes", t->nodes, 1, 2048);
   // Said before building a fabric of up to 73,728 GPUs (seconds, and gigabytes) that could not run: each GPU is an
   // actor, and the kernel's memory maps bound the actors of one process (sim/simulation.hpp).
   if (const auto gpus = static_cast<std::uint64_t>(t->nodes) * static_cast<std::uint64_t>(t->node.gpus);
@@ -149,7 +149,7 @@ Registry<Topology>::Entry superpod_entry() {
           {
               {"node", "hgx|nvl72", "hgx", "what each node is (8 or 72 GPUs on NVLink)"},
               {"gpu", "h100|h200|b200|gb200", "h200 (hgx), gb200 (nvl72)", "GPU model"},
-              {"nodes", "nodes", "2", "number of nodes, 1-1024"},
+              {"nodes", "nodes", "2", "number of nodes, 1-2048"},
               {"ib", "ndr|xdr|roce", "ndr",
                "NDR: 50 GB/s per port, 64-port switches; XDR: 100 GB/s, 144-port; RoCE: 400 GbE, 128-port"},
               {"ib_latency", "time per hop", "300ns", "NIC-to-switch and switch-to-switch hop [unverified]"},

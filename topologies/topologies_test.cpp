@@ -274,6 +274,16 @@ TEST_CASE("superpod: 4 HGX nodes on NDR, rail-optimised: 2, 4 or 6 hops") {
                        "t.yaml:1:32: topology.ib: unknown network 'hdr'; known: ndr, xdr, roce", InputError);
 }
 
+TEST_CASE("superpod: up to 2,048 HGX nodes, 16,384 GPUs on 512 leaves") {
+  const Fabric f = build("topology: {type: superpod, gpu: h100, nodes: 2048}");
+  CHECK(f.gpus().size() == 16384);
+  // 16,384 GPUs and NICs, 4 NVSwitch planes per node, 8 rails x 64 leaves of 32 nodes, 32 spine positions.
+  CHECK(f.device_count() == 2 * 16384 + 4 * 2048 + 8 * 64 + 32);
+  CHECK(f.route(f.gpus()[0], f.gpus()[16383 - 7])->hops.size() == 6);  // rail 0, the last leaf: through a spine
+  CHECK_THROWS_WITH_AS(build("topology: {type: superpod, nodes: 2049}"),
+                       "t.yaml:1:35: topology.nodes: must be between 1 and 2048, got 2049", InputError);
+}
+
 TEST_CASE("crossbar domains: a node's GPUs behind one switch stage, never across tiers or nodes") {
   SUBCASE("hgx: the 8 GPUs on the 4 planes") {
     const auto domains = build("topology: {type: hgx, gpus: 8}").crossbar_domains();
