@@ -227,18 +227,37 @@ const ParamTable<CollectiveModel>& collective_params() {
                 .doc = "payload share of a NIC's line rate that collectives reach across nodes",
                 .source = "src NCCL search.cc 48 of 50 GB/s"},
                [](M& m) { return &m.nic_efficiency; });
-    // Launch: an empty kernel back to back from a stream 4.80 us, replayed from a CUDA graph 0.52 us on our
-    // H200 [meas: validation/traces/h200/h200x1-launch.jsonl, back_to_back and graph_back_to_back medians].
+    // Launch, on the GPU: an empty kernel node of a CUDA graph 0.52 us apart [meas: validation/traces/h200/
+    // h200x1-launch.jsonl, graph_back_to_back]; a collective launched from a stream takes 2.90 us longer than the
+    // same collective replayed from a graph wherever the GPU, not the host, sets the pace (LL128 and Simple at every
+    // size, every kind: 2.75-3.08 us) [meas: validation/traces/h200/h200x2-collective*.jsonl, out_of_place - graph].
     params.add({.key = "stream_launch",
-                .fallback = 4.8_us,
-                .doc = "launch of a collective from a stream",
-                .source = "meas h200x1-launch back_to_back"},
+                .fallback = 3.42_us,
+                .check = non_negative,
+                .doc = "what a collective launched from a stream costs the GPU beyond its kernel",
+                .source = "meas h200x2-collective out_of_place - graph"},
                [](M& m) { return &m.stream_launch; });
     params.add({.key = "graph_launch",
                 .fallback = 0.52_us,
-                .doc = "launch from a CUDA graph",
+                .check = non_negative,
+                .doc = "the same for a collective replayed from a CUDA graph",
                 .source = "meas h200x1-launch graph_back_to_back"},
                [](M& m) { return &m.graph_launch; });
+    // The host: NCCL calls back to back on a stream run no faster than one per 11-13 us at small sizes whatever the
+    // GPU does in them (LL all_reduce 11.0-12.4 us against 5.8-6.8 us replayed from a graph), and all_to_all's group
+    // of sends and recvs 13-17 us [meas: h200x2-collective*.jsonl, the host-bound out_of_place records].
+    params.add({.key = "host_call",
+                .fallback = 11.8_us,
+                .check = non_negative,
+                .doc = "NCCL's CPU time per collective call on a stream; calls back to back go no faster",
+                .source = "meas h200x2-collective out_of_place"},
+               [](M& m) { return &m.host_call; });
+    params.add({.key = "host_p2p_call",
+                .fallback = 0.33_us,
+                .check = non_negative,
+                .doc = "the CPU time each send or recv adds to a grouped call (all_to_all)",
+                .source = "meas h200x2-collective all_to_all out_of_place"},
+               [](M& m) { return &m.host_p2p_call; });
     // A framework's per-call cost before NCCL's (PyTorch ProcessGroupNCCL's work object, stream guards, the
     // record of the call), so that measurements at the framework level can be expressed; 0 = NCCL called directly
     // [unverified default: no trace of ours measures a framework].
@@ -513,6 +532,11 @@ CollectiveShape CollectiveModel::shape(CollectiveKind kind, Bytes size, int rank
   s.latency_steps = s.steps;
   s.serial_bytes = s.step_bytes * (s.steps * s.peers);
   return s;
+}
+
+Seconds CollectiveModel::host_cost(CollectiveKind kind, int ranks) const {
+  if (kind != CollectiveKind::all_to_all) return host_call;
+  return host_call + host_p2p_call * (2.0 * ranks);
 }
 
 CollectivePlan CollectiveModel::make_plan(const CollectiveRequest& request, Algorithm algorithm, Protocol protocol,

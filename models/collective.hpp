@@ -173,8 +173,10 @@ class CollectiveModel final : public Model {
   std::optional<Latencies> direct;  // all_to_all's grouped sends; unset = the chosen protocol's ring latencies
   bool nvls_enabled = false;        // NCCL_NVLS_ENABLE
   Seconds nvls_latency;             // NVLS fixed cost (NCCL: base 0, hwLat 25 us)
-  Seconds stream_launch;            // a collective launched from a stream
-  Seconds graph_launch;             // a collective replayed from a CUDA graph
+  Seconds stream_launch;            // what a kernel launched from a stream costs the GPU (launch, NCCL's work upload)
+  Seconds graph_launch;             // the same for a kernel node of a CUDA graph
+  Seconds host_call;                // NCCL's CPU time per collective call on a stream (enqueue and kernel launch)
+  Seconds host_p2p_call;            // the CPU time each send or recv adds to a grouped call (all_to_all)
   Seconds framework_call;           // a framework's own per-call cost on top (PyTorch c10d), either launch
   Seconds barrier_latency;          // a device-side barrier across the ranks
   Bytes chain_chunk;                // pipeline chunk of broadcast and tree
@@ -185,6 +187,10 @@ class CollectiveModel final : public Model {
   std::array<double, 5> relative_rate{};      // indexed by CollectiveKind; all_reduce's is the reference
 
   const ProtocolParams& params(Protocol p) const { return protocols[static_cast<std::size_t>(p)]; }
+
+  /// The CPU time one call of `kind` on `ranks` costs the host thread: a loop of calls on a stream (nccl-tests) runs
+  /// no faster. all_to_all is a group of a send and a recv to every rank (nccl-tests' alltoall, itself included).
+  Seconds host_cost(CollectiveKind kind, int ranks) const;
 
   /// The channels a plan runs: the forced count, else NCCL's ramp for ring and tree (LL's threshold on a ring
   /// grows with the ranks, as in NCCL), else one per link.

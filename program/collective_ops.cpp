@@ -15,6 +15,9 @@ void parse_collective(const ConfigNode& op, const OpParse& at) {
   c.bytes = op.required<Bytes>("bytes");
   c.group = group;
   parse_collective_options(op, {c.kind}, at.fabric, c);
+  c.host_paced = op.optional<bool>("host_paced", false);
+  if (c.host_paced && c.launch == models::Launch::graph)
+    op.fail_key("host_paced", "a CUDA graph replays its calls without the host: use launch: stream");
   check_size(op, "bytes", c.bytes, at.fabric);
   c.root = op.optional<int>("root", group->front());
   if (c.kind == models::CollectiveKind::broadcast && std::ranges::find(*group, c.root) == group->end())

@@ -28,6 +28,9 @@ struct CollectiveOp {
   std::optional<models::Algorithm> algorithm;  // forced, else chosen by size
   std::optional<int> channels;                 // forced, else one per NVLink
   models::Launch launch = models::Launch::stream;
+  // One call of a loop of calls on the host thread (nccl-tests, snsim-probe's out_of_place timing): the op takes at
+  // least the call's CPU time (CollectiveModel::host_cost). Elsewhere the host runs ahead of the GPU.
+  bool host_paced = false;
 };
 
 /// Waits for every member of the group. A `sync` barrier is free: generators use it to separate measurements, and

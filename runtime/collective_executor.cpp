@@ -179,6 +179,12 @@ OpOutcome CollectiveExecutor::run(int rank, const CollectiveOp& op) {
   if (plan.algorithm == models::Algorithm::nvls) barrier(BarrierOp{op.group, true});
   context_.release_sms(rank);
   context_.waits().arrive(rank, Sync::collective, op.group.get(), n, arrival, Simulation::now());
+  if (op.host_paced) {
+    // A loop's next call comes one call's CPU time after this one (varying as the host's calls do): a faster GPU
+    // waits for it.
+    const Seconds next_call = arrival + model.host_cost(op.kind, static_cast<int>(n));
+    if (Simulation::now() < next_call) sg4::this_actor::sleep_until(next_call.count());
+  }
   return {
       fmt::format("{}/{}/{}ch", models::to_string(plan.algorithm), models::to_string(plan.protocol), plan.channels)};
 }

@@ -235,7 +235,7 @@ TEST_CASE("cli: absurd sizes and counts are refused with their limits") {
   check_input_error(run_scenario(dir, scenario("{type: hgx, gpus: 0}")),
                     "s.yaml:3:29: topology.gpus: must be between 2 and 8, got 0");
   check_input_error(run_scenario(dir, scenario("{type: superpod, nodes: 0}")),
-                    "s.yaml:3:35: topology.nodes: must be between 1 and 1024, got 0");
+                    "s.yaml:3:35: topology.nodes: must be between 1 and 2048, got 0");
   check_input_error(run_scenario(dir, scenario(HGX8, "[{repeat: 1e30, ops: [{compute: {time: 1us}}]}]")),
                     "s.yaml:6:20: workloads[0].ops[0].repeat: expected an integer, found '1e30'");
 }

@@ -73,6 +73,7 @@ TEST_CASE("collective twins: one op per out_of_place sample, ops_per_graph graph
       CHECK(c.kind == *models::collective_kind(test));
       CHECK(c.bytes == 1_MiB);
       CHECK(c.launch == models::Launch::stream);
+      CHECK(c.host_paced);  // calls back to back on the host thread
       CHECK(*c.group == std::vector<int>{0, 1});
       CHECK(c.root == 0);
       // NCCL_PROTO binds the collectives; all_to_all's grouped send/recv picks LL or Simple by itself.
@@ -93,6 +94,7 @@ TEST_CASE("collective twins: one op per out_of_place sample, ops_per_graph graph
     const auto [c, count] = collective_of(g, 1);
     CHECK(count == 50);
     CHECK(c.launch == models::Launch::graph);
+    CHECK(!c.host_paced);
   }
 }
 
@@ -144,6 +146,11 @@ TEST_CASE("collective fit: calibrate recovers the parameters that generated the 
   truth.protocols[2] = {0.8, BytesPerSecond{0}, Seconds{7e-6}, Seconds{4e-6}, 64_KiB};
   truth.relative_rate = {1.0, 0.8, 0.85, 0.9, 1.2};  // all_reduce, all_gather, reduce_scatter, all_to_all, broadcast
   truth.direct = models::Latencies{Seconds{5e-6}, Seconds{0}};  // all_to_all's own fixed cost, in one step
+  // Launched from a stream, a call costs the GPU 3.1 us more than from a graph, and calls back to back run no faster
+  // than the host's 10 us per call (all_to_all: + 0.4 us per send and recv): the small sizes are host bound.
+  truth.stream_launch = truth.graph_launch + Seconds{3.1e-6};
+  truth.host_call = Seconds{10e-6};
+  truth.host_p2p_call = Seconds{0.4e-6};
 
   std::vector<Trace> traces;
   for (const std::string proto : {"LL", "LL128", "Simple"}) {
@@ -163,7 +170,8 @@ TEST_CASE("collective fit: calibrate recovers the parameters that generated the 
               {},
               variant == "graph" ? models::Launch::graph : models::Launch::stream};
           const double t_lone = truth.predict(truth.plan(request, platform), platform).count();
-          t.records.push_back(record(test, variant, Bytes{bytes}, t_lone));
+          const double host = variant == "graph" ? 0 : truth.host_cost(kind, 2).count();
+          t.records.push_back(record(test, variant, Bytes{bytes}, std::max(t_lone, host)));
         }
     traces.push_back(std::move(t));
   }
@@ -184,6 +192,9 @@ TEST_CASE("collective fit: calibrate recovers the parameters that generated the 
     CHECK(m.protocols[p].max_bandwidth.count() == 0);
     CHECK(m.protocols[p].channel_bytes == truth.protocols[p].channel_bytes);
   }
+  CHECK(m.stream_launch.count() == doctest::Approx(truth.stream_launch.count()).epsilon(1e-3));
+  CHECK(m.host_call.count() == doctest::Approx(10e-6).epsilon(1e-3));
+  CHECK(m.host_p2p_call.count() == doctest::Approx(0.4e-6).epsilon(1e-3));
   REQUIRE(m.direct);
   CHECK(m.direct->base_latency.count() == doctest::Approx(5e-6).epsilon(1e-3));
   CHECK(m.direct->step_latency.count() == 0);

@@ -134,6 +134,7 @@ class CollectiveSweep final : public Workload {
       op.bytes = points[i].bytes;
       op.root = group->front();
       op.group = group;
+      op.host_paced = op.launch == models::Launch::stream;  // nccl-tests' loop of calls; a graph replays without
       for (int r : *group) programs[static_cast<std::size_t>(r)].ops.push_back(Op{op, phase, static_cast<int>(i)});
     }
   }
@@ -217,7 +218,8 @@ WorkloadRegistry::Entry program_entry() {
           {{"ranks", "all|even|odd|N|\"A-B\"|[list]", "all", "the ranks that run the ops"},
            {"ops", "list of ops", "",
             "compute {flops, bytes, dtype | time}, copy {to | from, bytes, engine, pipelined, launch}, collective {op, "
-            "bytes, root, algorithm, protocol, channels, launch}, barrier {}, put {to, bytes, scope, issuers, count, "
+            "bytes, root, algorithm, protocol, channels, launch, host_paced}, barrier {}, put {to, bytes, scope, "
+            "issuers, count, "
             "signal}, get {from, bytes, scope}, signal_wait {signal, value, cmp}, quiet {}, fence {}, shmem_barrier "
             "{}, load {from, bytes, pattern, count}, repeat N with ops, streams [[ops], [ops]], {ranks, ops}"}},
           make_program};

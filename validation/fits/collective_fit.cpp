@@ -20,6 +20,8 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <optional>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -82,6 +84,74 @@ Terms terms(const models::CollectiveModel& unit, const models::CollectivePlan& p
           static_cast<double>(plan.shape.serial_bytes.count()) / unit.rate(plan, platform).count()};
 }
 
+/// A stream-launched record and the same collective replayed from a CUDA graph (the probe measures both).
+struct Paired {
+  const Point* stream;
+  double graph;  // the graph record's median, s
+};
+
+/// The launch and host terms from paired records: calls back to back on a stream take max(host, graph + delta),
+/// the host's CPU time per call (host, plus per_p2p for each send and recv of a grouped all_to_all) or what the GPU
+/// spends beyond a graph replay (delta: launch and NCCL's work upload). Least squares on relative errors: delta on a
+/// grid of 1 ns steps, host exact for each (where it binds, the error is quadratic in it), per_p2p on a grid after.
+struct LaunchTerms {
+  double delta = 0, host = 0, per_p2p = 0;
+  bool host_bound(const Point& pt, double graph) const { return host_of(pt) > graph + delta; }
+  double host_of(const Point& pt) const {
+    return pt.need.kind == CollectiveKind::all_to_all
+               ? host + per_p2p * 2.0 * static_cast<double>(pt.record().ranks.size())
+               : host;
+  }
+};
+
+LaunchTerms fit_launch_terms(std::vector<Paired> calls, const std::vector<Paired>& grouped) {
+  std::ranges::sort(calls, [](const Paired& a, const Paired& b) { return a.graph < b.graph; });
+  const std::size_t n = calls.size();
+  LaunchTerms best;
+  double best_error = std::numeric_limits<double>::infinity();
+  for (int ns = 0; ns <= 10'000; ++ns) {
+    const double delta = ns * 1e-9;
+    // The first k calls (the smallest graph times) host bound: error = H^2 A - 2 H B + k over them, at its least
+    // for H = B / A, which must lie above their graph + delta and below the next one's.
+    std::vector<double> device_error(n + 1, 0.0);  // over calls k.. n-1, GPU bound
+    for (std::size_t i = n; i-- > 0;) {
+      const double s = calls[i].stream->record().median;
+      device_error[i] = device_error[i + 1] + std::pow((calls[i].graph + delta) / s - 1, 2);
+    }
+    double a = 0, b = 0;
+    for (std::size_t k = 0; k <= n; ++k) {
+      if (k > 0) {
+        const double s = calls[k - 1].stream->record().median;
+        a += 1 / (s * s);
+        b += 1 / s;
+      }
+      const double host = k == 0 ? 0 : b / a;
+      if (k > 0 && !(host > calls[k - 1].graph + delta)) continue;
+      if (k < n && host > calls[k].graph + delta) continue;
+      const double error = host * host * a - 2 * host * b + static_cast<double>(k) + device_error[k];
+      if (error < best_error) {
+        best_error = error;
+        best = {delta, host, 0};
+      }
+    }
+  }
+  double least = std::numeric_limits<double>::infinity();
+  for (int ns = 0; ns <= 5'000 && !grouped.empty(); ++ns) {
+    LaunchTerms trial = best;
+    trial.per_p2p = ns * 1e-9;
+    double error = 0;
+    for (const auto& g : grouped) {
+      const double s = g.stream->record().median;
+      error += std::pow(std::max(trial.host_of(*g.stream), g.graph + trial.delta) / s - 1, 2);
+    }
+    if (error < least) {
+      least = error;
+      best.per_p2p = trial.per_p2p;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 void collectives(Fit& fit) {
@@ -95,7 +165,6 @@ void collectives(Fit& fit) {
   // A model whose protocols have efficiency 1, no cap, no latency and every channel at every size, and whose kinds
   // all run at all_reduce's rate: its plans give the fit's columns. Launch costs come from the launch family.
   models::CollectiveModel unit = *p.defaults.collective;
-  unit.stream_launch = Seconds{fit.value_or("collective.stream_launch", unit.stream_launch.count())};
   unit.graph_launch = Seconds{fit.value_or("collective.graph_launch", unit.graph_launch.count())};
   for (auto& proto : unit.protocols) proto = {1, BytesPerSecond{0}, Seconds{0}, Seconds{0}, Bytes{0}};
   unit.relative_rate.fill(1);
@@ -108,6 +177,41 @@ void collectives(Fit& fit) {
         points.push_back(
             {t, *n, std::string_view(variant) == "graph" ? models::Launch::graph : models::Launch::stream});
     }
+
+  // 0. Launch and host: each stream record beside its graph record (same trace, kind and size), below the large
+  //    sizes. Stream records the host paces then leave the latency fits below, which model the GPU alone.
+  std::map<std::tuple<const Trace*, std::string, std::uint64_t>, double> graph_median;
+  for (const auto& pt : points)
+    if (pt.launch == models::Launch::graph)
+      graph_median[{pt.traced.trace, pt.record().test, pt.record().bytes.count()}] = pt.record().median;
+  auto graph_of = [&](const Point& pt) -> std::optional<double> {
+    const auto it = graph_median.find({pt.traced.trace, pt.record().test, pt.record().bytes.count()});
+    return it == graph_median.end() ? std::nullopt : std::optional{it->second};
+  };
+  std::vector<Paired> calls, grouped;
+  std::vector<TracedRecord> paired_records;
+  for (const auto& pt : points)
+    if (pt.launch == models::Launch::stream && pt.record().bytes.count() < LARGE_BYTES)
+      if (const auto g = graph_of(pt)) {
+        (pt.need.kind == CollectiveKind::all_to_all ? grouped : calls).push_back({&pt, *g});
+        paired_records.push_back(pt.traced);
+      }
+  if (fit.enough(paired_records, 6, "collective.stream_launch and host_call")) {
+    const LaunchTerms launch = fit_launch_terms(calls, grouped);
+    unit.stream_launch = unit.graph_launch + Seconds{launch.delta};
+    const std::string method = fmt::format(
+        "least squares on relative errors of the stream records < {} beside the graph records of the same kind and "
+        "size: t_stream = max(host_call (+ 2 ranks x host_p2p_call for all_to_all), t_graph + stream_launch - "
+        "graph_launch)",
+        to_string(Bytes{LARGE_BYTES}));
+    fit.add_time("collective.stream_launch", unit.stream_launch, method, paired_records);
+    fit.add_time("collective.host_call", Seconds{launch.host}, method, paired_records);
+    fit.add_time("collective.host_p2p_call", Seconds{launch.per_p2p}, method, paired_records);
+    std::erase_if(points, [&](const Point& pt) {
+      const auto g = graph_of(pt);
+      return pt.launch == models::Launch::stream && g && launch.host_bound(pt, *g);
+    });
+  }
 
   // Ring records under a forced protocol, by protocol.
   std::array<std::vector<const Point*>, 3> ring;

@@ -70,6 +70,7 @@ std::variant<Twin, std::string> collective(const Trace& trace, const TraceRecord
   c.algorithm = need.algorithm;
   c.group = std::make_shared<const std::vector<int>>(r.ranks);
   c.launch = graph ? models::Launch::graph : models::Launch::stream;
+  c.host_paced = !graph;  // calls back to back on the host thread, an event recorded after each
 
   Twin twin;
   twin.sample.resize(static_cast<std::size_t>(gpus));
