@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <regex>
 #include <variant>
@@ -293,7 +294,7 @@ Row read_row(const std::vector<std::string_view>& words, const Layout& layout, c
       else if (n == "redop")
         row.redop = std::string(w);
       else if (n == "root")
-        row.root = static_cast<long long>(detail::number_at(w, where, "root"));
+        row.root = w == "-1" ? -1 : detail::index_at(w, where, "root");  // -1: the collective has no root
       else if (n == "timestamp")
         row.extra["timestamp"] = fmt::format("{} {}", w, words[i + 1]);
       continue;
@@ -906,8 +907,19 @@ Trace import_nccl_tests_json_with_options(std::string_view text, std::string_vie
       if (auto d = detail::to_number(detail::trim(v.get<std::string>()))) return *d;
     throw_input_error(file, key, fmt::format("expected a number, found {}", v.dump()));
   };
+  // A whole number in [lowest, highest]: sizes, counts, ranks, the root.
+  auto whole = [&](const Json& v, const std::string& key, double lowest,
+                   double highest = 9223372036854774784.0) -> long long {  // the last double below 2^63
+    const double value = number(v, key);
+    if (value < lowest || value > highest || value != std::floor(value))
+      throw_input_error(file, key,
+                        fmt::format("expected a whole number from {} to {}, found {}", static_cast<long long>(lowest),
+                                    static_cast<long long>(highest), v.dump()));
+    return static_cast<long long>(value);
+  };
+  constexpr double INT = std::numeric_limits<int>::max();
   if (root.contains("version")) trace.header.extra["source_version"] = fmt::format("json {}", root["version"].dump());
-  if (root.contains("nccl_version") && root["nccl_version"].is_number())
+  if (root.contains("nccl_version") && root["nccl_version"].is_number_integer())
     trace.header.nccl = nccl_version_from_code(std::to_string(root["nccl_version"].get<long long>()));
   if (root.contains("start_time") && root["start_time"].is_string()) trace.header.started = root["start_time"];
 
@@ -955,7 +967,7 @@ Trace import_nccl_tests_json_with_options(std::string_view text, std::string_vie
       const Json& d = config["devices"][i];
       const std::string key = fmt::format("config.devices[{}]", i);
       if (!d.is_object()) throw_input_error(file, key, "expected {rank, hostname, device, device_hex, device_info}");
-      const int rank = static_cast<int>(number(d.value("rank", Json()), key + ".rank"));
+      const int rank = static_cast<int>(whole(d.value("rank", Json()), key + ".rank", 0, INT));
       const std::string host = d.value("hostname", "");
       const std::string name = d.value("device_info", "");
       platform.add_rank(rank, host, name, 0);
@@ -971,13 +983,14 @@ Trace import_nccl_tests_json_with_options(std::string_view text, std::string_vie
   RecordSettings settings;
   settings.test = test;
   settings.ranks = ranks;
-  const auto iters = static_cast<std::uint64_t>(number(config.value("iterations", Json(1)), "config.iterations"));
+  const auto iters =
+      static_cast<std::uint64_t>(whole(config.value("iterations", Json(1)), "config.iterations", 0, INT));
   const auto agg = static_cast<std::uint64_t>(
-      number(config.value("aggregated_iterations", Json(1)), "config.aggregated_iterations"));
+      whole(config.value("aggregated_iterations", Json(1)), "config.aggregated_iterations", 0, INT));
   settings.reps = std::max<std::uint64_t>(1, iters * agg);
   settings.agg = agg;
   if (config.contains("graph")) {
-    settings.graph_launches = static_cast<std::uint64_t>(number(config["graph"], "config.graph"));
+    settings.graph_launches = static_cast<std::uint64_t>(whole(config["graph"], "config.graph", 0, INT));
     platform.set_collective("launch", *settings.graph_launches > 0 ? "graph" : "stream", "config.graph");
   }
   if (root.contains("args") && root["args"].is_array()) {
@@ -997,11 +1010,11 @@ Trace import_nccl_tests_json_with_options(std::string_view text, std::string_vie
     const std::string key = fmt::format("results[{}]", i);
     if (!r.is_object()) throw_input_error(file, key, "expected an object {size, count, type, ...}");
     Row row;
-    row.bytes = static_cast<std::uint64_t>(number(r.value("size", Json()), key + ".size"));
-    if (r.contains("count")) row.count = static_cast<std::uint64_t>(number(r["count"], key + ".count"));
+    row.bytes = static_cast<std::uint64_t>(whole(r.value("size", Json()), key + ".size", 0));
+    if (r.contains("count")) row.count = static_cast<std::uint64_t>(whole(r["count"], key + ".count", 0));
     row.type = r.value("type", "");
     row.redop = r.value("redop", "");
-    if (r.contains("root")) row.root = static_cast<long long>(number(r["root"], key + ".root"));
+    if (r.contains("root")) row.root = whole(r["root"], key + ".root", -1);
     std::vector<double> samples[2];
     for (int k = 0; k < 2; ++k) {
       const char* name = k == 0 ? "out_of_place" : "in_place";
@@ -1015,7 +1028,7 @@ Trace import_nccl_tests_json_with_options(std::string_view text, std::string_vie
       half.algbw = number(h.value("alg_bw", Json()), hk + ".alg_bw");
       half.busbw = number(h.value("bus_bw", Json()), hk + ".bus_bw");
       if (h.contains("nwrong") && !h["nwrong"].is_null())
-        half.wrong = static_cast<std::uint64_t>(number(h["nwrong"], hk + ".nwrong"));
+        half.wrong = static_cast<std::uint64_t>(whole(h["nwrong"], hk + ".nwrong", 0));
       const std::string per_iter = std::string(name) + "_per_iter";
       if (r.contains(per_iter) && r[per_iter].is_object()) {
         const Json& p = r[per_iter];

@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <string_view>
+#include <tuple>
+
 #include <fmt/format.h>
 
 #include "validation/importers/import.hpp"
@@ -96,6 +99,33 @@ TEST_CASE("import nccl-tests: malformed logs give one exact error") {
     text.insert(info, "gpunode:41100:41100 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 10000000000 localRanks 2\n");
     CHECK_THROWS_WITH_AS(import_nccl_tests(text, "x.txt"),
                          "x.txt:8: nNodes: must be at most 2147483647, found 10000000000", InputError);
+  }
+  SUBCASE("a root that is neither -1 nor a rank (found by fuzz/)") {
+    std::string text = sample_text("nccl_tests_all_reduce.txt");
+    text.replace(text.find("sum      -1"), 11, "sum    -1e9");
+    CHECK_THROWS_WITH_AS(import_nccl_tests(text, "x.txt"), "x.txt:13: root: expected a whole number >= 0, found '-1e9'",
+                         InputError);
+  }
+  SUBCASE("the JSON output's numbers where whole ones belong") {
+    const std::string text = sample_text("real/nccl-tests-2.19.6-all_reduce-1xh200-J.json");
+    for (const auto& [from, to, error] : {std::tuple{"\"size\":8,", "\"size\":-8,",
+                                                     "results[0].size: expected a whole number from 0 to "
+                                                     "9223372036854774784, found -8"},
+                                          {"\"root\":\"    -1\"", "\"root\":-2",
+                                           "results[0].root: expected a whole number from -1 to "
+                                           "9223372036854774784, found -2"},
+                                          {"\"nwrong\":0.000000", "\"nwrong\":0.5",
+                                           "results[0].out_of_place.nwrong: expected a whole number from 0 to "
+                                           "9223372036854774784, found 0.5"},
+                                          {"\"rank\":0", "\"rank\":1e300",
+                                           "config.devices[0].rank: expected a whole number from 0 to 2147483647, "
+                                           "found 1e+300"}}) {
+      CAPTURE(to);
+      std::string bad = text;
+      bad.replace(bad.find(from), std::string_view(from).size(), to);
+      CHECK_THROWS_WITH_AS(import_nccl_tests_json(bad, "x.json"), (std::string("x.json: ") + error).c_str(),
+                           InputError);
+    }
   }
   SUBCASE("a row shorter than the header") {
     CHECK(import_error("nccl_tests_bad_columns.txt") ==
