@@ -264,8 +264,9 @@ void check_memory(const MemoryEstimate& estimate, const MemoryLimit& limit, cons
         {scenario, 0, 0}, "memory",
         fmt::format(
             "the run needs {} actors at once (one per GPU, its streams, helpers, the failures'), more than the {} this "
-            "machine allows (two memory maps per actor's stack, vm.max_map_count; raise it with sysctl, or "
-            "simulate fewer GPUs)",
+            "machine allows (two memory maps per actor's stack with its guard page, vm.max_map_count; raise it with "
+            "sysctl, leave contexts/guard-size unset so that snsim runs the stacks without guard pages, or simulate "
+            "fewer GPUs)",
             grouped(estimate.actors), grouped(actor_limit)));
 }
 

@@ -63,6 +63,11 @@ TEST_CASE("limits: more actors than the kernel's memory maps allow are refused, 
   CHECK(max_actors(65'530) == 31'765);
   CHECK(max_actors(1'000) == 0);
   CHECK(max_actors() > 0);  // this machine's /proc/sys/vm/max_map_count, or the kernel's default
+  // Without guard pages the maps do not bound them: 8 MiB stacks in 64 TiB of address space.
+  CHECK(max_actors(65'530, false) == 8'388'608);
+  CHECK(guard_pages_asked({}) == std::nullopt);
+  CHECK(guard_pages_asked({"--cfg=contexts/guard-size:2", "--log=root.thres:critical"}) == 2);
+  CHECK(guard_pages_asked({"--cfg=contexts/guard-size:2", std::string(UNGUARDED_STACKS)}) == 0);  // the last wins
   MemoryEstimate e;
   e.actors = 73'729;  // a superpod of 1,024 NVL72 nodes: one per GPU and the failures'
   e.total = 1_GiB;
@@ -71,7 +76,8 @@ TEST_CASE("limits: more actors than the kernel's memory maps allow are refused, 
         }) ==
         "s.yaml: memory: the run needs 73,729 actors at once (one per GPU, its streams, helpers, the failures'), more "
         "than the "
-        "31,765 this machine allows (two memory maps per actor's stack, vm.max_map_count; raise it with sysctl, or "
+        "31,765 this machine allows (two memory maps per actor's stack with its guard page, vm.max_map_count; raise "
+        "it with sysctl, leave contexts/guard-size unset so that snsim runs the stacks without guard pages, or "
         "simulate fewer GPUs)");
   e.actors = 31'765;
   CHECK_NOTHROW(check_memory(e, {64_GiB, "--max-memory"}, "s.yaml", 31'765));

@@ -91,7 +91,8 @@ class Simulation::Zone final : public simgrid::kernel::routing::NetZoneImpl {
   Simulation& simulation_;
 };
 
-std::uint64_t max_actors(std::optional<std::uint64_t> max_map_count) {
+std::uint64_t max_actors(std::optional<std::uint64_t> max_map_count, bool guard_pages) {
+  if (!guard_pages) return (64ull << 40) / (8ull << 20);
   // The kernel's default, where /proc does not say (not Linux, or hidden).
   std::uint64_t maps = 65'530;
   if (max_map_count) {
@@ -105,6 +106,21 @@ std::uint64_t max_actors(std::optional<std::uint64_t> max_map_count) {
   // rank's `streams` of N lists on a 2-GPU HGX): 31,763 actors ran, 32,702 aborted.
   constexpr std::uint64_t OWN_MAPS = 2'000;
   return maps > OWN_MAPS ? (maps - OWN_MAPS) / 2 : 0;
+}
+
+std::optional<int> guard_pages_asked(const std::vector<std::string>& engine_args) {
+  constexpr std::string_view KEY = "--cfg=contexts/guard-size:";
+  std::optional<int> pages;
+  auto look = [&](std::string_view option) {
+    if (option.starts_with(KEY) && engine_option_problem(option).empty())
+      pages = std::stoi(std::string(option.substr(KEY.size())));
+  };
+  if (const char* from_env = std::getenv("SNSIM_ENGINE_ARGS")) {
+    std::istringstream words(from_env);
+    for (std::string word; words >> word;) look(word);
+  }
+  for (const auto& option : engine_args) look(option);
+  return pages;
 }
 
 std::string engine_option_problem(std::string_view option) {

@@ -213,8 +213,18 @@ int run_document(const std::shared_ptr<ConfigDocument>& doc, const RunOptions& o
   auto programs = scenario.take_programs();
   auto folding = scenario.folding(programs);
   const auto estimate = workloads::estimate_memory(scenario.fabric(), programs, &folding.folding);
+  // More actors than the memory maps allow with a guard page under each stack: without them, unless asked for.
+  std::vector<std::string> engine = options.engine;
+  if (estimate.actors > max_actors() && !guard_pages_asked(engine)) {
+    engine.emplace_back(UNGUARDED_STACKS);
+    fmt::print(stderr,
+               "{}: note: {} actors at once are more than the {} that vm.max_map_count allows with a guard page under "
+               "each stack: their stacks run without guard pages ({})\n",
+               command, grouped(estimate.actors), grouped(max_actors()), UNGUARDED_STACKS);
+  }
   workloads::check_memory(estimate, workloads::memory_limit(options.max_memory),
-                          options.scenario.empty() ? DEFAULT_SCENARIO_NAME : options.scenario);
+                          options.scenario.empty() ? DEFAULT_SCENARIO_NAME : options.scenario,
+                          max_actors(std::nullopt, guard_pages_asked(engine).value_or(1) > 0));
   std::optional<studies::OutputDir> out;
   if (!options.out.empty()) out.emplace(options.out);
   const bool timeline = out && (scenario.timeline() || options.timeline);
@@ -236,7 +246,7 @@ int run_document(const std::shared_ptr<ConfigDocument>& doc, const RunOptions& o
     fmt::print("# snsim {}: {} x {} ({} devices, {} channels), seed {}\n", scenario.name(), fabric.gpus().size(),
                gpu.model, fabric.device_count(), fabric.channel_count(), scenario.seed());
 
-  const Report report = scenario.run(std::move(programs), std::move(folding), options.engine,
+  const Report report = scenario.run(std::move(programs), std::move(folding), engine,
                                      show_progress(options.progress, options.quiet) ? command : std::string_view{});
 
   if (!options.quiet) {
