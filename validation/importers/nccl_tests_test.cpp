@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <string_view>
-#include <tuple>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -108,22 +108,27 @@ TEST_CASE("import nccl-tests: malformed logs give one exact error") {
   }
   SUBCASE("the JSON output's numbers where whole ones belong") {
     const std::string text = sample_text("real/nccl-tests-2.19.6-all_reduce-1xh200-J.json");
-    for (const auto& [from, to, error] : {std::tuple{"\"size\":8,", "\"size\":-8,",
-                                                     "results[0].size: expected a whole number from 0 to "
-                                                     "9223372036854774784, found -8"},
-                                          {"\"root\":\"    -1\"", "\"root\":-2",
-                                           "results[0].root: expected a whole number from -1 to "
-                                           "9223372036854774784, found -2"},
-                                          {"\"nwrong\":0.000000", "\"nwrong\":0.5",
-                                           "results[0].out_of_place.nwrong: expected a whole number from 0 to "
-                                           "9223372036854774784, found 0.5"},
-                                          {"\"rank\":0", "\"rank\":1e300",
-                                           "config.devices[0].rank: expected a whole number from 0 to 2147483647, "
-                                           "found 1e+300"}}) {
-      CAPTURE(to);
+    struct Edit {
+      const char* from;
+      const char* to;
+      const char* error;
+    };
+    for (const Edit& e : std::vector<Edit>{{"\"size\":8,", "\"size\":-8,",
+                                            "results[0].size: expected a whole number from 0 to "
+                                            "9223372036854774784, found -8"},
+                                           {"\"root\":\"    -1\"", "\"root\":-2",
+                                            "results[0].root: expected a whole number from -1 to "
+                                            "9223372036854774784, found -2"},
+                                           {"\"nwrong\":0.000000", "\"nwrong\":0.5",
+                                            "results[0].out_of_place.nwrong: expected a whole number from 0 to "
+                                            "9223372036854774784, found 0.5"},
+                                           {"\"rank\":0", "\"rank\":1e300",
+                                            "config.devices[0].rank: expected a whole number from 0 to 2147483647, "
+                                            "found 1e+300"}}) {
+      CAPTURE(e.to);
       std::string bad = text;
-      bad.replace(bad.find(from), std::string_view(from).size(), to);
-      CHECK_THROWS_WITH_AS(import_nccl_tests_json(bad, "x.json"), (std::string("x.json: ") + error).c_str(),
+      bad.replace(bad.find(e.from), std::string_view(e.from).size(), e.to);
+      CHECK_THROWS_WITH_AS(import_nccl_tests_json(bad, "x.json"), (std::string("x.json: ") + e.error).c_str(),
                            InputError);
     }
   }
