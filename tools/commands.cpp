@@ -215,16 +215,16 @@ int run_document(const std::shared_ptr<ConfigDocument>& doc, const RunOptions& o
   const auto estimate = workloads::estimate_memory(scenario.fabric(), programs, &folding.folding);
   // More actors than the memory maps allow with a guard page under each stack: without them, unless asked for.
   std::vector<std::string> engine = options.engine;
-  if (estimate.actors > max_actors() && !guard_pages_asked(engine)) {
-    engine.emplace_back(UNGUARDED_STACKS);
+  const bool unguarded = estimate.actors > max_actors() && !guard_pages_asked(engine);
+  if (unguarded) engine.emplace_back(UNGUARDED_STACKS);
+  workloads::check_memory(estimate, workloads::memory_limit(options.max_memory),
+                          options.scenario.empty() ? DEFAULT_SCENARIO_NAME : options.scenario,
+                          max_actors(std::nullopt, guard_pages_asked(engine).value_or(1) > 0));
+  if (unguarded)  // said once the run is sure to start
     fmt::print(stderr,
                "{}: note: {} actors at once are more than the {} that vm.max_map_count allows with a guard page under "
                "each stack: their stacks run without guard pages ({})\n",
                command, grouped(estimate.actors), grouped(max_actors()), UNGUARDED_STACKS);
-  }
-  workloads::check_memory(estimate, workloads::memory_limit(options.max_memory),
-                          options.scenario.empty() ? DEFAULT_SCENARIO_NAME : options.scenario,
-                          max_actors(std::nullopt, guard_pages_asked(engine).value_or(1) > 0));
   std::optional<studies::OutputDir> out;
   if (!options.out.empty()) out.emplace(options.out);
   const bool timeline = out && (scenario.timeline() || options.timeline);
