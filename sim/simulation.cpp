@@ -109,6 +109,18 @@ std::uint64_t max_actors(std::optional<std::uint64_t> max_map_count, bool guard_
   return maps > OWN_MAPS ? (maps - OWN_MAPS) / 2 : 0;
 }
 
+namespace {
+/// The words of SNSIM_ENGINE_ARGS, as given (checked where they are used).
+std::vector<std::string> engine_args_from_environment() {
+  std::vector<std::string> words;
+  if (const char* from_env = std::getenv("SNSIM_ENGINE_ARGS")) {
+    std::istringstream in(from_env);
+    for (std::string word; in >> word;) words.push_back(word);
+  }
+  return words;
+}
+}  // namespace
+
 std::optional<int> guard_pages_asked(const std::vector<std::string>& engine_args) {
   constexpr std::string_view KEY = "--cfg=contexts/guard-size:";
   std::optional<int> pages;
@@ -116,10 +128,7 @@ std::optional<int> guard_pages_asked(const std::vector<std::string>& engine_args
     if (option.starts_with(KEY) && engine_option_problem(option).empty())
       pages = std::stoi(std::string(option.substr(KEY.size())));
   };
-  if (const char* from_env = std::getenv("SNSIM_ENGINE_ARGS")) {
-    std::istringstream words(from_env);
-    for (std::string word; words >> word;) look(word);
-  }
+  for (const auto& option : engine_args_from_environment()) look(option);
   for (const auto& option : engine_args) look(option);
   return pages;
 }
@@ -167,13 +176,10 @@ Simulation::Simulation(const Fabric& fabric, const std::vector<std::string>& eng
   std::vector<std::string> args{"snsim"};
   // Every simulation of a process tree (tests, `snsim validate`'s children) sees the same environment: the one place
   // a sanitized build can switch every one of them to thread contexts.
-  if (const char* from_env = std::getenv("SNSIM_ENGINE_ARGS")) {
-    std::istringstream words(from_env);
-    for (std::string word; words >> word;) {
-      if (const auto problem = engine_option_problem(word); !problem.empty())
-        throw InputError(fmt::format("SNSIM_ENGINE_ARGS: {}", problem));
-      args.push_back(word);
-    }
+  for (const auto& word : engine_args_from_environment()) {
+    if (const auto problem = engine_option_problem(word); !problem.empty())
+      throw InputError(fmt::format("SNSIM_ENGINE_ARGS: {}", problem));
+    args.push_back(word);
   }
   for (const auto& option : engine_args)
     if (const auto problem = engine_option_problem(option); !problem.empty())

@@ -91,16 +91,17 @@ struct Paired {
 };
 
 /// The launch and host terms from paired records: calls back to back on a stream take max(host, graph + delta),
-/// the host's CPU time per call (host, plus per_p2p for each send and recv of a grouped all_to_all) or what the GPU
+/// the host's CPU time per call (CollectiveModel::host_cost: host_call, plus host_p2p_call for each send and recv of
+/// a grouped all_to_all) or what the GPU
 /// spends beyond a graph replay (delta: launch and NCCL's work upload). Least squares on relative errors: delta on a
-/// grid of 1 ns steps, host exact for each (where it binds, the error is quadratic in it), per_p2p on a grid after.
+/// grid of 1 ns steps, host_call exact for each (where it binds, the error is quadratic in it), host_p2p_call on a
+/// grid after.
 struct LaunchTerms {
-  double delta = 0, host = 0, per_p2p = 0;
+  double delta = 0;
+  models::CollectiveModel host;  // its host_call and host_p2p_call
   bool host_bound(const Point& pt, double graph) const { return host_of(pt) > graph + delta; }
   double host_of(const Point& pt) const {
-    return pt.need.kind == CollectiveKind::all_to_all
-               ? host + per_p2p * 2.0 * static_cast<double>(pt.record().ranks.size())
-               : host;
+    return host.host_cost(pt.need.kind, static_cast<int>(pt.record().ranks.size())).count();
   }
 };
 
@@ -108,6 +109,7 @@ LaunchTerms fit_launch_terms(std::vector<Paired> calls, const std::vector<Paired
   std::ranges::sort(calls, [](const Paired& a, const Paired& b) { return a.graph < b.graph; });
   const std::size_t n = calls.size();
   LaunchTerms best;
+  best.host.host_p2p_call = Seconds{0};
   double best_error = std::numeric_limits<double>::infinity();
   for (int ns = 0; ns <= 10'000; ++ns) {
     const double delta = ns * 1e-9;
@@ -131,14 +133,15 @@ LaunchTerms fit_launch_terms(std::vector<Paired> calls, const std::vector<Paired
       const double error = host * host * a - 2 * host * b + static_cast<double>(k) + device_error[k];
       if (error < best_error) {
         best_error = error;
-        best = {delta, host, 0};
+        best.delta = delta;
+        best.host.host_call = Seconds{host};
       }
     }
   }
   double least = std::numeric_limits<double>::infinity();
+  LaunchTerms trial = best;
   for (int ns = 0; ns <= 5'000 && !grouped.empty(); ++ns) {
-    LaunchTerms trial = best;
-    trial.per_p2p = ns * 1e-9;
+    trial.host.host_p2p_call = Seconds{ns * 1e-9};
     double error = 0;
     for (const auto& g : grouped) {
       const double s = g.stream->record().median;
@@ -146,7 +149,7 @@ LaunchTerms fit_launch_terms(std::vector<Paired> calls, const std::vector<Paired
     }
     if (error < least) {
       least = error;
-      best.per_p2p = trial.per_p2p;
+      best.host.host_p2p_call = trial.host.host_p2p_call;
     }
   }
   return best;
@@ -205,8 +208,8 @@ void collectives(Fit& fit) {
         "graph_launch)",
         to_string(Bytes{LARGE_BYTES}));
     fit.add_time("collective.stream_launch", unit.stream_launch, method, paired_records);
-    fit.add_time("collective.host_call", Seconds{launch.host}, method, paired_records);
-    fit.add_time("collective.host_p2p_call", Seconds{launch.per_p2p}, method, paired_records);
+    fit.add_time("collective.host_call", launch.host.host_call, method, paired_records);
+    fit.add_time("collective.host_p2p_call", launch.host.host_p2p_call, method, paired_records);
     std::erase_if(points, [&](const Point& pt) {
       const auto g = graph_of(pt);
       return pt.launch == models::Launch::stream && g && launch.host_bound(pt, *g);
