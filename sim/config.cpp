@@ -121,6 +121,13 @@ class ExpandedSize {
                         fmt::format("nested deeper than {} levels", MAX_DEPTH));
     std::uint64_t n = 1;
     for (const auto& entry : node) {
+      // Every reader takes a key as a name: a map, list or empty key (`{a: 1}: 2`, `? [x]`, `~: 1`) would read as ""
+      // in one place and throw yaml-cpp's bad conversion in another (one was found by fuzz_params).
+      if (node.IsMap() && !entry.first.IsScalar()) {
+        const YAML::Mark at = entry.first.Mark().is_null() ? mark : entry.first.Mark();
+        throw_input_error({file_, at.line + 1, at.column + 1}, "",
+                          fmt::format("a key must be a name, found {}", kind_of(entry.first)));
+      }
       // The error points at the child that takes the count over (for a map's value, its key: a value read through
       // an iterator has no mark of its own).
       const YAML::Node& child = node.IsMap() ? entry.second : entry;

@@ -57,6 +57,12 @@ TEST_CASE("config: errors name file, line, column and key path") {
     CHECK_THROWS_WITH_AS(doc("topology: {gpus: 8\nname: x\n"), "t.yaml:2:5: invalid YAML: end of map flow not found",
                          InputError);
   }
+  SUBCASE("a key must be a name, not a map, a list or nothing") {
+    CHECK_THROWS_WITH_AS(doc("models:\n  {a: 1}: 2\n"), "t.yaml:2:3: a key must be a name, found a map", InputError);
+    CHECK_THROWS_WITH_AS(doc("models:\n  ? [x]\n  : 2\n"), "t.yaml:2:5: a key must be a name, found a list",
+                         InputError);
+    CHECK_THROWS_WITH_AS(doc("~: 1\n"), "t.yaml:1:1: a key must be a name, found nothing", InputError);
+  }
   SUBCASE("YAML nested past the parser's limit says so (yaml-cpp's own message is \"bad file\")") {
     CHECK_THROWS_WITH_AS(doc("a: " + std::string(600, '[') + std::string(600, ']') + "\n"),
                          "t.yaml:1:1204: invalid YAML: nested deeper than 500 levels", InputError);
