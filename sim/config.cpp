@@ -157,6 +157,23 @@ class ExpandedSize {
   std::map<std::tuple<std::size_t, int, std::size_t>, std::uint64_t> known_;
 };
 
+/// yaml-cpp's Load with the checks every document and --set value gets (ExpandedSize: depth, alias cycles and
+/// expansion, keys that are names); a parse error says `invalid` and names `file`.
+YAML::Node load_yaml(const std::string& text, const std::string& file, std::string_view invalid) {
+  try {
+    YAML::Node root = YAML::Load(text);
+    ExpandedSize(file).of(root);
+    return root;
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's parser stops at its own depth limit with the message "bad file": say what is wrong.
+    throw_input_error({file, e.mark.line + 1, e.mark.column + 1}, "",
+                      fmt::format("{}: nested deeper than {} levels", invalid, e.depth()));
+  } catch (const YAML::ParserException& e) {
+    // yaml-cpp names the line but not the file; its message is e.msg.
+    throw_input_error({file, e.mark.line + 1, e.mark.column + 1}, "", fmt::format("{}: {}", invalid, e.msg));
+  }
+}
+
 }  // namespace
 
 // ---- ConfigNode -------------------------------------------------------------------------------------------------
@@ -382,21 +399,11 @@ ConfigDocument::~ConfigDocument() = default;
 
 std::shared_ptr<ConfigDocument> ConfigDocument::load_string(const std::string& text, std::string file_name) {
   check_utf8(text, {file_name, 1, 1});
-  try {
-    auto root = std::make_unique<YAML::Node>(YAML::Load(text));
-    ExpandedSize(file_name).of(*root);
-    if (!root->IsMap() && !root->IsNull())
-      throw_input_error({file_name, root->Mark().line + 1, root->Mark().column + 1}, "",
-                        fmt::format("expected a map of settings at the top, found {}", kind_of(*root)));
-    return std::shared_ptr<ConfigDocument>(new ConfigDocument(std::move(root), std::move(file_name)));
-  } catch (const YAML::DeepRecursion& e) {
-    // yaml-cpp's parser stops at its own depth limit with the message "bad file": say what is wrong.
-    throw_input_error({file_name, e.mark.line + 1, e.mark.column + 1}, "",
-                      fmt::format("invalid YAML: nested deeper than {} levels", e.depth()));
-  } catch (const YAML::ParserException& e) {
-    // yaml-cpp names the line but not the file; its message is e.msg.
-    throw_input_error({file_name, e.mark.line + 1, e.mark.column + 1}, "", fmt::format("invalid YAML: {}", e.msg));
-  }
+  auto root = std::make_unique<YAML::Node>(load_yaml(text, file_name, "invalid YAML"));
+  if (!root->IsMap() && !root->IsNull())
+    throw_input_error({file_name, root->Mark().line + 1, root->Mark().column + 1}, "",
+                      fmt::format("expected a map of settings at the top, found {}", kind_of(*root)));
+  return std::shared_ptr<ConfigDocument>(new ConfigDocument(std::move(root), std::move(file_name)));
 }
 
 std::shared_ptr<ConfigDocument> ConfigDocument::load_file(const std::string& path) {
@@ -413,12 +420,8 @@ void ConfigDocument::set(std::string_view assignment, std::string origin) {
   const auto eq = assignment.find('=');
   const auto steps = eq == std::string_view::npos ? std::nullopt : split_path(assignment.substr(0, eq));
   if (!steps) throw_input_error({"--set", 0, 0}, "", fmt::format("expected key.path=value, found '{}'", assignment));
-  YAML::Node value;
-  try {
-    value = YAML::Load(std::string(assignment.substr(eq + 1)));
-  } catch (const YAML::ParserException& e) {
-    throw_input_error(where, "", fmt::format("invalid YAML value: {}", e.msg));
-  }
+  // The value gets a document's checks (depth, aliases, keys); its marks count from the value's first character.
+  const YAML::Node value = load_yaml(std::string(assignment.substr(eq + 1)), where.file, "invalid YAML value");
   YAML::Node current(*root_);  // yaml-cpp nodes are handles: reset() moves the handle, `=` would assign
   for (std::size_t i = 0; i < steps->size(); ++i) {
     const auto& step = (*steps)[i];

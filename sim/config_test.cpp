@@ -95,6 +95,16 @@ TEST_CASE("config: --set overrides a value and errors name the option") {
   CHECK_THROWS_WITH_AS(check_between(topo, "gpus", topo.required<int>("gpus"), 2, 8),
                        "--set topology.gpus=9: topology.gpus: must be between 2 and 8, got 9", InputError);
   CHECK_THROWS_WITH_AS(d->set("nonsense"), "--set: expected key.path=value, found 'nonsense'", InputError);
+  SUBCASE("a value gets a document's checks: keys that are names, aliases without cycles, bounded depth") {
+    CHECK_THROWS_WITH_AS(d->set("models={[x]: 1}"), "--set models={[x]: 1}:1:2: a key must be a name, found a list",
+                         InputError);
+    CHECK_THROWS_WITH_AS(d->set("name=&a [*a]"),
+                         "--set name=&a [*a]:1:1: an alias refers to the node that contains it (a cycle)", InputError);
+    CHECK_THROWS_WITH_AS(d->set("name=" + std::string(600, '[') + std::string(600, ']')),
+                         doctest::Contains("invalid YAML value: nested deeper than 500 levels"), InputError);
+    CHECK_THROWS_WITH_AS(d->set("name={a: 1"), doctest::Contains("invalid YAML value: end of map flow not found"),
+                         InputError);
+  }
 }
 
 TEST_CASE("config: list elements carry their index in the path") {
