@@ -698,10 +698,9 @@ void CollectiveExecutor::tree(int rank, const std::vector<int>& group, std::size
     return;
   }
   const int parent = group[position - 1];
-  auto up = sg4::Actor::create(fmt::format("rank{}-tree-up", rank), sg4::this_actor::get_host(),
-                               [this, rank, child, parent, &step] { pipeline(rank, child, parent, step); });
+  auto up = simulation_.start_beside([this, rank, child, parent, &step] { pipeline(rank, child, parent, step); });
   pipeline(rank, parent, child, step);
-  up->join();
+  up.join();
 }
 
 }  // namespace snsim::workloads

@@ -234,15 +234,14 @@ void Runner::execute(int rank, const Op& op, const Op& top) {
     return;
   }
   if (const auto* streams = std::get_if<StreamsOp>(&op.what)) {
-    // Every list but the first on its own actor on the same GPU; this actor runs the first and joins the others.
-    std::vector<sg4::ActorPtr> others;
+    // Every list but the first on a pooled actor on the same GPU; this actor runs the first and joins the others.
+    std::vector<Simulation::Started> others;
     for (std::size_t i = 1; i < streams->streams.size(); ++i)
-      others.push_back(sg4::Actor::create(fmt::format("rank{}.stream{}", rank, i), sg4::this_actor::get_host(),
-                                          [this, rank, &top, &list = streams->streams[i]] {
-                                            for (const auto& inner : list) execute(rank, inner, top);
-                                          }));
+      others.push_back(context_.simulation().start_beside([this, rank, &top, &list = streams->streams[i]] {
+        for (const auto& inner : list) execute(rank, inner, top);
+      }));
     for (const auto& inner : streams->streams.front()) execute(rank, inner, top);
-    for (auto& actor : others) actor->join();
+    for (auto& other : others) other.join();
     return;
   }
   // The folded ranks this rank speaks for run the same op (their programs match: scenario/folding.hpp). Where it

@@ -449,6 +449,24 @@ void Simulation::run_on(sg4::Host* where, std::function<void()> job) {
   w->wake->release();
 }
 
+void Simulation::Started::join() {
+  done_->acquire();
+}
+
+Simulation::Started Simulation::start_beside(std::function<void()> job) {
+  auto done = sg4::Semaphore::create(0);
+  run_on(sg4::this_actor::get_host(), [done, job = std::move(job)] {
+    try {
+      job();
+    } catch (...) {
+      done->release();  // the joiner goes on; the exception ends the run as an actor's would
+      throw;
+    }
+    done->release();
+  });
+  return Started{done};
+}
+
 void Simulation::transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload, Seconds fixed_cost,
                           BytesPerSecond max_rate, bool cap_follows_route) {
   const PlatformRoute& path = route(from, to);
