@@ -91,7 +91,7 @@ struct PgasExecutor::Heap {
   std::vector<std::map<int, std::vector<InFlightPtr>>> fenced;
   std::vector<int> incoming;  // by rank: puts towards it issued and not yet visible (they slow its own issuers)
   std::map<const void*, sg4::BarrierPtr> barriers;  // by Group identity
-  std::uint64_t transfers = 0;                      // names helper actors and their mailboxes
+  std::uint64_t transfers = 0;                      // names the helpers' mailboxes
 
   /// A fresh mailbox for one op's flows: its flows cannot be matched by another op's receiver.
   sg4::Mailbox* mailbox() { return sg4::Mailbox::by_name(fmt::format("pgas{}", transfers++)); }
@@ -148,9 +148,8 @@ void PgasExecutor::run(int rank, const PutOp& op) {
   sg4::Mailbox* flows = state.mailbox();
   const auto issuers = static_cast<std::uint64_t>(op.issuers);
   flows->put_init(&token, times(wire, issuers).count())->set_rate(wire_rate * static_cast<double>(issuers))->detach();
-  simulation_.spawn(
-      fmt::format("rank{}.put{}", rank, state.transfers), device(op.to),
-      [this, rank, op, route, payload, wire, flows, flight, predecessors, issued, &model, &state] {
+  simulation_.spawn_pooled(
+      device(op.to), [this, rank, op, route, payload, wire, flows, flight, predecessors, issued, &model, &state] {
         sleep_for(route.latency + model.write_latency);
         simulation_.account(device(rank), device(op.to), times(wire, static_cast<std::uint64_t>(op.issuers)),
                             times(payload, static_cast<std::uint64_t>(op.issuers)));
@@ -193,8 +192,8 @@ void PgasExecutor::run(int rank, const GetOp& op) {
   simulation_.account(device(op.from), device(rank), wire, op.bytes);
   // The responses flow from the target: a helper there posts them (a mailbox comm, for the rate cap; see put).
   sg4::Mailbox* flow = heap().mailbox();
-  simulation_.spawn(fmt::format("rank{}.get{}", rank, heap().transfers), device(op.from),
-                    [flow, wire, rate] { flow->put_init(&token, wire.count())->set_rate(rate)->detach(); });
+  simulation_.spawn_pooled(device(op.from),
+                           [flow, wire, rate] { flow->put_init(&token, wire.count())->set_rate(rate)->detach(); });
   flow->get<int>();
   context_.waits().add({rank, op.from, start, Simulation::now() - start});  // stalled on the peer's memory throughout
 }

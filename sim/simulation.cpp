@@ -413,6 +413,19 @@ void Simulation::spawn(const std::string& name, DeviceId device, std::function<v
   sg4::Actor::create(name, host(device), std::move(body));
 }
 
+void Simulation::spawn_pooled(DeviceId device, std::function<void()> job) {
+  // Pooled actors are daemons, which SimGrid stops with the last other actor: while such jobs run, one actor of the
+  // simulation's own (no daemon) waits for the last to end, so that the run ends when spawn()'s would have.
+  if (pooled_to_end_++ == 0) {
+    pooled_all_ended_ = sg4::Semaphore::create(0);
+    sg4::Actor::create("pooled-jobs", host(device), [ended = pooled_all_ended_] { ended->acquire(); });
+  }
+  run_on(host(device), [this, job = std::move(job)] {
+    job();
+    if (--pooled_to_end_ == 0) pooled_all_ended_->release();
+  });
+}
+
 Seconds Simulation::run() {
   engine_->run();
   return now();
