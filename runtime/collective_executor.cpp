@@ -698,7 +698,8 @@ void CollectiveExecutor::tree(int rank, const std::vector<int>& group, std::size
     return;
   }
   const int parent = group[position - 1];
-  auto up = simulation_.start_beside([this, rank, child, parent, &step] { pipeline(rank, child, parent, step); });
+  auto up = simulation_.start_pooled(device(rank),
+                                     [this, rank, child, parent, &step] { pipeline(rank, child, parent, step); });
   pipeline(rank, parent, child, step);
   up.join();
 }

@@ -3,9 +3,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <simgrid/s4u.hpp>
-
-namespace sg4 = simgrid::s4u;
 
 namespace snsim::workloads {
 
@@ -59,12 +56,11 @@ void DeviceExecutor::run(int rank, const CopyOp& op) {
                            copy.fixed_cost(op.engine, op.pull, op.pipelined, op.launch),
                            copy.wire_rate_cap(simulation_.route(from, to).bottleneck, op.engine), true);
     };
-    std::vector<sg4::ActorPtr> others;
+    std::vector<Simulation::Started> others;
     for (std::uint64_t i = 1; i < n; ++i)
-      others.push_back(sg4::Actor::create(fmt::format("rank{}.nvme{}", rank, i), sg4::this_actor::get_host(),
-                                          [stripe, i, drive = drives[i]] { stripe(i, drive); }));
+      others.push_back(simulation_.start_pooled(device(rank), [stripe, i, drive = drives[i]] { stripe(i, drive); }));
     stripe(0, drives[0]);
-    for (auto& actor : others) actor->join();
+    for (auto& other : others) other.join();
   } else {
     const DeviceId from = device(op.pull ? op.peer : rank), to = device(op.pull ? rank : op.peer);
     const auto& route = simulation_.route(from, to);

@@ -6,11 +6,8 @@
 
 #include <fmt/format.h>
 #include <xbt/log.h>
-#include <simgrid/s4u.hpp>
 
 XBT_LOG_NEW_DEFAULT_CATEGORY(snsim_runner, "snsim: executing programs");
-
-namespace sg4 = simgrid::s4u;
 
 namespace snsim::workloads {
 namespace {
@@ -237,9 +234,10 @@ void Runner::execute(int rank, const Op& op, const Op& top) {
     // Every list but the first on a pooled actor on the same GPU; this actor runs the first and joins the others.
     std::vector<Simulation::Started> others;
     for (std::size_t i = 1; i < streams->streams.size(); ++i)
-      others.push_back(context_.simulation().start_beside([this, rank, &top, &list = streams->streams[i]] {
-        for (const auto& inner : list) execute(rank, inner, top);
-      }));
+      others.push_back(
+          context_.simulation().start_pooled(context_.device(rank), [this, rank, &top, &list = streams->streams[i]] {
+            for (const auto& inner : list) execute(rank, inner, top);
+          }));
     for (const auto& inner : streams->streams.front()) execute(rank, inner, top);
     for (auto& other : others) other.join();
     return;

@@ -18,11 +18,8 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <simgrid/s4u.hpp>
 
 #include "runtime/uvm_residency.hpp"
-
-namespace sg4 = simgrid::s4u;
 
 namespace snsim::workloads {
 
@@ -37,7 +34,6 @@ struct UvmExecutor::Uvm {
     Seconds service{0};
   };
   std::map<int, Counters> counters;  // by location
-  std::uint64_t helpers = 0;         // names migration actors
 
   ManagedState& buffer(const ManagedPtr& spec) {
     auto& state = buffers[spec.get()];
@@ -60,12 +56,13 @@ void UvmExecutor::migrate(int from, int to, Bytes bytes, Seconds fixed_cost, con
   Uvm& state = uvm_state();
   const Seconds start = Simulation::now();
   const BytesPerSecond cap = models_.uvm->params(path(from, to)).bandwidth;
-  // The bytes flow from the source: a helper actor there sends them (Simulation::transfer sends from its caller).
-  sg4::Actor::create(fmt::format("uvm.migrate{}", state.helpers++), simulation_.host(device(from)),
-                     [this, from, to, bytes, fixed_cost, cap] {
-                       simulation_.transfer(device(from), device(to), bytes, bytes, fixed_cost, cap);
-                     })
-      ->join();
+  // The bytes flow from the source: a helper there sends them (Simulation::transfer sends from its caller).
+  simulation_
+      .start_pooled(device(from),
+                    [this, from, to, bytes, fixed_cost, cap] {
+                      simulation_.transfer(device(from), device(to), bytes, bytes, fixed_cost, cap);
+                    })
+      .join();
   state.counters[from].migrated_out += bytes;
   state.counters[to].migrated_in += bytes;
   context_.record({rank, top.phase, top.tag, std::string(MIGRATE_KIND.name),

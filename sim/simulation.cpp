@@ -466,9 +466,9 @@ void Simulation::Started::join() {
   done_->acquire();
 }
 
-Simulation::Started Simulation::start_beside(std::function<void()> job) {
+Simulation::Started Simulation::start_pooled(DeviceId device, std::function<void()> job) {
   auto done = sg4::Semaphore::create(0);
-  run_on(sg4::this_actor::get_host(), [done, job = std::move(job)] {
+  run_on(host(device), [done, job = std::move(job)] {
     try {
       job();
     } catch (...) {

@@ -185,7 +185,7 @@ class Simulation {
   /// wait for, or what need not finish, belongs there.
   void run_pooled(DeviceId device, std::function<void()> job) { run_on(host(device), std::move(job)); }
 
-  /// A job that its starter waits for (start_beside()).
+  /// A job that its starter waits for (start_pooled()).
   class Started {
    public:
     /// Waits until the job has ended.
@@ -196,10 +196,10 @@ class Simulation {
     explicit Started(simgrid::s4u::SemaphorePtr done) : done_{std::move(done)} {}
     simgrid::s4u::SemaphorePtr done_;
   };
-  /// Runs `job` on a pooled actor on the calling actor's endpoint, for a helper that the caller joins (a stream list,
-  /// a tree's upward pipeline). A training step of 1,024 GPUs started 150,000 such helpers as actors of their own,
-  /// and mapping, touching and unmapping their stacks took a third of its time.
-  Started start_beside(std::function<void()> job);
+  /// Runs `job` on a pooled actor of `device`'s endpoint, for a helper that the caller joins (a stream list, a tree's
+  /// upward pipeline, a migration's or an NVMe stripe's transfer). A training step of 1,024 GPUs started 150,000
+  /// such helpers as actors of their own, and mapping, touching and unmapping their stacks took a third of its time.
+  Started start_pooled(DeviceId device, std::function<void()> job);
 
   /// Name of a route's hop link, derived from its channels: "gpu0->nvswitch[0-3]".
   static std::string hop_name(const Fabric& fabric, const Hop& hop);
