@@ -420,8 +420,7 @@ void Simulation::spawn_pooled(DeviceId device, std::function<void()> job) {
     pooled_all_ended_ = sg4::Semaphore::create(0);
     sg4::Actor::create("pooled-jobs", host(device), [ended = pooled_all_ended_] { ended->acquire(); });
   }
-  run_on(host(device), [this, job = std::move(job)] {
-    job();
+  run_on(host(device), std::move(job), [this] {
     if (--pooled_to_end_ == 0) pooled_all_ended_->release();
   });
 }
@@ -439,9 +438,10 @@ Seconds Simulation::now() {
 struct Simulation::Worker {
   sg4::SemaphorePtr wake = sg4::Semaphore::create(0);
   std::function<void()> job;
+  std::function<void()> then;  // once the worker is back in the pool
 };
 
-void Simulation::run_on(sg4::Host* where, std::function<void()> job) {
+void Simulation::run_on(sg4::Host* where, std::function<void()> job, std::function<void()> then) {
   auto& idle = idle_workers_[where];
   std::shared_ptr<Worker> w;
   if (idle.empty()) {
@@ -450,8 +450,11 @@ void Simulation::run_on(sg4::Host* where, std::function<void()> job) {
       for (;;) {
         w->wake->acquire();
         auto next = std::move(w->job);
+        auto after = std::move(w->then);
         next();
+        // Back in the pool before `after` wakes anyone: a joiner that starts its next job at once finds it there.
         idle_workers_[where].push_back(w);
+        if (after) after();
       }
     })->daemonize();
   } else {
@@ -459,6 +462,7 @@ void Simulation::run_on(sg4::Host* where, std::function<void()> job) {
     idle.pop_back();
   }
   w->job = std::move(job);
+  w->then = std::move(then);
   w->wake->release();
 }
 
@@ -468,15 +472,8 @@ void Simulation::Started::join() {
 
 Simulation::Started Simulation::start_pooled(DeviceId device, std::function<void()> job) {
   auto done = sg4::Semaphore::create(0);
-  run_on(host(device), [done, job = std::move(job)] {
-    try {
-      job();
-    } catch (...) {
-      done->release();  // the joiner goes on; the exception ends the run as an actor's would
-      throw;
-    }
-    done->release();
-  });
+  // An exception in the job ends the run, as an actor's own would.
+  run_on(host(device), std::move(job), [done] { done->release(); });
   return Started{done};
 }
 

@@ -206,8 +206,8 @@ class Simulation {
 
  private:
   void add_bytes(const PlatformRoute& path, Bytes wire, Bytes payload);
-  /// Runs `job` on a pooled daemon actor on a host (see transfer()).
-  void run_on(simgrid::s4u::Host* where, std::function<void()> job);
+  /// Runs `job` on a pooled daemon actor on a host (see transfer()), then `then` once the actor is back in the pool.
+  void run_on(simgrid::s4u::Host* where, std::function<void()> job, std::function<void()> then = {});
   /// The link of a hop: created in eager mode, taken from the spare pool in lazy mode.
   std::size_t link_for(const Hop& hop);
   /// Computes a route between two endpoints with the Router; nullopt if there is none.

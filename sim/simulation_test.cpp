@@ -191,3 +191,48 @@ TEST_CASE("simulation: SNSIM_ENGINE_ARGS passes SimGrid options, and explicit en
   sim.run();
   CHECK(end.count() == doctest::Approx(static_cast<double>((1_GiB).count()) / 100e9));
 }
+
+TEST_CASE("simulation: a pooled job runs on its endpoint, its starter joins it, and its actor serves the next job") {
+  const Fabric f = star(2, 100_GBps, Seconds{0});
+  Simulation sim(f);
+  const auto a = f.gpus()[0], b = f.gpus()[1];
+  Seconds joined_first, joined_second;
+  DeviceId ran_on = a;
+  std::size_t actors_first = 0, actors_second = 0;
+  sim.spawn("starter", a, [&] {
+    sim.start_pooled(b,
+                     [&] {
+                       ran_on = sim.current_device();
+                       simgrid::s4u::this_actor::sleep_for(2);
+                     })
+        .join();
+    joined_first = Simulation::now();
+    actors_first = simgrid::s4u::Engine::get_instance()->get_actor_count();
+    sim.start_pooled(b, [&] { simgrid::s4u::this_actor::sleep_for(3); }).join();
+    joined_second = Simulation::now();
+    actors_second = simgrid::s4u::Engine::get_instance()->get_actor_count();
+  });
+  sim.run();
+  CHECK(ran_on == b);
+  CHECK(joined_first.count() == doctest::Approx(2));
+  CHECK(joined_second.count() == doctest::Approx(5));
+  CHECK(actors_first == 2);  // the starter and the pooled actor, idle
+  CHECK(actors_second == actors_first);
+}
+
+TEST_CASE("simulation: the run lasts until the last of spawn_pooled's jobs has ended, as with spawn") {
+  const Fabric f = star(2, 100_GBps, Seconds{0});
+  Simulation sim(f);
+  const auto a = f.gpus()[0], b = f.gpus()[1];
+  Seconds job_end;
+  sim.spawn("starter", a, [&] {
+    sim.spawn_pooled(b, [&] {
+      simgrid::s4u::this_actor::sleep_for(7);
+      job_end = Simulation::now();
+    });
+    sim.spawn_pooled(b, [&] { simgrid::s4u::this_actor::sleep_for(4); });
+    simgrid::s4u::this_actor::sleep_for(1);  // the starter ends long before its jobs
+  });
+  CHECK(sim.run().count() == doctest::Approx(7));
+  CHECK(job_end.count() == doctest::Approx(7));
+}
