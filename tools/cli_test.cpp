@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <sstream>
 #include <string>
@@ -507,11 +508,14 @@ TEST_CASE("cli: topo --summary counts devices and channels by kind, --route prin
         "--route: no device 'gpu99' in this fabric (names as `snsim topo` lists them: gpu0, nvswitch0, host, ...)\n");
 }
 
-TEST_CASE("cli: every example scenario runs") {
+namespace {
+/// Runs every example scenario whose file name `wanted` picks: each exits as its first line says, with its report.
+/// Three test cases, so that each stays well inside CTest's timeout (the training examples write 2-130 MB each).
+void run_examples(const std::function<bool(const std::string&)>& wanted) {
   const fs::path examples = fs::path(SNSIM_SOURCE_DIR) / "workloads" / "examples";
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(examples))
-    if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+    if (entry.path().extension() == ".yaml" && wanted(entry.path().filename().string())) files.push_back(entry.path());
   std::sort(files.begin(), files.end());
   REQUIRE(files.size() >= 3);
   for (const auto& file : files) {
@@ -532,6 +536,23 @@ TEST_CASE("cli: every example scenario runs") {
       CHECK(report["simulated_time_s"].get<double>() > 0);
     }
   }
+}
+}  // namespace
+
+TEST_CASE("cli: every training example on a superpod runs") {
+  run_examples([](const std::string& name) {
+    return name.starts_with("training_") && (name.find("_superpod") != std::string::npos);
+  });
+}
+
+TEST_CASE("cli: every other training example runs") {
+  run_examples([](const std::string& name) {
+    return name.starts_with("training_") && !(name.find("_superpod") != std::string::npos);
+  });
+}
+
+TEST_CASE("cli: every example that is not a training step runs") {
+  run_examples([](const std::string& name) { return !name.starts_with("training_"); });
 }
 
 // ---- deadlocks: exit code 2, one line naming, per stuck rank, the op and what it waits for ------------------------
