@@ -13,8 +13,8 @@
 namespace snsim::models {
 namespace {
 
-constexpr std::array<std::string_view, 5> KIND_NAMES{"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-                                                     "broadcast"};
+constexpr std::array<std::string_view, 5> COLLECTIVE_KIND_NAMES{"all_reduce", "all_gather", "reduce_scatter",
+                                                                "all_to_all", "broadcast"};
 constexpr std::array<std::string_view, 3> PROTOCOL_NAMES{"LL", "LL128", "Simple"};
 constexpr std::array<std::string_view, 8> ALGORITHM_NAMES{"ring", "tree",   "one_shot",  "two_shot",
                                                           "nvls", "direct", "nvls_tree", "collnet"};
@@ -322,7 +322,7 @@ const ParamTable<CollectiveModel>& collective_params() {
 }
 
 std::string_view to_string(CollectiveKind kind) {
-  return name_of(KIND_NAMES, kind);
+  return name_of(COLLECTIVE_KIND_NAMES, kind);
 }
 std::string_view to_string(Protocol protocol) {
   return name_of(PROTOCOL_NAMES, protocol);
@@ -331,7 +331,7 @@ std::string_view to_string(Algorithm algorithm) {
   return name_of(ALGORITHM_NAMES, algorithm);
 }
 std::optional<CollectiveKind> collective_kind(std::string_view name) {
-  return parse_name<CollectiveKind>(KIND_NAMES, name);
+  return parse_name<CollectiveKind>(COLLECTIVE_KIND_NAMES, name);
 }
 std::optional<Protocol> protocol(std::string_view name) {
   return parse_name<Protocol>(PROTOCOL_NAMES, name);

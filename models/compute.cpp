@@ -262,7 +262,7 @@ constexpr std::int64_t ATTENTION_BLOCK = 128;
 // A split-K GEMM writes and reads back one fp32 partial sum of C per slice.
 constexpr double PARTIAL_BYTES = 4;
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+std::int64_t ceil_div_count(std::int64_t a, std::int64_t b) {
   return (a + b - 1) / b;
 }
 
@@ -367,8 +367,7 @@ namespace {
 
 /// A kernel of `kernel`'s kind moving `elements` of `element` bytes.
 MemoryCall moving(MemoryKernel kernel, double elements, double element) {
-  return MemoryCall{{kernel, false},
-                    Bytes{static_cast<std::uint64_t>(std::llround(std::max(0.0, elements * element)))}};
+  return MemoryCall{{kernel, false}, bytes_of(elements * element)};
 }
 
 }  // namespace
@@ -459,9 +458,9 @@ GemmPlan ComputeModel::plan_gemm(const GpuSpec& gpu, const Gemm& g, Dtype dtype,
   for (const Tile& t : tiles) {
     for (int split = 1; split <= (tf32 ? 1 : MAX_SPLIT_K); ++split) {
       if (split > 1 && g.k < 2 * split * 128) break;  // each slice keeps a few K steps of its own
-      const std::int64_t ctas = ceil_div(g.m, t.m) * ceil_div(g.n, t.n) * g.batch * split;
-      const std::int64_t per_sm = ceil_div(ctas, static_cast<std::int64_t>(sms));
-      const double k_slice = static_cast<double>(ceil_div(g.k, split));
+      const std::int64_t ctas = ceil_div_count(g.m, t.m) * ceil_div_count(g.n, t.n) * g.batch * split;
+      const std::int64_t per_sm = ceil_div_count(ctas, static_cast<std::int64_t>(sms));
+      const double k_slice = static_cast<double>(ceil_div_count(g.k, split));
       const double mma = 2.0 * t.m * t.n * k_slice / sm_rate;
       const double feed = (t.m + t.n) * k_slice * element / sm_feed;
       double time = static_cast<double>(per_sm) * (std::max(mma, feed) + overhead) + gemm_ramp.count();
@@ -570,7 +569,7 @@ LastSm list_schedule(std::int64_t heads, std::int64_t n, bool causal, std::int64
 }  // namespace
 
 AttentionPlan ComputeModel::plan_attention(const GpuSpec& gpu, const Attention& a, double clock) const {
-  const std::int64_t n = ceil_div(a.seq, ATTENTION_BLOCK);  // query blocks, and key blocks per row
+  const std::int64_t n = ceil_div_count(a.seq, ATTENTION_BLOCK);  // query blocks, and key blocks per row
   const AttentionPass& pass = attention[a.backward];
   const double diagonal = pass.diagonal;
   // Causal: query block i attends to key blocks 0..i (or its window's), the diagonal one masked.

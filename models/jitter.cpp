@@ -11,7 +11,7 @@
 namespace snsim::models {
 namespace {
 
-constexpr std::array<std::string_view, 5> KIND_NAMES{"none", "constant", "normal", "lognormal", "empirical"};
+constexpr std::array<std::string_view, 5> JITTER_KIND_NAMES{"none", "constant", "normal", "lognormal", "empirical"};
 
 /// Φ⁻¹(p): Acklam's rational approximation (relative error 1.15e-9), refined by one Halley step on erfc to full
 /// double precision. Exact at p = 0.5, so a normal's median is its mean.
@@ -53,7 +53,7 @@ void check_non_negative(const ConfigNode& node, std::string_view key, double val
 }  // namespace
 
 std::string_view to_string(Distribution::Kind kind) {
-  return KIND_NAMES[static_cast<std::size_t>(kind)];
+  return JITTER_KIND_NAMES[static_cast<std::size_t>(kind)];
 }
 
 Distribution Distribution::parse(const ConfigNode& node) {
@@ -92,7 +92,7 @@ Distribution Distribution::parse(const ConfigNode& node) {
     if (samples.empty()) list.fail("needs at least one sample");
     d = empirical(std::move(samples));
   } else {
-    std::vector<std::string_view> known(KIND_NAMES.begin(), KIND_NAMES.end());
+    std::vector<std::string_view> known(JITTER_KIND_NAMES.begin(), JITTER_KIND_NAMES.end());
     std::ranges::sort(known);
     name.fail(fmt::format("unknown distribution '{}'; known: {}", text, fmt::join(known, ", ")));
   }

@@ -4,17 +4,13 @@
 #include <cmath>
 
 #include "models/models.hpp"
+#include "scenario/test_support.hpp"
 
 using namespace snsim;
+using snsim::workloads::testing::relative_error;
 using namespace snsim::literals;
 using models::PgasRoute;
 using models::Scope;
-
-namespace {
-double relative_error(double a, double b) {
-  return std::abs(a - b) / std::abs(b);
-}
-}  // namespace
 
 TEST_CASE("pgas model: on our H200s' route the defaults reproduce the records they come from") {
   const auto doc = ConfigDocument::load_string("{}", "t.yaml");

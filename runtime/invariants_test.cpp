@@ -35,7 +35,7 @@ void check_held(const Report& r, bool saturates = true) {
   CHECK(inv.to_json()["held"] == true);
 }
 
-Scenario example(const std::string& file) {
+Scenario example_scenario(const std::string& file) {
   const auto path = std::filesystem::path(SNSIM_SOURCE_DIR) / "workloads" / file;
   return Scenario::load(ConfigDocument::load_file(path.string()));
 }
@@ -65,15 +65,15 @@ TEST_CASE("invariants: collectives of every pattern") {
 }
 
 TEST_CASE("invariants: PGAS puts, signals, gets and barriers") {
-  check_held(example("examples/pgas_vs_nccl_allreduce.yaml").run());
+  check_held(example_scenario("examples/pgas_vs_nccl_allreduce.yaml").run());
 }
 
 TEST_CASE("invariants: unified memory faults, migrations and prefetches") {
-  check_held(example("examples/uvm_first_touch.yaml").run());
+  check_held(example_scenario("examples/uvm_first_touch.yaml").run());
 }
 
 TEST_CASE("invariants: a BSP training step") {
-  check_held(example("examples/training_dense_hgx.yaml").run());
+  check_held(example_scenario("examples/training_dense_hgx.yaml").run());
 }
 
 TEST_CASE("invariants: a lost GPU leaves its ops unended, and the report says why") {

@@ -18,13 +18,6 @@ using models::Scope;
 using namespace snsim::workloads::testing;
 
 namespace {
-/// The `index`-th record of `kind` of one rank (in start order) in one phase.
-const OpRecord& record(const Report& report, int rank, const std::string& kind, int index = 0, int phase = 0) {
-  for (const auto& o : report.ops)
-    if (o.rank == rank && o.kind == kind && o.phase == phase && index-- == 0) return o;
-  throw std::logic_error("no such record: " + kind);
-}
-
 // The hgx preset: two hops of 177 ns between GPUs, 18 x 25 GB/s per direction.
 constexpr PgasRoute HGX{Seconds{0.354e-6}, Seconds{0.354e-6}, BytesPerSecond{450e9}};
 }  // namespace

@@ -18,13 +18,6 @@ Seconds ms(double t) {
   return Seconds{t * 1e-3};
 }
 
-/// The record of the `index`-th op of `kind` of one rank.
-const OpRecord& record(const Report& report, int rank, const std::string& kind, int index = 0) {
-  for (const auto& o : report.ops)
-    if (o.rank == rank && o.kind == kind && index-- == 0) return o;
-  throw std::logic_error("no such record: " + kind);
-}
-
 /// busy + waiting never exceeds the span, and the waits by blamed rank add up to at least the waiting time.
 void check_conservation(const Report& r) {
   for (const auto& w : r.waits) {

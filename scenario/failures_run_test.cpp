@@ -15,15 +15,7 @@ using namespace snsim::workloads;
 using namespace snsim::workloads::testing;
 
 namespace {
-constexpr double GIB = 1073741824.0;
 constexpr double HOP = 0.354e-6;  // two NVLink hops of 177 ns (topologies/gpus.hpp)
-
-/// The `index`-th record of `kind` of one rank, in start order.
-const OpRecord& record(const Report& report, int rank, const std::string& kind, int index = 0) {
-  for (const auto& o : report.ops)
-    if (o.rank == rank && o.kind == kind && index-- == 0) return o;
-  throw std::logic_error("no such record: " + kind);
-}
 
 double duration(const OpRecord& o) {
   return (o.end - o.start).count();

@@ -4,10 +4,12 @@
 #include <doctest/doctest.h>
 #include <simgrid/s4u.hpp>
 
+#include "scenario/test_support.hpp"
 #include "sim/error.hpp"
 
 using namespace snsim;
 using namespace snsim::literals;
+using snsim::workloads::testing::GIB;
 
 namespace {
 /// n GPUs on `planes` switch chips, `lanes` NVLinks of 25 GB/s from every GPU to each chip.
@@ -57,7 +59,6 @@ double copy_time(const Fabric& f, const std::string& yaml) {
   sim.run();
   return end.count();
 }
-const double GIB = static_cast<double>((1_GiB).count());
 
 /// The message of the InputError that parsing `yaml`'s failures throws.
 std::string error(const Fabric& f, const std::string& yaml) {

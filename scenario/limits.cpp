@@ -66,10 +66,10 @@ constexpr double TIMELINE_OP = 220;
 
 constexpr std::uint64_t MAX = std::numeric_limits<std::uint64_t>::max();
 
-std::uint64_t times(std::uint64_t a, std::uint64_t b) {
+std::uint64_t saturating_times(std::uint64_t a, std::uint64_t b) {
   return a != 0 && b > MAX / a ? MAX : a * b;
 }
-std::uint64_t plus(std::uint64_t a, std::uint64_t b) {
+std::uint64_t saturating_plus(std::uint64_t a, std::uint64_t b) {
   return b > MAX - a ? MAX : a + b;
 }
 
@@ -85,19 +85,19 @@ struct OpenPuts {
 
   /// This list followed by `next`: the puts left open here are still open while `next` issues its first ones.
   void then(const OpenPuts& next) {
-    peak = std::max({peak, next.peak, plus(trail, next.lead)});
-    if (!waits) lead = plus(lead, next.lead);
-    trail = next.waits ? next.trail : plus(trail, next.trail);
+    peak = std::max({peak, next.peak, saturating_plus(trail, next.lead)});
+    if (!waits) lead = saturating_plus(lead, next.lead);
+    trail = next.waits ? next.trail : saturating_plus(trail, next.trail);
     waits = waits || next.waits;
   }
   /// This list run `n` times in a row.
   OpenPuts repeated(std::uint64_t n) const {
     if (n == 0) return {};
     if (!waits) {
-      const std::uint64_t all = times(lead, n);
+      const std::uint64_t all = saturating_times(lead, n);
       return {all, all, all, false};
     }
-    return {lead, trail, n > 1 ? std::max(peak, plus(trail, lead)) : peak, true};
+    return {lead, trail, n > 1 ? std::max(peak, saturating_plus(trail, lead)) : peak, true};
   }
 };
 
@@ -115,7 +115,7 @@ OpenPuts count(const std::vector<Op>& ops, std::uint64_t count_, MemoryEstimate&
   OpenPuts list;
   for (const auto& op : ops) {
     if (const auto* r = std::get_if<RepeatOp>(&op.what)) {
-      list.then(count(r->body, times(count_, static_cast<std::uint64_t>(r->count)), e, rank, buffers)
+      list.then(count(r->body, saturating_times(count_, static_cast<std::uint64_t>(r->count)), e, rank, buffers)
                     .repeated(static_cast<std::uint64_t>(r->count)));
       continue;
     }
@@ -126,14 +126,14 @@ OpenPuts count(const std::vector<Op>& ops, std::uint64_t count_, MemoryEstimate&
       for (const auto& stream : s->streams) {
         RankCounts in_list;
         const OpenPuts puts = count(stream, count_, e, in_list, buffers);
-        inner = plus(inner, in_list.streams);
+        inner = saturating_plus(inner, in_list.streams);
         rank.fanout = std::max(rank.fanout, in_list.fanout);
         rank.helper = rank.helper || in_list.helper;
-        together = {plus(together.lead, puts.lead), plus(together.trail, puts.trail), plus(together.peak, puts.peak),
-                    together.waits || puts.waits};
+        together = {saturating_plus(together.lead, puts.lead), saturating_plus(together.trail, puts.trail),
+                    saturating_plus(together.peak, puts.peak), together.waits || puts.waits};
       }
       list.then(together);
-      rank.streams = std::max<std::uint64_t>(rank.streams, plus(s->streams.size() - 1, inner));
+      rank.streams = std::max<std::uint64_t>(rank.streams, saturating_plus(s->streams.size() - 1, inner));
       continue;
     }
     // A quiet waits for the rank's puts; a barrier, a collective or a signal wait does not, but the puts issued
@@ -143,8 +143,9 @@ OpenPuts count(const std::vector<Op>& ops, std::uint64_t count_, MemoryEstimate&
         std::holds_alternative<SignalWaitOp>(op.what))
       list.then({0, 0, 0, true});
     if (const auto* b = std::get_if<BarrierOp>(&op.what); b && b->sync) continue;  // bookkeeping, not recorded
-    e.ops = plus(e.ops, count_);
-    if (std::holds_alternative<PutOp>(op.what) || std::holds_alternative<GetOp>(op.what)) e.pgas = plus(e.pgas, count_);
+    e.ops = saturating_plus(e.ops, count_);
+    if (std::holds_alternative<PutOp>(op.what) || std::holds_alternative<GetOp>(op.what))
+      e.pgas = saturating_plus(e.pgas, count_);
     if (std::holds_alternative<PutOp>(op.what)) list.then({1, 1, 1, false});
     if (std::holds_alternative<GetOp>(op.what) || std::holds_alternative<TouchOp>(op.what) ||
         std::holds_alternative<ReadOp>(op.what) || std::holds_alternative<PrefetchOp>(op.what))
@@ -178,7 +179,7 @@ std::string MemoryEstimate::breakdown() const {
                               cost(endpoints, ENDPOINT) + cost(channels, CHANNEL)));
   if (routes > 0) parts.push_back(fmt::format("{} routes {}", grouped(routes), cost(routes, ROUTE)));
   parts.push_back(fmt::format("{} ops {}", grouped(ops), cost(ops, OP)));
-  if (const std::uint64_t waits = times(ranks, ranks); static_cast<double>(waits) * WAIT_ENTRY >= 1 << 20)
+  if (const std::uint64_t waits = saturating_times(ranks, ranks); static_cast<double>(waits) * WAIT_ENTRY >= 1 << 20)
     parts.push_back(fmt::format("{} ranks' waits on each other {}", grouped(ranks), cost(waits, WAIT_ENTRY)));
   if (folded_ops > 0)
     parts.push_back(fmt::format("{} folded ops {}", grouped(folded_ops), cost(folded_ops, FOLDED_OP)));
@@ -207,19 +208,21 @@ MemoryEstimate estimate_memory(const Fabric& fabric, const std::vector<Program>&
     const std::uint64_t ops_before = e.ops;
     const OpenPuts puts = count(program.ops, 1, e, rank, buffers);
     if (folded) {  // its proxies' flows and helpers stay counted
-      e.folded_ops = plus(e.folded_ops, e.ops - ops_before);
+      e.folded_ops = saturating_plus(e.folded_ops, e.ops - ops_before);
       e.ops = ops_before;
     }
-    e.flows = plus(e.flows, rank.fanout);
-    e.helpers = plus(e.helpers, plus(puts.peak, rank.helper ? 1 : 0));
+    e.flows = saturating_plus(e.flows, rank.fanout);
+    e.helpers = saturating_plus(e.helpers, saturating_plus(puts.peak, rank.helper ? 1 : 0));
     // A folded rank has no actor of its own: a proxy at a time per stream of its representative.
-    e.actors = plus(e.actors, program.ops.empty() ? 0 : (folded ? 0 : 1) + rank.streams);
+    e.actors = saturating_plus(e.actors, program.ops.empty() ? 0 : (folded ? 0 : 1) + rank.streams);
   }
-  e.actors = plus(e.actors, e.helpers);
+  e.actors = saturating_plus(e.actors, e.helpers);
   for (const ManagedBuffer* b : buffers) {
     const std::uint64_t page = b->page.count(), block = models::UvmModel::BLOCK.count();
-    e.managed_pages = plus(e.managed_pages, b->bytes.count() / page + (b->bytes.count() % page != 0 ? 1 : 0));
-    e.managed_blocks = plus(e.managed_blocks, b->bytes.count() / block + (b->bytes.count() % block != 0 ? 1 : 0));
+    e.managed_pages =
+        saturating_plus(e.managed_pages, b->bytes.count() / page + (b->bytes.count() % page != 0 ? 1 : 0));
+    e.managed_blocks =
+        saturating_plus(e.managed_blocks, b->bytes.count() / block + (b->bytes.count() % block != 0 ? 1 : 0));
   }
   const double total = PROCESS + static_cast<double>(e.endpoints) * ENDPOINT +
                        static_cast<double>(e.channels) * CHANNEL + static_cast<double>(e.routes) * ROUTE +

@@ -51,6 +51,16 @@ inline double relative_error(double a, double b) {
   return std::abs(a - b) / std::abs(b);
 }
 
+/// One GiB as a double, for expected times written as formulas.
+inline constexpr double GIB = 1073741824.0;
+
+/// The `index`-th record of `kind` of one rank in one phase, in start order.
+inline const OpRecord& record(const Report& report, int rank, const std::string& kind, int index = 0, int phase = 0) {
+  for (const auto& o : report.ops)
+    if (o.rank == rank && o.kind == kind && o.phase == phase && index-- == 0) return o;
+  throw std::logic_error("no such record: " + kind);
+}
+
 /// A run under one `models.fabric.path`: its simulated time and the collectives each path ran (the report's
 /// "fabric path" table).
 struct PathOutcome {

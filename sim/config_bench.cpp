@@ -23,7 +23,7 @@ const std::string& default_scenario_text() {
 }
 
 /// A program workload with `ops` explicit ops (copies and collectives), as a user or a generator would write it.
-std::string many_ops_scenario(int ops) {
+std::string copies_and_collectives_text(int ops) {
   std::string text =
       "name: many-ops\nseed: 1\ntopology: {type: hgx, gpu: h200, gpus: 8}\nworkloads:\n  - type: program\n"
       "    ranks: all\n    ops:\n";
@@ -79,7 +79,7 @@ void BM_ConfigDefaultScenario(benchmark::State& state) {
 BENCHMARK(BM_ConfigDefaultScenario);
 
 void BM_ConfigManyOps(benchmark::State& state) {
-  parse_and_validate(state, many_ops_scenario(static_cast<int>(state.range(0))));
+  parse_and_validate(state, copies_and_collectives_text(static_cast<int>(state.range(0))));
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
 BENCHMARK(BM_ConfigManyOps)->RangeMultiplier(10)->Range(10, 10'000)->Unit(benchmark::kMicrosecond);

@@ -13,7 +13,7 @@ namespace sg4 = simgrid::s4u;
 namespace snsim {
 namespace {
 // The monitor SimGrid's process-wide signals report to; null when none is alive.
-InvariantMonitor* active = nullptr;
+InvariantMonitor* active_monitor = nullptr;
 // The platform's links, taken at the first time step (the platform is sealed by then; spare links included).
 std::vector<sg4::Link*> links;
 bool callbacks_connected = false;
@@ -23,7 +23,7 @@ constexpr double SUM_TOLERANCE = 1e-9;
 }  // namespace
 
 InvariantMonitor::InvariantMonitor() {
-  active = this;
+  active_monitor = this;
   if (callbacks_connected) return;
   callbacks_connected = true;
   // Every transfer's network action as it ends: mailbox comms (collectives' steps, puts, gets, capped copies,
@@ -32,21 +32,21 @@ InvariantMonitor::InvariantMonitor() {
   // the Action is the same object.
   sg4::Link::on_communication_state_change_cb(
       [](simgrid::kernel::resource::NetworkAction& network, simgrid::kernel::resource::Action::State) {
-        if (!active) return;
+        if (!active_monitor) return;
         const auto& action = reinterpret_cast<const simgrid::kernel::resource::Action&>(network);
         const auto state = action.get_state();
         if (state == simgrid::kernel::resource::Action::State::FINISHED)
-          active->on_transfer_end(action.get_cost(), action.get_remains_no_update(), true);
+          active_monitor->on_transfer_end(action.get_cost(), action.get_remains_no_update(), true);
         else if (state == simgrid::kernel::resource::Action::State::FAILED)
-          active->on_transfer_end(action.get_cost(), action.get_remains_no_update(), false);
+          active_monitor->on_transfer_end(action.get_cost(), action.get_remains_no_update(), false);
       });
   sg4::Engine::on_time_advance_cb([](double delta) {
-    if (active) active->on_time_advance(delta);
+    if (active_monitor) active_monitor->on_time_advance(delta);
   });
 }
 
 InvariantMonitor::~InvariantMonitor() {
-  if (active == this) active = nullptr;
+  if (active_monitor == this) active_monitor = nullptr;
 }
 
 void InvariantMonitor::on_transfer_end(double bytes, double remaining, bool finished) {

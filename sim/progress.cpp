@@ -12,7 +12,7 @@ namespace snsim {
 namespace {
 // The progress SimGrid's process-wide time-advance signal reports to; null when none is alive (SimGrid 3.32 cannot
 // disconnect a signal's callback).
-SimulationProgress* active = nullptr;
+SimulationProgress* active_progress = nullptr;
 bool connected = false;
 }  // namespace
 
@@ -61,16 +61,16 @@ SimulationProgress::SimulationProgress(std::string what, std::uint64_t total_ops
       ops_done_{std::move(ops_done)},
       period_{line_.terminal() ? std::chrono::milliseconds(500) : std::chrono::seconds(10)} {
   next_ = started_ + period_;
-  active = this;
+  active_progress = this;
   if (connected) return;
   connected = true;
   simgrid::s4u::Engine::on_time_advance_cb([](double) {
-    if (active) active->on_time_advance();
+    if (active_progress) active_progress->on_time_advance();
   });
 }
 
 SimulationProgress::~SimulationProgress() {
-  if (active == this) active = nullptr;
+  if (active_progress == this) active_progress = nullptr;
 }
 
 void SimulationProgress::on_time_advance() {
@@ -85,7 +85,7 @@ void SimulationProgress::finish(Seconds simulated) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   line_.show(line(simulated, wall, true));
   line_.close();
-  if (active == this) active = nullptr;
+  if (active_progress == this) active_progress = nullptr;
 }
 
 std::string SimulationProgress::line(Seconds simulated, double wall_s, bool last) const {

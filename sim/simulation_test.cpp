@@ -9,7 +9,10 @@
 #include <map>
 #include <string>
 
+#include "scenario/test_support.hpp"
+
 using namespace snsim;
+using snsim::workloads::testing::relative_error;
 using namespace snsim::literals;
 
 namespace {
@@ -23,9 +26,6 @@ Fabric star(int n, BytesPerSecond bandwidth, Seconds latency, BytesPerSecond hbm
     f.add_duplex(g, sw, {ChannelKind::nvlink, 1, bandwidth, latency});
   }
   return f;
-}
-double relative_error(double a, double b) {
-  return std::abs(a - b) / std::abs(b);
 }
 }  // namespace
 

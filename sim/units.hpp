@@ -6,6 +6,8 @@
 // sizes print with binary prefixes (KiB, MiB, GiB), bandwidth with decimal ones (GB/s = 1e9 B/s, per direction).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <compare>
 #include <concepts>
 #include <cstdint>
@@ -53,6 +55,10 @@ constexpr std::uint64_t pieces(Bytes size, Bytes piece) {
 /// `size` cut into `parts` equal pieces, rounded up to a whole byte.
 constexpr Bytes ceil_div(Bytes size, std::uint64_t parts) {
   return Bytes{(size.count() + parts - 1) / parts};
+}
+/// A computed amount (elements x element size, shares of a total) as whole bytes: rounded, never below zero.
+inline Bytes bytes_of(double amount) {
+  return Bytes{static_cast<std::uint64_t>(std::llround(std::max(0.0, amount)))};
 }
 
 /// A span of simulated (or measured) time, in seconds.

@@ -54,7 +54,7 @@ std::string describe(const models::Distribution& d) {
 }
 
 /// A distribution node of a parameter file written back as one YAML flow map (its scalars as written).
-std::string flow_yaml(const ConfigNode& node) {
+std::string distribution_yaml(const ConfigNode& node) {
   std::vector<std::string> items;
   for (const auto& key : node.keys()) {
     const ConfigNode value = node.child(key);
@@ -74,7 +74,7 @@ std::string measured_jitter(const std::string& name) {
   for (const auto& preset : models::params_presets())
     if (preset.name == MEASURED_PRESET) {
       auto doc = ConfigDocument::load_string(preset.text, preset.file);
-      return flow_yaml(doc->root().child("models").child("jitter").child(name));
+      return distribution_yaml(doc->root().child("models").child("jitter").child(name));
     }
   throw std::logic_error(fmt::format("no parameter set '{}'", MEASURED_PRESET));
 }

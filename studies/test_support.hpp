@@ -13,6 +13,8 @@
 
 #include <doctest/doctest.h>
 
+#include "sim/files.hpp"
+
 namespace snsim::testing {
 
 namespace fs = std::filesystem;
@@ -47,11 +49,8 @@ class TempDir {
   fs::path path_;
 };
 
-/// The text of a file; empty when it cannot be read.
-inline std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+/// Tests read files as snsim does (an InputError when one cannot be read).
+using snsim::read_file;
 
 /// A small BSP loop on 2-4 H200s: a run takes milliseconds.
 /// A BSP step on 8 H200s, three times: a fixed 10 ms of compute, then a 256 MiB all-reduce. Nothing varies, so

@@ -35,17 +35,11 @@ Result run_scenario(const TempDir& dir, const std::string& yaml, std::vector<std
   return run_snsim(dir, args);
 }
 
-/// Bad input: exit code 2, nothing on stdout, exactly one line on stderr.
-void check_input_error(const Result& r, const std::string& line) {
-  CHECK(r.code == 2);
-  CHECK(r.err == line + "\n");
-  CHECK(r.out.empty());
-}
-
 /// A small, valid scenario; `topology` and `ops` are spliced in so each error test changes one thing.
 const std::string HGX8 = "{type: hgx, gpu: h200, gpus: 8}";
 
-std::string scenario(const std::string& topology = HGX8, const std::string& ops = "[{copy: {to: next, bytes: 1MiB}}]") {
+std::string cli_scenario(const std::string& topology = HGX8,
+                         const std::string& ops = "[{copy: {to: next, bytes: 1MiB}}]") {
   return "name: cli\nseed: 7\ntopology: " + topology + "\nworkloads:\n  - type: program\n    ops: " + ops + "\n";
 }
 
@@ -61,7 +55,7 @@ TEST_CASE("cli: malformed YAML") {
 
 TEST_CASE("cli: an unknown key, with a suggestion") {
   TempDir dir;
-  check_input_error(run_scenario(dir, scenario("{type: hgx, gpus: 8, nvlink_bandwith: 25GBps}")),
+  check_input_error(run_scenario(dir, cli_scenario("{type: hgx, gpus: 8, nvlink_bandwith: 25GBps}")),
                     "s.yaml:3:32: topology.nvlink_bandwith: unknown key (did you mean 'nvlink_bandwidth'?); known "
                     "keys: gpu, gpus, nvlink_bandwidth, nvlink_latency, nvme_bandwidth, nvme_drives, nvme_latency, "
                     "pcie_bandwidth, pcie_latency, type");
@@ -70,66 +64,66 @@ TEST_CASE("cli: an unknown key, with a suggestion") {
 TEST_CASE("cli: an unknown top-level key") {
   TempDir dir;
   check_input_error(
-      run_scenario(dir, scenario() + "sead: 3\n"),
+      run_scenario(dir, cli_scenario() + "sead: 3\n"),
       "s.yaml:7:1: sead: unknown key (did you mean 'seed'?); known keys: failures, fold, models, name, output, seed, "
       "topology, workloads");
 }
 
 TEST_CASE("cli: a missing unit") {
   TempDir dir;
-  check_input_error(run_scenario(dir, scenario(HGX8, "[{copy: {to: next, bytes: 12}}]")),
+  check_input_error(run_scenario(dir, cli_scenario(HGX8, "[{copy: {to: next, bytes: 12}}]")),
                     "s.yaml:6:36: workloads[0].ops[0].copy.bytes: cannot parse '12' as a size: missing unit (try "
                     "'12B' or '12MiB')");
 }
 
 TEST_CASE("cli: a wrong unit") {
   TempDir dir;
-  check_input_error(run_scenario(dir, scenario(HGX8, "[{copy: {to: next, bytes: 12ms}}]")),
+  check_input_error(run_scenario(dir, cli_scenario(HGX8, "[{copy: {to: next, bytes: 12ms}}]")),
                     "s.yaml:6:36: workloads[0].ops[0].copy.bytes: cannot parse '12ms' as a size: unknown unit 'ms' "
                     "(expected B, KiB, MiB, GiB, TiB, PiB, EiB, kB, MB, GB, TB or bits: b, Gb)");
 }
 
 TEST_CASE("cli: a size where a bandwidth belongs") {
   TempDir dir;
-  check_input_error(run_scenario(dir, scenario("{type: hgx, nvlink_bandwidth: 25GiB}")),
+  check_input_error(run_scenario(dir, cli_scenario("{type: hgx, nvlink_bandwidth: 25GiB}")),
                     "s.yaml:3:41: topology.nvlink_bandwidth: cannot parse '25GiB' as a bandwidth: unknown unit 'GiB' "
                     "(expected bytes per second like GBps, GB/s, GiBps, or bits per second like Gbps)");
 }
 
 TEST_CASE("cli: zero bandwidth") {
   TempDir dir;
-  check_input_error(run_scenario(dir, scenario("{type: hgx, nvlink_bandwidth: 0GBps}")),
+  check_input_error(run_scenario(dir, cli_scenario("{type: hgx, nvlink_bandwidth: 0GBps}")),
                     "s.yaml:3:41: topology.nvlink_bandwidth: must be > 0, got 0 B/s");
 }
 
 TEST_CASE("cli: negative bandwidth") {
   TempDir dir;
-  check_input_error(run_scenario(dir, scenario("{type: hgx, nvlink_bandwidth: -5GBps}")),
+  check_input_error(run_scenario(dir, cli_scenario("{type: hgx, nvlink_bandwidth: -5GBps}")),
                     "s.yaml:3:41: topology.nvlink_bandwidth: cannot parse '-5GBps' as a bandwidth: cannot be negative");
 }
 
 TEST_CASE("cli: more GPUs than the topology allows") {
   TempDir dir;
-  check_input_error(run_scenario(dir, scenario("{type: hgx, gpus: 9}")),
+  check_input_error(run_scenario(dir, cli_scenario("{type: hgx, gpus: 9}")),
                     "s.yaml:3:29: topology.gpus: must be between 2 and 8, got 9");
 }
 
 TEST_CASE("cli: a copy to a GPU that does not exist") {
   TempDir dir;
-  check_input_error(run_scenario(dir, scenario("{type: hgx, gpus: 4}", "[{copy: {to: 4, bytes: 1MiB}}]")),
+  check_input_error(run_scenario(dir, cli_scenario("{type: hgx, gpus: 4}", "[{copy: {to: 4, bytes: 1MiB}}]")),
                     "s.yaml:6:23: workloads[0].ops[0].copy.to: GPU 4 does not exist (the topology has 4 GPUs: 0-3)");
 }
 
 TEST_CASE("cli: a 1 EiB message") {
   TempDir dir;
-  check_input_error(run_scenario(dir, scenario(HGX8, "[{collective: {op: all_reduce, bytes: 1EiB}}]")),
+  check_input_error(run_scenario(dir, cli_scenario(HGX8, "[{collective: {op: all_reduce, bytes: 1EiB}}]")),
                     "s.yaml:6:48: workloads[0].ops[0].collective.bytes: 1 EiB does not fit in one GPU's memory "
                     "(140.401 GiB)");
 }
 
 TEST_CASE("cli: an empty program") {
   TempDir dir;
-  check_input_error(run_scenario(dir, scenario(HGX8, "[]")), "s.yaml:6:10: workloads[0].ops: the program is empty");
+  check_input_error(run_scenario(dir, cli_scenario(HGX8, "[]")), "s.yaml:6:10: workloads[0].ops: the program is empty");
 }
 
 TEST_CASE("cli: no workload") {
@@ -141,7 +135,7 @@ TEST_CASE("cli: no workload") {
 TEST_CASE("cli: an unknown topology type") {
   TempDir dir;
   check_input_error(
-      run_scenario(dir, scenario("{type: torus, gpus: 8}")),
+      run_scenario(dir, cli_scenario("{type: torus, gpus: 8}")),
       "s.yaml:3:18: topology.type: unknown topology 'torus'; known: file, hgx, nvidia_smi, nvl36x2, nvl576, nvl72, "
       "pcie, superpod");
 }
@@ -155,7 +149,7 @@ TEST_CASE("cli: an unknown workload type") {
 
 TEST_CASE("cli: an unknown collective") {
   TempDir dir;
-  check_input_error(run_scenario(dir, scenario(HGX8, "[{collective: {op: all_reduse, bytes: 1MiB}}]")),
+  check_input_error(run_scenario(dir, cli_scenario(HGX8, "[{collective: {op: all_reduse, bytes: 1MiB}}]")),
                     "s.yaml:6:29: workloads[0].ops[0].collective.op: unknown collective 'all_reduse'; known: "
                     "all_gather, all_reduce, all_to_all, broadcast, reduce_scatter");
 }
@@ -187,7 +181,7 @@ TEST_CASE("cli: a --set value out of range names the --set option") {
 
 TEST_CASE("cli: a --set on a scenario file names the --set option, not the file") {
   TempDir dir;
-  check_input_error(run_scenario(dir, scenario(), {"--set", "topology.nvlink_bandwidth=0GBps"}),
+  check_input_error(run_scenario(dir, cli_scenario(), {"--set", "topology.nvlink_bandwidth=0GBps"}),
                     "--set topology.nvlink_bandwidth=0GBps: topology.nvlink_bandwidth: must be > 0, got 0 B/s");
 }
 
@@ -228,16 +222,16 @@ TEST_CASE("cli: a collective on ranks without rank 0 and a broadcast root outsid
 
 TEST_CASE("cli: absurd sizes and counts are refused with their limits") {
   TempDir dir;
-  check_input_error(run_scenario(dir, scenario(HGX8, "[{copy: {to: next, bytes: 1e30B}}]")),
+  check_input_error(run_scenario(dir, cli_scenario(HGX8, "[{copy: {to: next, bytes: 1e30B}}]")),
                     "s.yaml:6:36: workloads[0].ops[0].copy.bytes: cannot parse '1e30B' as a size: more than 16 EiB");
-  check_input_error(run_scenario(dir, scenario(HGX8, "[{copy: {to: next, bytes: -1MiB}}]")),
+  check_input_error(run_scenario(dir, cli_scenario(HGX8, "[{copy: {to: next, bytes: -1MiB}}]")),
                     "s.yaml:6:36: workloads[0].ops[0].copy.bytes: cannot parse '-1MiB' as a size: a size cannot be "
                     "negative");
-  check_input_error(run_scenario(dir, scenario("{type: hgx, gpus: 0}")),
+  check_input_error(run_scenario(dir, cli_scenario("{type: hgx, gpus: 0}")),
                     "s.yaml:3:29: topology.gpus: must be between 2 and 8, got 0");
-  check_input_error(run_scenario(dir, scenario("{type: superpod, nodes: 0}")),
+  check_input_error(run_scenario(dir, cli_scenario("{type: superpod, nodes: 0}")),
                     "s.yaml:3:35: topology.nodes: must be between 1 and 2048, got 0");
-  check_input_error(run_scenario(dir, scenario(HGX8, "[{repeat: 1e30, ops: [{compute: {time: 1us}}]}]")),
+  check_input_error(run_scenario(dir, cli_scenario(HGX8, "[{repeat: 1e30, ops: [{compute: {time: 1us}}]}]")),
                     "s.yaml:6:20: workloads[0].ops[0].repeat: expected an integer, found '1e30'");
 }
 
@@ -245,11 +239,12 @@ TEST_CASE("cli: absurd sizes and counts are refused with their limits") {
 
 TEST_CASE("cli: a 10,000-GPU superpod is refused under a 1 GiB limit, with the estimate and the limit") {
   TempDir dir;
-  check_input_error(run_scenario(dir, scenario("{type: superpod, node: nvl72, nodes: 139}", "[{compute: {time: 1us}}]"),
-                                 {"--max-memory", "1GiB"}),
-                    "s.yaml: memory: the run needs about 2.08832 GiB (10,008 endpoints and 423,360 channels 1.29021 "
-                    "GiB, 10,008 ops 17.1035 MiB, 10,008 ranks' waits on each other 764.161 MiB), more than the limit "
-                    "of 1 GiB (--max-memory)");
+  check_input_error(
+      run_scenario(dir, cli_scenario("{type: superpod, node: nvl72, nodes: 139}", "[{compute: {time: 1us}}]"),
+                   {"--max-memory", "1GiB"}),
+      "s.yaml: memory: the run needs about 2.08832 GiB (10,008 endpoints and 423,360 channels 1.29021 "
+      "GiB, 10,008 ops 17.1035 MiB, 10,008 ranks' waits on each other 764.161 MiB), more than the limit "
+      "of 1 GiB (--max-memory)");
 }
 
 TEST_CASE("cli: a million ops on each of 72 GPUs are refused, under --max-memory and SNSIM_MAX_MEMORY alike") {
@@ -307,7 +302,7 @@ TEST_CASE("cli: run without a scenario runs the embedded default") {
 
 TEST_CASE("cli: run --out writes report.json, report.csv and run.json") {
   TempDir dir;
-  const Result r = run_scenario(dir, scenario(), {"--out", "out", "--quiet"});
+  const Result r = run_scenario(dir, cli_scenario(), {"--out", "out", "--quiet"});
   REQUIRE(r.code == 0);
   CHECK(r.out.empty());  // --quiet
   CHECK(r.err.empty());
@@ -330,7 +325,7 @@ TEST_CASE("cli: run --out writes report.json, report.csv and run.json") {
 
 TEST_CASE("cli: output.timeline writes timeline.json") {
   TempDir dir;
-  const Result r = run_scenario(dir, scenario() + "output: {timeline: true}\n", {"--out", "out", "--quiet"});
+  const Result r = run_scenario(dir, cli_scenario() + "output: {timeline: true}\n", {"--out", "out", "--quiet"});
   REQUIRE(r.code == 0);
   const auto timeline = nlohmann::json::parse(read_file(dir.path() / "out/timeline.json"));
   // Per GPU: process name and order, thread name and order, one copy, its rate counter rising and falling.
@@ -339,11 +334,11 @@ TEST_CASE("cli: output.timeline writes timeline.json") {
 
 TEST_CASE("cli: --out holds one run's files: what an earlier run wrote goes, what snsim did not write stays") {
   TempDir dir;
-  REQUIRE(run_scenario(dir, scenario() + "output: {timeline: true}\n", {"--out", "out", "--quiet"}).code == 0);
+  REQUIRE(run_scenario(dir, cli_scenario() + "output: {timeline: true}\n", {"--out", "out", "--quiet"}).code == 0);
   REQUIRE(fs::exists(dir.path() / "out/timeline.json"));
   dir.write("out/notes.txt", "mine\n");  // the user's own file
   dir.write("out/report.json.orig", "{}\n");
-  REQUIRE(run_scenario(dir, scenario(), {"--out", "out", "--quiet"}).code == 0);
+  REQUIRE(run_scenario(dir, cli_scenario(), {"--out", "out", "--quiet"}).code == 0);
   CHECK_FALSE(fs::exists(dir.path() / "out/timeline.json"));  // stale: this run writes none
   CHECK(fs::exists(dir.path() / "out/report.json"));
   CHECK(fs::exists(dir.path() / "out/run.json"));
@@ -355,7 +350,7 @@ TEST_CASE("cli: --out holds one run's files: what an earlier run wrote goes, wha
   dir.write("outside.txt", "x");
   dir.write("abs.txt", "x");
   fs::create_directory(dir.path() / "out/sub");
-  REQUIRE(run_scenario(dir, scenario(), {"--out", "out", "--quiet"}).code == 0);
+  REQUIRE(run_scenario(dir, cli_scenario(), {"--out", "out", "--quiet"}).code == 0);
   CHECK(fs::exists(dir.path() / "outside.txt"));
   CHECK(fs::exists(dir.path() / "abs.txt"));
   CHECK(fs::is_directory(dir.path() / "out/sub"));
@@ -363,7 +358,7 @@ TEST_CASE("cli: --out holds one run's files: what an earlier run wrote goes, wha
 
 TEST_CASE("cli: options and the scenario go in any order, a repeatable option taking one value each time") {
   TempDir dir;
-  dir.write("s.yaml", scenario());
+  dir.write("s.yaml", cli_scenario());
   const Result r =
       run_snsim(dir, {"run", "--set", "name=first", "--set", "seed=3", "s.yaml", "--out", "out", "--quiet"});
   REQUIRE(r.code == 0);
@@ -374,25 +369,25 @@ TEST_CASE("cli: options and the scenario go in any order, a repeatable option ta
 
 TEST_CASE("cli: a second run into an --out folder another run holds is refused, and the holder's files stay") {
   TempDir dir;
-  REQUIRE(run_scenario(dir, scenario(), {"--out", "out", "--quiet"}).code == 0);
+  REQUIRE(run_scenario(dir, cli_scenario(), {"--out", "out", "--quiet"}).code == 0);
   const std::string before = read_file(dir.path() / "out/report.json");
   {
     snsim::AppendFile holder(dir.path() / "out/.snsim.lock");  // as a run still writing holds it
     REQUIRE(holder.try_lock());
-    const Result r = run_scenario(dir, scenario(HGX8, "[{compute: {time: 1us}}]"), {"--out", "out", "--quiet"});
+    const Result r = run_scenario(dir, cli_scenario(HGX8, "[{compute: {time: 1us}}]"), {"--out", "out", "--quiet"});
     CHECK(r.code == 2);
     CHECK(r.err ==
           "out: --out: another snsim run is writing into this folder (it holds out/.snsim.lock); wait for it to end, "
           "or give another folder\n");
     CHECK(read_file(dir.path() / "out/report.json") == before);
   }
-  CHECK(run_scenario(dir, scenario(), {"--out", "out", "--quiet"}).code == 0);  // the lock went with its holder
+  CHECK(run_scenario(dir, cli_scenario(), {"--out", "out", "--quiet"}).code == 0);  // the lock went with its holder
 }
 
 TEST_CASE("cli: the same scenario and seed give a byte-identical report.json, --seed changes the seed") {
   TempDir dir;
   const std::string yaml =
-      scenario(HGX8, "[{copy: {to: next, bytes: 1MiB}}, {collective: {op: all_reduce, bytes: 4MiB}}]");
+      cli_scenario(HGX8, "[{copy: {to: next, bytes: 1MiB}}, {collective: {op: all_reduce, bytes: 4MiB}}]");
   REQUIRE(run_scenario(dir, yaml, {"--out", "a", "--quiet"}).code == 0);
   REQUIRE(run_scenario(dir, yaml, {"--out", "b", "--quiet"}).code == 0);
   REQUIRE(run_scenario(dir, yaml, {"--out", "c", "--quiet", "--seed", "12345"}).code == 0);
@@ -408,7 +403,7 @@ TEST_CASE("cli: the same scenario and seed give a byte-identical report.json, --
 
 TEST_CASE("cli: --set overrides a scenario value") {
   TempDir dir;
-  const Result r = run_scenario(dir, scenario(), {"--set", "topology.gpus=4", "--set", "name=renamed"});
+  const Result r = run_scenario(dir, cli_scenario(), {"--set", "topology.gpus=4", "--set", "name=renamed"});
   CHECK(r.code == 0);
   CHECK(r.out.starts_with("# snsim renamed: 4 x h200"));
 }
@@ -431,14 +426,14 @@ TEST_CASE("cli: --allow-oversubscribe simulates a training plan that does not fi
   const auto fits = r.out.find(" fits ");
   REQUIRE(fits != std::string::npos);
   CHECK(r.out.substr(fits, r.out.find('\n', fits) - fits).ends_with(" 0"));
-  const Result none = run_scenario(dir, scenario(), {"--allow-oversubscribe"});
+  const Result none = run_scenario(dir, cli_scenario(), {"--allow-oversubscribe"});
   CHECK(none.code == 2);
   CHECK(none.err.find("--allow-oversubscribe: the scenario has no training workload") != std::string::npos);
 }
 
 TEST_CASE("cli: --params applies a parameter set, and a missing one is an input error") {
   TempDir dir;
-  const std::string yaml = scenario(HGX8, "[{copy: {to: next, bytes: 1GiB}}]");
+  const std::string yaml = cli_scenario(HGX8, "[{copy: {to: next, bytes: 1GiB}}]");
   REQUIRE(run_scenario(dir, yaml, {"--out", "a", "--quiet"}).code == 0);
   REQUIRE(run_scenario(dir, yaml, {"--out", "b", "--quiet", "--params", "h200"}).code == 0);
   const auto a = nlohmann::json::parse(read_file(dir.path() / "a/report.json"));
@@ -637,7 +632,7 @@ TEST_CASE("cli: a deadlock of many ranks names the first 8 stuck ops and counts 
                 ": op 0, signal_wait 'signal_wait 1 >= 1', waits for signal 1 to be >= 1 (it is 0); ";
   CHECK(r.err == expected + "and 64 more (report.json: invariants.unended)\n");
   // A lost GPU is not a deadlock: the simulated job failed (exit code 4, a result).
-  const Result lost = run_scenario(dir, scenario() + "failures: [{at: 1us, gpu_lost: 2}]\n", {"--quiet"});
+  const Result lost = run_scenario(dir, cli_scenario() + "failures: [{at: 1us, gpu_lost: 2}]\n", {"--quiet"});
   CHECK(lost.code == 4);
   CHECK(lost.err.empty());
 }

@@ -12,7 +12,8 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libbenchmark-dev doctest-dev libcli11-dev nlohmann-json3-dev \
   zlib1g-dev libprotobuf-dev protobuf-compiler \
   python3 python3-matplotlib time \
-  parallel  # GNU parallel: .ci/run's sharded sweep
+  parallel \
+  universal-ctags  # GNU parallel: .ci/run's sharded sweep; ctags: tools/check/unity_names.py (a CTest test)
 # Hardening (docs/hardening.md): clang and its sanitizer and libFuzzer runtimes (libclang_rt.fuzzer*.a, libclang_rt.asan*.a)
 # for the asan preset (clang: the sanitized suite and the fuzz targets).
 $SUDO apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev

@@ -14,23 +14,23 @@ using nlohmann::json;
 namespace {
 
 /// Llama 3.1 8B cut to 2 layers with 1,024-token sequences on one 8 x H100 HGX: seconds to simulate.
-const std::vector<std::string> SMALL{"plan",
-                                     "--model",
-                                     "{preset: llama3.1-8b, layers: 2}",
-                                     "--topology",
-                                     "{type: hgx, gpu: h100, gpus: 8}",
-                                     "--gpus",
-                                     "8",
-                                     "--global-batch",
-                                     "8",
-                                     "--seq",
-                                     "1024",
-                                     "--budget",
-                                     "4",
-                                     "--jobs",
-                                     "2",
-                                     "--out",
-                                     "out"};
+const std::vector<std::string> SMALL_PLAN{"plan",
+                                          "--model",
+                                          "{preset: llama3.1-8b, layers: 2}",
+                                          "--topology",
+                                          "{type: hgx, gpu: h100, gpus: 8}",
+                                          "--gpus",
+                                          "8",
+                                          "--global-batch",
+                                          "8",
+                                          "--seq",
+                                          "1024",
+                                          "--budget",
+                                          "4",
+                                          "--jobs",
+                                          "2",
+                                          "--out",
+                                          "out"};
 
 std::size_t lines(const std::string& text) {
   return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
@@ -40,7 +40,7 @@ std::size_t lines(const std::string& text) {
 
 TEST_CASE("snsim plan: simulates the budget's plans, each valid and within HBM, and ranks them by step time") {
   TempDir dir;
-  const auto r = run_snsim(dir, SMALL);
+  const auto r = run_snsim(dir, SMALL_PLAN);
   INFO(r.out, r.err);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("| rank | plan | tp | pp | dp |") != std::string::npos);
@@ -77,7 +77,7 @@ TEST_CASE("snsim plan: simulates the budget's plans, each valid and within HBM, 
   CHECK(fs::exists(dir.path() / "out/sweep.md"));
 
   // Again: the sweep resumes, nothing is simulated twice, the ranking is the same.
-  const auto again = run_snsim(dir, SMALL);
+  const auto again = run_snsim(dir, SMALL_PLAN);
   REQUIRE(again.code == 0);
   CHECK(lines(read_file(dir.path() / "out/results.jsonl")) == 4);
   CHECK(json::parse(read_file(dir.path() / "out/plan.json"))["plans"] == plans);

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/files.hpp"
 #include "studies/python.hpp"
 #include "tools/test_support.hpp"
 
@@ -29,33 +30,26 @@ struct ScriptResult {
   std::string err;
 };
 
-std::string slurp(const fs::path& file) {
-  std::ifstream in(file);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 /// A temporary folder, removed when the test ends.
-struct ScratchDir {
-  explicit ScratchDir(const std::string& name)
+struct PlotScratchDir {
+  explicit PlotScratchDir(const std::string& name)
       : path{fs::temp_directory_path() / ("snsim-plot-validation-test-" + std::to_string(::getpid()) + "-" + name)} {
     fs::remove_all(path);
     fs::create_directories(path);
   }
-  ~ScratchDir() { fs::remove_all(path); }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
+  ~PlotScratchDir() { fs::remove_all(path); }
+  PlotScratchDir(const PlotScratchDir&) = delete;
+  PlotScratchDir& operator=(const PlotScratchDir&) = delete;
   fs::path operator/(const std::string& leaf) const { return path / leaf; }
   fs::path path;
 };
 
 /// Runs the script on `python` with `arguments` (shell words), capturing its output in `dir`.
-ScriptResult run_script(const std::string& python, const std::string& arguments, const ScratchDir& dir) {
+ScriptResult run_script(const std::string& python, const std::string& arguments, const PlotScratchDir& dir) {
   const std::string command = fmt::format("'{}' '{}' {} > '{}' 2> '{}'", python, SCRIPT, arguments,
                                           (dir / "out").string(), (dir / "err").string());
   const int status = std::system(command.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "out"), slurp(dir / "err")};
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, snsim::read_file(dir / "out"), snsim::read_file(dir / "err")};
 }
 
 /// Two copy curves (ranks 0-1 and 1-0, time) and a bandwidth curve whose variant needs a safe file name, a jitter
@@ -116,7 +110,7 @@ std::set<std::string> files_in(const fs::path& dir) {
 TEST_CASE("plot_validation.py: one figure per test and variant, and a summary") {
   const auto python = python_with_matplotlib();
   if (!python) return;
-  const ScratchDir dir{"plots"};
+  const PlotScratchDir dir{"plots"};
   std::ofstream(dir / "validation.json") << VALIDATION_JSON;
   const std::string plots = (dir / "plots").string();
   const ScriptResult r =
@@ -148,7 +142,7 @@ TEST_CASE("plot_validation.py: bad input exits 2 with one line naming the file a
     MESSAGE("skipped: no python3");
     return;
   }
-  const ScratchDir dir{"bad"};
+  const PlotScratchDir dir{"bad"};
   const std::string file = (dir / "validation.json").string();
   auto run_on = [&](const std::string& text) {
     std::ofstream(file) << text;
@@ -187,14 +181,15 @@ TEST_CASE("plot_validation.py: bad input exits 2 with one line naming the file a
 
 // Plots are for looking: whether they are drawn or not, `snsim validate` exits by the validation result.
 TEST_CASE("snsim validate --out: plots into DIR/plots, or one line saying why not") {
-  const ScratchDir dir{"validate"};
+  const PlotScratchDir dir{"validate"};
   const std::string trace = std::string(SNSIM_SOURCE_DIR) + "/validation/traces/h200/h200x1-launch.jsonl";
   const std::string out = (dir / "v").string();
   auto validate = [&](const std::string& environment) {
     const std::string command = fmt::format("{} '{}' validate '{}' --out '{}' > '{}' 2> '{}'", environment,
                                             SNSIM_BINARY, trace, out, (dir / "out").string(), (dir / "err").string());
     const int status = std::system(command.c_str());
-    return ScriptResult{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "out"), slurp(dir / "err")};
+    return ScriptResult{WIFEXITED(status) ? WEXITSTATUS(status) : -1, snsim::read_file(dir / "out"),
+                        snsim::read_file(dir / "err")};
   };
   SUBCASE("no python3 with matplotlib") {
     const ScriptResult r = validate("SNSIM_PYTHON=/nonexistent/python3");
@@ -242,7 +237,7 @@ constexpr const char* IMPORTED_JSON = R"({
 TEST_CASE("plot_validation.py: imported tool output is drawn per tool and test, one line per file") {
   const auto python = python_with_matplotlib();
   if (!python) return;
-  const ScratchDir dir{"imported"};
+  const PlotScratchDir dir{"imported"};
   std::ofstream(dir / "validation.json") << IMPORTED_JSON;
   const std::string plots = (dir / "plots").string();
   const ScriptResult r =

@@ -189,14 +189,14 @@ TEST_CASE("registry: the models of an empty models: hold every declared default"
 
 TEST_CASE("registry: a report's config section shows every model and topology default as documented") {
   // A run without `models:` (no parameter set): its report echoes each default it used.
-  testing::TempDir dir;
+  snsim::testing::TempDir dir;
   dir.write("s.yaml",
             "name: defaults\n"
             "topology: {type: hgx}\n"
             "workloads: [{type: program, ranks: all, ops: [{barrier: {}}]}]\n");
-  const auto r = testing::run_snsim(dir, {"run", "s.yaml", "--quiet", "--out", "out"});
+  const auto r = snsim::testing::run_snsim(dir, {"run", "s.yaml", "--quiet", "--out", "out"});
   REQUIRE(r.code == 0);
-  const auto config = nlohmann::json::parse(testing::read_file(dir.path() / "out" / "report.json"))["config"];
+  const auto config = nlohmann::json::parse(snsim::testing::read_file(dir.path() / "out" / "report.json"))["config"];
   Registry<models::Model> models("model");
   models::register_models(models);
   Registry<Topology> topologies("topology");
@@ -227,11 +227,12 @@ TEST_CASE("registry: a report's config section shows every model and topology de
 }
 
 TEST_CASE("registry: docs/reference/parameters.md is what snsim info --markdown writes") {
-  testing::TempDir dir;
-  const auto r = testing::run_snsim(dir, {"info", "--markdown"});
+  snsim::testing::TempDir dir;
+  const auto r = snsim::testing::run_snsim(dir, {"info", "--markdown"});
   REQUIRE(r.code == 0);
   CHECK(r.err.empty());
-  const auto committed = testing::read_file(std::filesystem::path(SNSIM_SOURCE_DIR) / "docs/reference/parameters.md");
+  const auto committed =
+      snsim::testing::read_file(std::filesystem::path(SNSIM_SOURCE_DIR) / "docs/reference/parameters.md");
   // Stale: regenerate with `build/tools/snsim info --markdown > docs/reference/parameters.md`.
   CHECK(committed == r.out);
   // Every declared model parameter has its row, with its default.

@@ -15,7 +15,7 @@ using namespace snsim::testing;
 namespace {
 
 /// A small step on 4 GPUs with nothing set: the study's default variability applies.
-const std::string SMALL =
+const std::string SMALL_STUDY =
     "name: small\n"
     "seed: 9\n"
     "topology: {type: hgx, gpu: h200, gpus: 4}\n"
@@ -24,13 +24,7 @@ const std::string SMALL =
     "    ops: [{repeat: 4, ops: [{compute: {flops: 20TFLOP, bytes: 1GiB}}, {collective: {op: all_reduce, bytes: "
     "8MiB}}]}]\n";
 
-void check_input_error(const Result& r, const std::string& line) {
-  CHECK(r.code == 2);
-  CHECK(r.err == line + "\n");
-  CHECK(r.out.empty());
-}
-
-std::string example(const std::string& name) {
+std::string example_text(const std::string& name) {
   return std::string(SNSIM_SOURCE_DIR) + "/workloads/examples/" + name;
 }
 
@@ -85,7 +79,7 @@ TEST_CASE("study: a slow GPU in a BSP step costs the job at least its extra comp
 
 TEST_CASE("study: the same seeds give a byte-identical study.json whatever --jobs, other seeds another") {
   TempDir dir;
-  dir.write("s.yaml", SMALL);
+  dir.write("s.yaml", SMALL_STUDY);
   const std::vector<std::string> args{"study", "slow-node", "s.yaml", "--trials", "3", "--slow", "1:1.1"};
   auto run = [&](const std::string& out, std::vector<std::string> extra) {
     std::vector<std::string> a = args;
@@ -134,7 +128,7 @@ TEST_CASE("study: runs on the example scenarios") {
   TempDir dir;
   for (const std::string name : {"bsp_step_slow_gpu.yaml", "hgx_step.yaml", "pgas_vs_nccl_allreduce.yaml"}) {
     CAPTURE(name);
-    const Result r = run_snsim(dir, {"study", "slow-node", example(name), "--trials", "2", "--slow", "3:1.1"});
+    const Result r = run_snsim(dir, {"study", "slow-node", example_text(name), "--trials", "2", "--slow", "3:1.1"});
     INFO(r.err);
     CHECK(r.code == 0);
     CHECK(r.out.find("gpu3 x1.1") != std::string::npos);

@@ -71,4 +71,11 @@ inline std::optional<std::string> python_with_matplotlib() {
   return python;
 }
 
+/// A refused input: exit code 2, exactly `line` on stderr, nothing on stdout.
+inline void check_input_error(const Result& r, const std::string& line) {
+  CHECK(r.code == 2);
+  CHECK(r.err == line + "\n");
+  CHECK(r.out.empty());
+}
+
 }  // namespace snsim::testing

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/files.hpp"
 #include "validation/importers/import.hpp"
 #include "validation/importers/sample_files.hpp"
 
@@ -26,31 +27,24 @@ struct CommandResult {
   std::string err;
 };
 
-std::string slurp(const fs::path& file) {
-  std::ifstream in(file);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 /// Runs the real `snsim` with `arguments` (shell words) in a fresh temporary folder.
 CommandResult run_snsim(const std::string& arguments, const fs::path& dir) {
   fs::create_directories(dir);
   const std::string command = std::string("'") + SNSIM_BINARY + "' " + arguments + " > '" + (dir / "out").string() +
                               "' 2> '" + (dir / "err").string() + "'";
   const int status = std::system(command.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "out"), slurp(dir / "err")};
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, snsim::read_file(dir / "out"), snsim::read_file(dir / "err")};
 }
 
 /// A temporary folder, removed when the test ends.
-struct ScratchDir {
-  explicit ScratchDir(const std::string& name)
+struct TracesScratchDir {
+  explicit TracesScratchDir(const std::string& name)
       : path{fs::temp_directory_path() / ("snsim-traces-test-" + std::to_string(::getpid()) + "-" + name)} {
     fs::remove_all(path);
   }
-  ~ScratchDir() { fs::remove_all(path); }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
+  ~TracesScratchDir() { fs::remove_all(path); }
+  TracesScratchDir(const TracesScratchDir&) = delete;
+  TracesScratchDir& operator=(const TracesScratchDir&) = delete;
   operator const fs::path&() const { return path; }
   fs::path operator/(const std::string& leaf) const { return path / leaf; }
   fs::path path;
@@ -64,11 +58,11 @@ std::string sample_path(const std::string& name) {
 
 // Expected numbers are printed through sim/units' to_string, so that these tests pin the layout, not the digits.
 TEST_CASE("traces show: summary per family in human units") {
-  const Trace trace = testing::import_sample("nvbandwidth.txt");
+  const Trace trace = validation::testing::import_sample("nvbandwidth.txt");
   const std::string peak =
-      to_string(BytesPerSecond{testing::record(trace, "nvbandwidth/device_local_copy/gpu1-gpu1").median});
-  const std::string lowest =
-      to_string(Seconds{testing::record(trace, "nvbandwidth/device_to_device_latency_sm/gpu1-gpu0").median});
+      to_string(BytesPerSecond{validation::testing::record(trace, "nvbandwidth/device_local_copy/gpu1-gpu1").median});
+  const std::string lowest = to_string(
+      Seconds{validation::testing::record(trace, "nvbandwidth/device_to_device_latency_sm/gpu1-gpu0").median});
   CHECK(tools::trace_summary(trace) ==
         "nvbandwidth.txt: complete, 14 records\n"
         "  from     nvbandwidth v0.8\n"
@@ -83,19 +77,20 @@ TEST_CASE("traces show: summary per family in human units") {
 }
 
 TEST_CASE("traces show: collectives show bus bandwidth, incomplete traces say so") {
-  const Trace trace = testing::import_sample("nccl_tests_all_gather_cut.txt");
+  const Trace trace = validation::testing::import_sample("nccl_tests_all_gather_cut.txt");
   const std::string summary = tools::trace_summary(trace);
   CHECK(summary.starts_with("nccl_tests_all_gather_cut.txt: INCOMPLETE (capture cut short?), 2 records\n"));
   CHECK(summary.find("  note: nccl_tests_all_gather_cut.txt: incomplete: no \"# Avg bus bandwidth\" line") !=
         std::string::npos);
   CHECK(summary.find(
             "peak busbw " + to_string(BytesPerSecond{0.05 * 1e9}) + " (1 KiB); lowest " +
-            to_string(Seconds{testing::record(trace, "nccl-tests/all_gather_perf/in_place/float/none/1024").median}) +
+            to_string(Seconds{
+                validation::testing::record(trace, "nccl-tests/all_gather_perf/in_place/float/none/1024").median}) +
             " (all_gather_perf/in_place, 1 KiB)") != std::string::npos);
 }
 
 TEST_CASE("traces show: the command exits 0 on good traces and 2 with one line on a bad one") {
-  const ScratchDir dir{"show"};
+  const TracesScratchDir dir{"show"};
   SUBCASE("good") {
     const CommandResult r = run_snsim(
         "traces show '" + sample_path("nccl_tests_all_reduce.txt") + "' '" + sample_path("perftest_pt_to_pt.txt") + "'",
@@ -115,17 +110,17 @@ TEST_CASE("traces show: the command exits 0 on good traces and 2 with one line o
 }
 
 TEST_CASE("traces import: any format becomes an snsim trace that reads back the same") {
-  const ScratchDir dir{"import"};
+  const TracesScratchDir dir{"import"};
   const CommandResult r = run_snsim(
       "traces import '" + sample_path("p2p_bandwidth_latency.txt") + "' --out '" + (dir / "p2p.jsonl").string() + "'",
       dir);
   CHECK(r.exit_code == 0);
   const Trace back = read_trace(dir / "p2p.jsonl");
-  CHECK(back.records == testing::import_sample("p2p_bandwidth_latency.txt").records);
+  CHECK(back.records == validation::testing::import_sample("p2p_bandwidth_latency.txt").records);
 }
 
 TEST_CASE("traces import --op: names the collective of an nccl-tests log that does not") {
-  const ScratchDir dir{"import-op"};
+  const TracesScratchDir dir{"import-op"};
   const std::string log = sample_path("real/nccl-tests-issue128-reduce_scatter-8gpu-2node-zero-size-rows.txt");
   // Copied under a name that says nothing, so that only --op can tell.
   fs::create_directories(dir.path);
@@ -142,7 +137,7 @@ TEST_CASE("traces import --op: names the collective of an nccl-tests log that do
 }
 
 TEST_CASE("traces plot: images, or a clear message when matplotlib is missing") {
-  const ScratchDir dir{"plot"};
+  const TracesScratchDir dir{"plot"};
   const CommandResult r =
       run_snsim("traces plot '" + sample_path("snsim_trace.jsonl") + "' --out '" + (dir / "plots").string() + "'", dir);
   if (r.exit_code == 3) {
@@ -165,9 +160,10 @@ TEST_CASE("traces plot: images, or a clear message when matplotlib is missing") 
 }
 
 TEST_CASE("traces show and validate: a family that failed during the capture is reported, its records kept") {
-  ScratchDir dir("failed-family");
+  TracesScratchDir dir("failed-family");
   // The committed launch trace, cut after its second record and ended the way the probe ends a failed family.
-  std::istringstream committed(slurp(std::string(SNSIM_SOURCE_DIR) + "/validation/traces/h200/h200x1-launch.jsonl"));
+  std::istringstream committed(
+      snsim::read_file(std::string(SNSIM_SOURCE_DIR) + "/validation/traces/h200/h200x1-launch.jsonl"));
   std::string text, line;
   for (int i = 0; i < 3 && std::getline(committed, line); ++i) text += line + "\n";
   const std::string error =

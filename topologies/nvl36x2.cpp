@@ -11,10 +11,10 @@ namespace {
 // [anec: SemiAnalysis "GB200 Hardware Architecture" describes NVL36x2 as two racks whose switch trays are joined by
 // cross-rack cables; the port split is our reading, no NVIDIA document gives it]. That makes the domain non-blocking:
 // 36 x 50 GB/s of trunk per chip pair carries all 36 GPUs' share of that plane.
-constexpr int RACKS = 2;
-constexpr int GPUS_PER_RACK = 36;
-constexpr int PLANES = NVLINK5_LINKS_PER_GPU;
-constexpr int CHIP_PORTS = NVLINK5_SWITCH_PORTS;
+constexpr int NVL36X2_RACKS = 2;
+constexpr int NVL36X2_GPUS_PER_RACK = 36;
+constexpr int NVL36X2_PLANES = NVLINK5_LINKS_PER_GPU;
+constexpr int NVL36X2_CHIP_PORTS = NVLINK5_SWITCH_PORTS;
 // NVLINK5_LANE, RACK_NVLS_EFFICIENCY (in-switch reduction) and C2C as in NVL72: topologies/gpus.hpp.
 
 class Nvl36x2 final : public Topology {
@@ -28,19 +28,21 @@ class Nvl36x2 final : public Topology {
     Fabric fabric;
     const DeviceId host = fabric.add_device({"host", DeviceKind::host, 0, std::nullopt});
     std::vector<DeviceId> chips;
-    for (int c = 0; c < RACKS * PLANES; ++c) {  // trays 0-8 in rack 0, 9-17 in rack 1
-      Device chip{fmt::format("nvswitch{}", c), DeviceKind::nvswitch, c, {}, links.nvls_efficiency, CHIP_PORTS};
+    for (int c = 0; c < NVL36X2_RACKS * NVL36X2_PLANES; ++c) {  // trays 0-8 in rack 0, 9-17 in rack 1
+      Device chip{fmt::format("nvswitch{}", c), DeviceKind::nvswitch, c, {}, links.nvls_efficiency, NVL36X2_CHIP_PORTS};
       chip.tray = c / NVL_TRAY_CHIPS;
       chips.push_back(fabric.add_device(std::move(chip)));
     }
-    for (int p = 0; p < PLANES; ++p)
-      fabric.add_duplex(chips[p], chips[PLANES + p],
-                        {ChannelKind::nvlink, CHIP_PORTS - GPUS_PER_RACK, links.bandwidth, links.latency});
-    for (int g = 0; g < RACKS * GPUS_PER_RACK; ++g) {
+    for (int p = 0; p < NVL36X2_PLANES; ++p)
+      fabric.add_duplex(
+          chips[p], chips[NVL36X2_PLANES + p],
+          {ChannelKind::nvlink, NVL36X2_CHIP_PORTS - NVL36X2_GPUS_PER_RACK, links.bandwidth, links.latency});
+    for (int g = 0; g < NVL36X2_RACKS * NVL36X2_GPUS_PER_RACK; ++g) {
       const DeviceId id = fabric.add_device({fmt::format("gpu{}", g), DeviceKind::gpu, g, gpu});
-      const int rack = g / GPUS_PER_RACK;
-      for (int p = 0; p < PLANES; ++p)
-        fabric.add_duplex(id, chips[rack * PLANES + p], {ChannelKind::nvlink, 1, links.bandwidth, links.latency});
+      const int rack = g / NVL36X2_GPUS_PER_RACK;
+      for (int p = 0; p < NVL36X2_PLANES; ++p)
+        fabric.add_duplex(id, chips[rack * NVL36X2_PLANES + p],
+                          {ChannelKind::nvlink, 1, links.bandwidth, links.latency});
       fabric.add_duplex(id, host, {ChannelKind::nvlink, 1, c2c_bandwidth, links.latency});
     }
     return fabric;

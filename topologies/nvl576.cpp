@@ -12,13 +12,13 @@ namespace {
 // rack) with 36 ports and sends 36 up; each plane has 9 second-tier (L2) chips and every L1 chip of the plane has 4
 // lanes to each (9 x 4 = 36 up; an L2 chip uses 16 x 4 = 64 of its 72 ports). Chips: 8 racks x 2 halves x 18 planes =
 // 288 L1 + 18 x 9 = 162 L2. `uplink_lanes` below 4 thins the uplinks (oversubscription 4 / uplink_lanes).
-constexpr int RACKS = 8;
-constexpr int GPUS_PER_RACK = 72;
-constexpr int GPUS_PER_L1 = 36;
-constexpr int PLANES = NVLINK5_LINKS_PER_GPU;
-constexpr int L2_PER_PLANE = 9;
-constexpr int FULL_UPLINK_LANES = 4;
-constexpr int CHIP_PORTS = NVLINK5_SWITCH_PORTS;
+constexpr int NVL576_RACKS = 8;
+constexpr int NVL576_GPUS_PER_RACK = 72;
+constexpr int NVL576_GPUS_PER_L1 = 36;
+constexpr int NVL576_PLANES = NVLINK5_LINKS_PER_GPU;
+constexpr int NVL576_L2_PER_PLANE = 9;
+constexpr int NVL576_FULL_UPLINK_LANES = 4;
+constexpr int NVL576_CHIP_PORTS = NVLINK5_SWITCH_PORTS;
 // NVLINK5_LANE and the in-switch reduction (RACK_NVLS_EFFICIENCY, the NVL72 rack figure; not measured at 576)
 // as in NVL72: topologies/gpus.hpp.
 
@@ -26,32 +26,41 @@ class Nvl576 final : public Topology {
  public:
   std::string gpu_model;
   GpuSpec gpu;
-  int uplink_lanes = FULL_UPLINK_LANES;
+  int uplink_lanes = NVL576_FULL_UPLINK_LANES;
   Nvlink5Links links;
 
   Fabric build() const override {
     Fabric fabric;
     const Channel lane{ChannelKind::nvlink, 1, links.bandwidth, links.latency};
-    const int groups = RACKS * GPUS_PER_RACK / GPUS_PER_L1;
-    std::vector<DeviceId> l1;  // [group * PLANES + plane]
+    const int groups = NVL576_RACKS * NVL576_GPUS_PER_RACK / NVL576_GPUS_PER_L1;
+    std::vector<DeviceId> l1;  // [group * NVL576_PLANES + plane]
     for (int g = 0; g < groups; ++g)
-      for (int p = 0; p < PLANES; ++p) {
-        const int index = g * PLANES + p;
-        l1.push_back(fabric.add_device(
-            {fmt::format("nvswitch{}", index), DeviceKind::nvswitch, index, {}, links.nvls_efficiency, CHIP_PORTS}));
+      for (int p = 0; p < NVL576_PLANES; ++p) {
+        const int index = g * NVL576_PLANES + p;
+        l1.push_back(fabric.add_device({fmt::format("nvswitch{}", index),
+                                        DeviceKind::nvswitch,
+                                        index,
+                                        {},
+                                        links.nvls_efficiency,
+                                        NVL576_CHIP_PORTS}));
       }
-    for (int p = 0; p < PLANES; ++p)
-      for (int s = 0; s < L2_PER_PLANE; ++s) {
-        const int index = groups * PLANES + p * L2_PER_PLANE + s;
-        const DeviceId l2 = fabric.add_device(
-            {fmt::format("nvswitch{}", index), DeviceKind::nvswitch, index, {}, links.nvls_efficiency, CHIP_PORTS});
+    for (int p = 0; p < NVL576_PLANES; ++p)
+      for (int s = 0; s < NVL576_L2_PER_PLANE; ++s) {
+        const int index = groups * NVL576_PLANES + p * NVL576_L2_PER_PLANE + s;
+        const DeviceId l2 = fabric.add_device({fmt::format("nvswitch{}", index),
+                                               DeviceKind::nvswitch,
+                                               index,
+                                               {},
+                                               links.nvls_efficiency,
+                                               NVL576_CHIP_PORTS});
         for (int g = 0; g < groups; ++g)
-          fabric.add_duplex(l1[g * PLANES + p], l2,
+          fabric.add_duplex(l1[g * NVL576_PLANES + p], l2,
                             {ChannelKind::nvlink, uplink_lanes, links.bandwidth, links.latency});
       }
-    for (int g = 0; g < RACKS * GPUS_PER_RACK; ++g) {
+    for (int g = 0; g < NVL576_RACKS * NVL576_GPUS_PER_RACK; ++g) {
       const DeviceId id = fabric.add_device({fmt::format("gpu{}", g), DeviceKind::gpu, g, gpu});
-      for (int p = 0; p < PLANES; ++p) fabric.add_duplex(id, l1[(g / GPUS_PER_L1) * PLANES + p], lane);
+      for (int p = 0; p < NVL576_PLANES; ++p)
+        fabric.add_duplex(id, l1[(g / NVL576_GPUS_PER_L1) * NVL576_PLANES + p], lane);
     }
     return fabric;
   }
@@ -64,8 +73,8 @@ const ParamTable<Nvl576>& nvl576_params() {
                [](Nvl576& t) { return &t.gpu_model; });
     params.add({.key = "uplink_lanes",
                 .unit = "lanes",
-                .fallback = FULL_UPLINK_LANES,
-                .check = between(1, FULL_UPLINK_LANES),
+                .fallback = NVL576_FULL_UPLINK_LANES,
+                .check = between(1, NVL576_FULL_UPLINK_LANES),
                 .doc = "lanes from an L1 chip to each of its plane's 9 L2 chips (4 = 1:1)"},
                [](Nvl576& t) { return &t.uplink_lanes; });
     params.include([](Nvl576& t) { return &t.links; }, nvlink5_params());

@@ -8,8 +8,8 @@ namespace {
 // NVLink5: 50 GB/s per link per direction, 18 links per GPU, 900 GB/s per GPU per direction; 18 NVLink5 switch
 // chips, each GPU with exactly one link to each chip, one switch hop [spec: nvidia.com/data-center/nvlink, NVIDIA
 // NVL72 docs; docs/hardware.md#nvswitch].
-constexpr int PLANES = NVLINK5_LINKS_PER_GPU;
-constexpr int CHIP_PORTS = NVLINK5_SWITCH_PORTS;
+constexpr int NVL72_PLANES = NVLINK5_LINKS_PER_GPU;
+constexpr int NVL72_CHIP_PORTS = NVLINK5_SWITCH_PORTS;
 
 class Nvl72 final : public Topology {
  public:
@@ -23,8 +23,8 @@ class Nvl72 final : public Topology {
     Fabric fabric;
     const DeviceId host = fabric.add_device({"host", DeviceKind::host, 0, std::nullopt});
     std::vector<DeviceId> planes;
-    for (int p = 0; p < PLANES; ++p) {
-      Device chip{fmt::format("nvswitch{}", p), DeviceKind::nvswitch, p, {}, links.nvls_efficiency, CHIP_PORTS};
+    for (int p = 0; p < NVL72_PLANES; ++p) {
+      Device chip{fmt::format("nvswitch{}", p), DeviceKind::nvswitch, p, {}, links.nvls_efficiency, NVL72_CHIP_PORTS};
       chip.tray = p / NVL_TRAY_CHIPS;
       planes.push_back(fabric.add_device(std::move(chip)));
     }

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "models/models.hpp"
+#include "models/test_support.hpp"
 #include "sim/config.hpp"
 #include "topologies/register.hpp"
 #include "validation/calibrate.hpp"
@@ -39,11 +40,6 @@ TraceRecord record(const std::string& test, const std::string& variant, Bytes by
   return r;
 }
 
-models::Models default_models() {
-  auto doc = ConfigDocument::load_string("{}", "t.yaml");
-  return models::Models::load(doc->root().section("models"));
-}
-
 /// The collective op a one-op or repeated sample runs on `rank`, and the repeat count.
 std::pair<workloads::CollectiveOp, int> collective_of(const Twin& twin, int rank) {
   const auto& ops = twin.sample.at(static_cast<std::size_t>(rank));
@@ -58,7 +54,7 @@ std::pair<workloads::CollectiveOp, int> collective_of(const Twin& twin, int rank
 }  // namespace
 
 TEST_CASE("collective twins: one op per out_of_place sample, ops_per_graph graph launches per graph sample") {
-  const auto models = default_models();
+  const auto models = snsim::models::testing::load();
   const Trace trace = h200x2({{"NCCL_NVLS_ENABLE", "0"}, {"NCCL_PROTO", "LL128"}});
   for (const std::string test : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast"}) {
     CAPTURE(test);
@@ -99,7 +95,7 @@ TEST_CASE("collective twins: one op per out_of_place sample, ops_per_graph graph
 }
 
 TEST_CASE("collective twins: NCCL's own choice is the model's, and what cannot be forced has no twin") {
-  const auto models = default_models();
+  const auto models = snsim::models::testing::load();
   // NVLS left on and no NCCL_PROTO: nothing forced.
   const auto free = make_twin(h200x2(Json::object()), record("all_reduce", "out_of_place", 8_B), 2, models);
   REQUIRE(std::holds_alternative<Twin>(free));
@@ -134,7 +130,7 @@ TEST_CASE("collective fit: calibrate recovers the parameters that generated the 
   Registry<Topology> topologies("topology");
   topologies::register_topologies(topologies);
   const Fabric fabric = topologies.create(doc->root().child("topology"))->build();
-  const auto defaults = default_models();
+  const auto defaults = snsim::models::testing::load();
   const auto cost = fabric.cost(fabric.gpus()[0], fabric.gpus()[1]);
   const models::CollectivePlatform platform{cost.bottleneck, defaults.copy->efficiency(models::CopyEngine::sm),
                                             cost.latency, models::switch_links(fabric, fabric.gpus()[0]),

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "models/models.hpp"
+#include "models/test_support.hpp"
 #include "sim/config.hpp"
 #include "validation/twins.hpp"
 #include "validation/validate.hpp"
@@ -29,12 +30,7 @@ TraceRecord gemm(int m, int n, int k, const std::string& method = "events_back_t
   return r;
 }
 
-models::Models default_models() {
-  auto doc = ConfigDocument::load_string("{}", "t.yaml");
-  return models::Models::load(doc->root().section("models"));
-}
-
-Trace trace_of(std::vector<TraceRecord> records) {
+Trace trace_of_records(std::vector<TraceRecord> records) {
   Trace t;
   t.source = "synthetic.jsonl";
   t.header.gpus = {{0, "NVIDIA H200", "", Json::object()}};
@@ -46,9 +42,9 @@ Trace trace_of(std::vector<TraceRecord> records) {
 }  // namespace
 
 TEST_CASE("compute twins: a GEMM at its read clock, behind the event between two GEMMs or none, or in a graph") {
-  const auto models = default_models();
+  const auto models = snsim::models::testing::load();
   const auto ops_of = [&](const TraceRecord& r) {
-    const auto made = make_twin(trace_of({r}), r, 1, models);
+    const auto made = make_twin(trace_of_records({r}), r, 1, models);
     REQUIRE(std::holds_alternative<Twin>(made));
     return std::get<Twin>(made);
   };
@@ -74,7 +70,8 @@ TEST_CASE("compute twins: a GEMM at its read clock, behind the event between two
   CHECK_FALSE(std::get<workloads::ComputeOp>(unread.sample[0][1].what).clock_mhz);
   CHECK(unread.warmup == static_cast<int>(std::ceil(5 * models.compute->power_window.count() / 1e-4)));
   // What the model cannot time is said, not guessed.
-  const auto single = make_twin(trace_of({}), gemm(64, 64, 64, "single_shot_host", 1500, "gemm_method"), 1, models);
+  const auto single =
+      make_twin(trace_of_records({}), gemm(64, 64, 64, "single_shot_host", 1500, "gemm_method"), 1, models);
   REQUIRE(std::holds_alternative<std::string>(single));
   CHECK(std::get<std::string>(single) ==
         "compute/gemm_method timed by single_shot_host: a lone GEMM's launch and host side are not modelled");
@@ -88,7 +85,7 @@ TEST_CASE("compute split: a GEMM shape calibrates or validates in every timing m
     records.push_back(gemm(m, 4096, 4096));
     records.push_back(gemm(m, 4096, 4096, "events_back_to_back", 1700));
   }
-  const Trace trace = trace_of(records);
+  const Trace trace = trace_of_records(records);
   std::vector<TracedRecord> all;
   for (const auto& r : trace.records) all.push_back({&trace, &r});
   const auto uses = split_records(all);
@@ -103,14 +100,14 @@ TEST_CASE("compute split: a GEMM shape calibrates or validates in every timing m
   // the kernel's); the other methods validate.
   const auto batch = gemm(1024, 1024, 1024, "batch_events", 1500, "gemm_method");
   const auto replay = gemm(1024, 1024, 1024, "graph_replay", 1500, "gemm_method");
-  const Trace methods = trace_of({batch, replay});
+  const Trace methods = trace_of_records({batch, replay});
   const auto method_uses = split_records({{&methods, &methods.records[0]}, {&methods, &methods.records[1]}});
   CHECK(method_uses[0] == Use::calibration);
   CHECK(method_uses[1] == Use::validation);
 }
 
 TEST_CASE("compute twins: sustained GEMMs run at the power model's clock with the power their operands draw") {
-  const auto models = default_models();
+  const auto models = snsim::models::testing::load();
   auto data = [](const std::string& pattern) {
     TraceRecord r = gemm(8192, 8192, 8192, "events_per_chunk", 1486, "gemm_data");
     r.variant = pattern;
@@ -120,7 +117,7 @@ TEST_CASE("compute twins: sustained GEMMs run at the power model's clock with th
     return r;
   };
   const auto twin_of = [&](const TraceRecord& r) {
-    const auto made = make_twin(trace_of({r}), r, 1, models);
+    const auto made = make_twin(trace_of_records({r}), r, 1, models);
     REQUIRE(std::holds_alternative<Twin>(made));
     return std::get<Twin>(made);
   };
@@ -140,18 +137,19 @@ TEST_CASE("compute twins: sustained GEMMs run at the power model's clock with th
     CHECK(kernel.gemm->layout == models::GemmLayout::tn);
     CHECK(t.warmup > 0);
   }
-  const auto unknown = make_twin(trace_of({}), data("checkerboard"), 1, models);
+  const auto unknown = make_twin(trace_of_records({}), data("checkerboard"), 1, models);
   REQUIRE(std::holds_alternative<std::string>(unknown));
   CHECK(std::get<std::string>(unknown) == "compute/gemm_data: operand pattern 'checkerboard' is not modelled");
   // The sustained record fits the power cap; the patterns check it.
-  const Trace uses = trace_of({gemm(8192, 8192, 8192, "events_per_chunk", 1489, "gemm_sustained"), data("normal")});
+  const Trace uses =
+      trace_of_records({gemm(8192, 8192, 8192, "events_per_chunk", 1489, "gemm_sustained"), data("normal")});
   const auto split = split_records({{&uses, &uses.records[0]}, {&uses, &uses.records[1]}});
   CHECK(split[0] == Use::calibration);
   CHECK(split[1] == Use::validation);
 }
 
 TEST_CASE("compute twins: PyTorch's memory-bound kernels run as the kernels of their op behind an event") {
-  const auto models = default_models();
+  const auto models = snsim::models::testing::load();
   const auto record = [](const std::string& test, const std::string& variant, const std::string& op) {
     TraceRecord r;
     r.id = fmt::format("compute/{}/{}/0/67108864/x", test, variant);
@@ -182,7 +180,7 @@ TEST_CASE("compute twins: PyTorch's memory-bound kernels run as the kernels of t
     const std::string variant_name = variant;  // a copy: clang 14 cannot capture a structured binding
     CAPTURE(variant_name);
     const auto r = record("memory_bound", variant, op);
-    const auto made = make_twin(trace_of({r}), r, 1, models);
+    const auto made = make_twin(trace_of_records({r}), r, 1, models);
     REQUIRE(std::holds_alternative<Twin>(made));
     const auto& ops = std::get<Twin>(made).sample[0];
     REQUIRE(ops.size() == 2);
@@ -204,7 +202,7 @@ TEST_CASE("compute twins: PyTorch's memory-bound kernels run as the kernels of t
                      {"tokens", 4096},
                      {"batch", 2},
                      {"dtype", "bf16"}});
-  const auto made = make_twin(trace_of({rope}), rope, 1, models);
+  const auto made = make_twin(trace_of_records({rope}), rope, 1, models);
   REQUIRE(std::holds_alternative<Twin>(made));
   const auto& ops = std::get<Twin>(made).sample[0];
   const auto calls = models::eager_rope(8 << 20, 2048 * 128, 2, true, false);
@@ -225,13 +223,13 @@ TEST_CASE("compute twins: PyTorch's memory-bound kernels run as the kernels of t
   const auto bare = record("memory_bound", "rotary_fwd", "rotary");
   CHECK(memory_calls_of(bare).empty());
   const auto dropout = record("memory_bound", "dropout_fwd", "dropout");
-  const auto none = make_twin(trace_of({dropout}), dropout, 1, models);
+  const auto none = make_twin(trace_of_records({dropout}), dropout, 1, models);
   REQUIRE(std::holds_alternative<std::string>(none));
   CHECK(std::get<std::string>(none) == "compute/memory_bound: kernel 'dropout_fwd' is not modelled");
 }
 
 TEST_CASE("compute twins: cuDNN's SDPA runs as one fused attention kernel of its shape at the clock read") {
-  const auto models = default_models();
+  const auto models = snsim::models::testing::load();
   const auto record = [](const std::string& backend, const std::string& pass) {
     TraceRecord r;
     r.id = fmt::format("compute/attention/{}_{}/0/67108864/b2_s2048_h16_kv4_d128_causal", backend, pass);
@@ -249,7 +247,7 @@ TEST_CASE("compute twins: cuDNN's SDPA runs as one fused attention kernel of its
     return r;
   };
   const auto r = record("cudnn", "bwd");
-  const auto made = make_twin(trace_of({r}), r, 1, models);
+  const auto made = make_twin(trace_of_records({r}), r, 1, models);
   REQUIRE(std::holds_alternative<Twin>(made));
   const auto& ops = std::get<Twin>(made).sample[0];
   REQUIRE(ops.size() == 2);
@@ -267,7 +265,7 @@ TEST_CASE("compute twins: cuDNN's SDPA runs as one fused attention kernel of its
   CHECK(kernel.pipelined);
   // The other backends run at rates of their own: not modelled, said so.
   const auto flash = record("flash", "fwd");
-  const auto none = make_twin(trace_of({flash}), flash, 1, models);
+  const auto none = make_twin(trace_of_records({flash}), flash, 1, models);
   REQUIRE(std::holds_alternative<std::string>(none));
   CHECK(std::get<std::string>(none) ==
         "compute/attention: the flash backend is not modelled (snsim times fused attention as cuDNN's SDPA kernels, "
@@ -275,7 +273,7 @@ TEST_CASE("compute twins: cuDNN's SDPA runs as one fused attention kernel of its
 }
 
 TEST_CASE("compute twins: a PyTorch training step is the training workload's step of its model on its GPU") {
-  const auto models = default_models();
+  const auto models = snsim::models::testing::load();
   TraceRecord r;
   r.id = "compute/train_step/gpt-h1024-l2/0/0/b1_s1024";
   r.family = Family::compute;
@@ -296,7 +294,7 @@ TEST_CASE("compute twins: a PyTorch training step is the training workload's ste
              {"seq", 1024},
              {"method", "events_between_steps"},
              {"warmup_steps", 3}};
-  const auto made = make_twin(trace_of({r}), r, 1, models);
+  const auto made = make_twin(trace_of_records({r}), r, 1, models);
   REQUIRE(std::holds_alternative<Twin>(made));
   const Twin& twin = std::get<Twin>(made);
   int gemms = 0, adamw = 0;
@@ -309,7 +307,7 @@ TEST_CASE("compute twins: a PyTorch training step is the training workload's ste
   CHECK(adamw == 1);
   CHECK(twin.warmup >= 3);
   r.extra["arch"] = "bert";
-  const auto bert = make_twin(trace_of({r}), r, 1, models);
+  const auto bert = make_twin(trace_of_records({r}), r, 1, models);
   REQUIRE(std::holds_alternative<std::string>(bert));
   CHECK(std::get<std::string>(bert) == "compute/train_step: architecture 'bert' is not modelled");
 }

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "models/models.hpp"
+#include "models/test_support.hpp"
 #include "sim/config.hpp"
 #include "topologies/gpus.hpp"
 #include "validation/calibrate.hpp"
@@ -27,13 +28,8 @@ namespace {
 
 using workloads::HostOp;
 
-models::Models default_models() {
-  auto document = ConfigDocument::load_string("{}", "<test>");
-  return models::Models::load(document->root().section("models"));
-}
-
 /// A one-GPU H200 trace timed by `method` (empty: snsim-probe's, which names none).
-Trace trace_of(const std::string& method) {
+Trace trace_timed_by(const std::string& method) {
   Trace t;
   t.source = method.empty() ? "probe.jsonl" : method + ".jsonl";
   t.header.gpus.push_back({0, "NVIDIA H200", "", Json::object()});
@@ -60,7 +56,7 @@ TraceRecord local_copy(const std::string& test, const std::string& variant, std:
 /// The per-repetition times `snsim validate` simulates for `record` timed by `method`, with default parameters
 /// (no variability).
 double simulated(const std::string& method, const TraceRecord& record, const std::optional<std::string>& params = {}) {
-  auto trace = trace_of(method);
+  auto trace = trace_timed_by(method);
   trace.records = {record};
   Platform platform;
   platform.gpu = "h200";
@@ -78,10 +74,10 @@ double simulated(const std::string& method, const TraceRecord& record, const std
 }  // namespace
 
 TEST_CASE("copy twins: each timing method adds its own mechanics around the copy's own cost") {
-  const auto models = default_models();
+  const auto models = snsim::models::testing::load();
   const auto& stream = *models.stream;
   auto ops_of = [&](const std::string& method, const TraceRecord& r) {
-    auto trace = trace_of(method);
+    auto trace = trace_timed_by(method);
     const auto made = make_twin(trace, r, 2, models);
     if (const auto* reason = std::get_if<std::string>(&made)) FAIL(*reason);
     return std::get<Twin>(made).sample.front();
@@ -118,7 +114,7 @@ TEST_CASE("copy twins: each timing method adds its own mechanics around the copy
 }
 
 TEST_CASE("copy twins: a single copy between host-recorded events starts a share of its call's CPU time later") {
-  const auto stream = default_models().stream;
+  const auto stream = snsim::models::testing::load().stream;
   const auto file = std::filesystem::temp_directory_path() / fmt::format("snsim-host-calls-{}.yaml", getpid());
   {
     std::ofstream out(file);
@@ -142,7 +138,7 @@ TEST_CASE("copy twins: a single copy between host-recorded events starts a share
 }
 
 TEST_CASE("copy twins: the host's jitter stretches the host's calls only, not the copy behind a stream wait") {
-  const auto stream = default_models().stream;
+  const auto stream = snsim::models::testing::load().stream;
   const auto file = std::filesystem::temp_directory_path() / fmt::format("snsim-host-jitter-{}.yaml", getpid());
   {
     std::ofstream out(file);
@@ -157,7 +153,7 @@ TEST_CASE("copy twins: the host's jitter stretches the host's calls only, not th
 }
 
 TEST_CASE("copy twins: tiny copies issued back to back from the host take one copy call each (host bound)") {
-  const auto models = default_models();
+  const auto models = snsim::models::testing::load();
   // 4 B copies: the GPU's per-copy gap (copy.ce.local_queue_gap, 2 us by default) is below a copy call (4 us).
   REQUIRE(models.copy->local_fixed_cost(models::CopyEngine::ce, true) < models.stream->host_copy);
   const double per_copy = simulated("events_b2b", local_copy("ce_local", "pipelined", 4, 4e-6, 100));
@@ -168,7 +164,7 @@ TEST_CASE("copy twins: tiny copies issued back to back from the host take one co
 }
 
 TEST_CASE("copy twins: copies queued in a CUDA graph follow each other copy.graph_saving sooner than from a stream") {
-  const auto models = default_models();
+  const auto models = snsim::models::testing::load();
   const auto& copy = *models.copy;
   REQUIRE(copy.graph_saving.count() > 0);
   for (const auto engine : {models::CopyEngine::ce, models::CopyEngine::sm}) {
@@ -188,7 +184,7 @@ TEST_CASE("copy twins: copies queued in a CUDA graph follow each other copy.grap
 
 TEST_CASE(
     "copy twins: copies through PyTorch add the framework's dispatch to each host call, and its graphs queue them") {
-  const auto stream = default_models().stream;
+  const auto stream = snsim::models::testing::load().stream;
   const auto file = std::filesystem::temp_directory_path() / fmt::format("snsim-framework-{}.yaml", getpid());
   {
     std::ofstream out(file);
@@ -215,7 +211,7 @@ TEST_CASE(
 }
 
 TEST_CASE("copy twins: an SM copy timed by its own kernel's clock is its in-kernel cost and memory time, no launch") {
-  const auto models = default_models();
+  const auto models = snsim::models::testing::load();
   const auto& copy = *models.copy;
   REQUIRE(copy.sm.local_in_kernel < copy.sm.local_setup);
   const auto& presets = topologies::gpu_presets();
@@ -230,7 +226,7 @@ TEST_CASE("copy twins: an SM copy timed by its own kernel's clock is its in-kern
           doctest::Approx((copy.sm.local_setup - copy.sm.local_in_kernel).count()).epsilon(1e-6));
   }
   // Copy engines have no kernel, and queued copies no span of their own: no twin, and it says why.
-  auto trace = trace_of("kernel_clock");
+  auto trace = trace_timed_by("kernel_clock");
   for (const auto& record :
        {local_copy("ce_local", "single", 4, 1e-6), local_copy("sm_local", "pipelined", 4, 1e-6, 50)}) {
     const auto made = make_twin(trace, record, 2, models);
@@ -242,7 +238,7 @@ TEST_CASE("copy twins: an SM copy timed by its own kernel's clock is its in-kern
 }
 
 TEST_CASE("copy twins: a lone op between PyTorch's events is host bound, the end event waits for its Python") {
-  const auto stream = default_models().stream;
+  const auto stream = snsim::models::testing::load().stream;
   const auto file = std::filesystem::temp_directory_path() / fmt::format("snsim-torch-events-{}.yaml", getpid());
   {
     std::ofstream out(file);
@@ -275,13 +271,13 @@ TEST_CASE("copy fit: the probe's single copies are the copy's own cost plus its 
   };
   // The host: a launch call takes 4.5 us of CPU, a copy call 5.6 us; the GPU holds the work 0.78 into either.
   const double in_kernel = 0.7e-6, launch_call = 4.5e-6, copy_call = 5.6e-6, share = 0.78;
-  std::vector<Trace> traces{trace_of(""),
-                            trace_of("wait_value"),
-                            trace_of("event_from_other_stream"),
-                            trace_of("kernel_clock"),
-                            trace_of("events_single"),
-                            trace_of("events_b2b"),
-                            trace_of("host_clock")};
+  std::vector<Trace> traces{trace_timed_by(""),
+                            trace_timed_by("wait_value"),
+                            trace_timed_by("event_from_other_stream"),
+                            trace_timed_by("kernel_clock"),
+                            trace_timed_by("events_single"),
+                            trace_timed_by("events_b2b"),
+                            trace_timed_by("host_clock")};
   for (std::uint64_t bytes = 4; bytes <= (1ull << 30); bytes *= 4) {
     for (const auto& [test, own, call] :
          {std::tuple{"ce_local", own_ce, copy_call}, std::tuple{"sm_local", own_sm, launch_call}}) {
@@ -310,7 +306,7 @@ TEST_CASE("copy fit: the probe's single copies are the copy's own cost plus its 
     call.id = fmt::format("launch/{}/{}/0/0/host_clock", test, variant);
     traces[6].records.push_back(call);
   }
-  traces.push_back(trace_of("torch_events"));
+  traces.push_back(trace_timed_by("torch_events"));
   for (std::uint64_t bytes = 4; bytes <= 65536; bytes *= 4)
     traces.back().records.push_back(local_copy("ce_local", "single", bytes, framework + copy_call + event));
   const auto fitted = testing::fitted_values(calibrate(traces, {}));
@@ -330,7 +326,7 @@ TEST_CASE("copy fit: the probe's single copies are the copy's own cost plus its 
 
   // Queued copies from a stream (the probe) and replayed from a graph (crosscheck's `graph`) give the saving.
   const double gap_ce = 1.8e-6, gap_sm = 1.9e-6, saving = 0.7e-6;
-  std::vector<Trace> queued{traces[0], traces[1], trace_of("graph")};
+  std::vector<Trace> queued{traces[0], traces[1], trace_timed_by("graph")};
   for (std::uint64_t bytes = 4; bytes <= (1ull << 30); bytes *= 4)
     for (const auto& [test, gap] : {std::pair{"ce_local", gap_ce}, {"sm_local", gap_sm}}) {
       queued[0].records.push_back(local_copy(test, "pipelined", bytes, gap + memory(bytes, test), 50));

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "models/models.hpp"
+#include "models/test_support.hpp"
 #include "sim/config.hpp"
 #include "topologies/register.hpp"
 #include "validation/calibrate.hpp"
@@ -21,17 +22,12 @@ namespace {
 using models::Scope;
 using workloads::Op;
 
-constexpr int GPUS = 2;
+constexpr int TRACE_GPUS = 2;
 
-models::Models default_models() {
-  auto document = ConfigDocument::load_string("{}", "<test>");
-  return models::Models::load(document->root().section("models"));
-}
-
-Trace h200_trace() {
+Trace pgas_h200_trace() {
   Trace t;
   t.source = "synthetic.jsonl";
-  for (int i = 0; i < GPUS; ++i) t.header.gpus.push_back({i, "NVIDIA H200", "", Json::object()});
+  for (int i = 0; i < TRACE_GPUS; ++i) t.header.gpus.push_back({i, "NVIDIA H200", "", Json::object()});
   t.complete = true;
   return t;
 }
@@ -55,8 +51,8 @@ TraceRecord record(Family family, std::string test, std::string variant, std::ve
   return r;
 }
 
-Twin twin_of(const TraceRecord& r) {
-  const auto made = make_twin(h200_trace(), r, GPUS, default_models());
+Twin pgas_twin_of(const TraceRecord& r) {
+  const auto made = make_twin(pgas_h200_trace(), r, TRACE_GPUS, snsim::models::testing::load());
   if (const auto* reason = std::get_if<std::string>(&made)) FAIL(*reason);
   return std::get<Twin>(made);
 }
@@ -84,8 +80,8 @@ std::size_t count_of(const std::vector<Op>& ops) {
 }  // namespace
 
 TEST_CASE("nvshmem twins: ping-pong, put + quiet, get and barrier repeat a few of the probe's iterations") {
-  const auto pingpong = twin_of(record(Family::nvshmem, "put_signal_pingpong", "round_trip", {0, 1}, 4096, 4e-6,
-                                       {{"scope", "block"}, {"iters_per_sample", 200}}));
+  const auto pingpong = pgas_twin_of(record(Family::nvshmem, "put_signal_pingpong", "round_trip", {0, 1}, 4096, 4e-6,
+                                            {{"scope", "block"}, {"iters_per_sample", 200}}));
   const auto pe0 = unrolled(pingpong.sample[0]);
   const auto pe1 = unrolled(pingpong.sample[1]);
   CHECK(pingpong.repetitions == 4);  // 4 of the 200 round trips: every one takes the same time in the model
@@ -102,7 +98,7 @@ TEST_CASE("nvshmem twins: ping-pong, put + quiet, get and barrier repeat a few o
   CHECK_FALSE(pingpong.rate_bytes);
 
   const auto put_quiet =
-      twin_of(record(Family::nvshmem, "put_latency", "thread", {0, 1}, 64, 1.5e-6, {{"iters_per_sample", 200}}));
+      pgas_twin_of(record(Family::nvshmem, "put_latency", "thread", {0, 1}, 64, 1.5e-6, {{"iters_per_sample", 200}}));
   const auto ops = unrolled(put_quiet.sample[0]);
   CHECK(count_of<workloads::PutOp>(ops) == 4);
   CHECK(count_of<workloads::QuietOp>(ops) == 4);
@@ -110,12 +106,12 @@ TEST_CASE("nvshmem twins: ping-pong, put + quiet, get and barrier repeat a few o
   CHECK(put_quiet.repetitions == 4);
 
   const auto get =
-      twin_of(record(Family::nvshmem, "get_latency", "thread", {0, 1}, 64, 2e-6, {{"iters_per_sample", 2}}));
+      pgas_twin_of(record(Family::nvshmem, "get_latency", "thread", {0, 1}, 64, 2e-6, {{"iters_per_sample", 2}}));
   CHECK(count_of<workloads::GetOp>(unrolled(get.sample[0])) == 2);  // fewer iterations than 4: all of them
   CHECK(get.repetitions == 2);
 
   const auto barrier =
-      twin_of(record(Family::nvshmem, "barrier", "block", {0, 1}, 0, 3e-6, {{"iters_per_sample", 1000}}));
+      pgas_twin_of(record(Family::nvshmem, "barrier", "block", {0, 1}, 0, 3e-6, {{"iters_per_sample", 1000}}));
   for (int rank : {0, 1}) {
     const auto b = unrolled(barrier.sample[static_cast<std::size_t>(rank)]);
     REQUIRE(b.size() == 4);
@@ -126,9 +122,9 @@ TEST_CASE("nvshmem twins: ping-pong, put + quiet, get and barrier repeat a few o
 
 TEST_CASE("nvshmem twins: a rate record is its kernel: every issuer's slice, iters times, then a quiet") {
   auto rate = [](const char* test, const char* scope, std::uint64_t bytes, int blocks, int iters) {
-    return twin_of(record(Family::nvshmem, test, scope, {0, 1}, bytes, 1e11,
-                          {{"blocks", blocks}, {"threads", 256}, {"iters_per_sample", iters}},
-                          MeasureUnit::bytes_per_second));
+    return pgas_twin_of(record(Family::nvshmem, test, scope, {0, 1}, bytes, 1e11,
+                               {{"blocks", blocks}, {"threads", 256}, {"iters_per_sample", iters}},
+                               MeasureUnit::bytes_per_second));
   };
   struct Case {
     const char* test;
@@ -173,8 +169,8 @@ TEST_CASE("nvshmem twins: a rate record is its kernel: every issuer's slice, ite
 
 TEST_CASE("nvshmem twins: both PEs run the rate kernel towards each other, then PE1 signals PE0, which waits") {
   const auto twin =
-      twin_of(record(Family::nvshmem, "put_rate_bidir", "block", {0, 1}, 256ull << 20, 3e11,
-                     {{"blocks", 32}, {"threads", 256}, {"iters_per_sample", 4}}, MeasureUnit::bytes_per_second));
+      pgas_twin_of(record(Family::nvshmem, "put_rate_bidir", "block", {0, 1}, 256ull << 20, 3e11,
+                          {{"blocks", 32}, {"threads", 256}, {"iters_per_sample", 4}}, MeasureUnit::bytes_per_second));
   for (int pe : {0, 1}) {
     CAPTURE(pe);
     const auto& ops = twin.sample[static_cast<std::size_t>(pe)];
@@ -195,16 +191,16 @@ TEST_CASE("nvshmem twins: both PEs run the rate kernel towards each other, then 
   CHECK(twin.repetitions == 4);
   // A PE putting to itself is a reference, not a route: no twin.
   const auto self =
-      make_twin(h200_trace(),
+      make_twin(pgas_h200_trace(),
                 record(Family::nvshmem, "put_rate_self", "block", {0}, 1 << 20, 1e12,
                        {{"blocks", 32}, {"threads", 256}, {"iters_per_sample", 1000}}, MeasureUnit::bytes_per_second),
-                GPUS, default_models());
+                TRACE_GPUS, snsim::models::testing::load());
   CHECK(std::holds_alternative<std::string>(self));
 }
 
 TEST_CASE("latency twins: a chase is loads_per_sample dependent loads in a few ops, divided by the count") {
-  const auto local = twin_of(record(Family::latency, "local_load", "chase", {1}, 4 << 20, 1.4e-7,
-                                    {{"loads_per_sample", 200000}, {"stride", 128}}));
+  const auto local = pgas_twin_of(record(Family::latency, "local_load", "chase", {1}, 4 << 20, 1.4e-7,
+                                         {{"loads_per_sample", 200000}, {"stride", 128}}));
   CHECK(local.sample[0].empty());
   std::uint64_t loads = 0;
   for (const auto& o : local.sample[1]) {
@@ -218,8 +214,8 @@ TEST_CASE("latency twins: a chase is loads_per_sample dependent loads in a few o
   CHECK(loads == 200000);
   CHECK(local.repetitions == 200000);
 
-  const auto peer = twin_of(record(Family::latency, "peer_load", "chase", {1, 0}, 1ull << 30, 9.5e-7,
-                                   {{"loads_per_sample", 50003}, {"stride", 128}}));
+  const auto peer = pgas_twin_of(record(Family::latency, "peer_load", "chase", {1, 0}, 1ull << 30, 9.5e-7,
+                                        {{"loads_per_sample", 50003}, {"stride", 128}}));
   loads = 0;
   for (const auto& o : peer.sample[1]) {
     CHECK(std::get<workloads::LoadOp>(o.what).from == 0);  // reader 1 chases GPU 0's memory
@@ -228,14 +224,14 @@ TEST_CASE("latency twins: a chase is loads_per_sample dependent loads in a few o
   CHECK(loads == 50003);
   CHECK(peer.repetitions == 50003);
 
-  const auto odd = make_twin(h200_trace(), record(Family::latency, "local_load", "stream", {0}, 4096, 1e-7, {}), GPUS,
-                             default_models());
+  const auto odd = make_twin(pgas_h200_trace(), record(Family::latency, "local_load", "stream", {0}, 4096, 1e-7, {}),
+                             TRACE_GPUS, snsim::models::testing::load());
   CHECK(std::get<std::string>(odd) == "no twin for latency variant 'stream'");
 }
 
 TEST_CASE("pgas fit: recovers known parameters from records the model's own formulas generate") {
   // The truth: every fitted parameter moved off its default.
-  const auto defaults = default_models();
+  const auto defaults = snsim::models::testing::load();
   models::PgasModel truth = *defaults.pgas;
   auto& thread = truth.scopes[static_cast<std::size_t>(Scope::thread)];
   auto& warp = truth.scopes[static_cast<std::size_t>(Scope::warp)];
@@ -267,7 +263,7 @@ TEST_CASE("pgas fit: recovers known parameters from records the model's own form
   const auto back = fabric.cost(fabric.gpus()[1], fabric.gpus()[0]);
   const models::PgasRoute route{there.latency, back.latency, there.bottleneck};
 
-  Trace trace = h200_trace();
+  Trace trace = pgas_h200_trace();
   auto add = [&](TraceRecord r) { trace.records.push_back(std::move(r)); };
   for (std::uint64_t s = 8; s <= 65536; s *= 2) {
     const Bytes size{s};

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "models/models.hpp"
+#include "models/test_support.hpp"
 #include "sim/config.hpp"
 #include "topologies/gpus.hpp"
 #include "validation/calibrate.hpp"
@@ -42,10 +43,6 @@ models::Models fitted_models(const Trace& trace) {
   return models::Models::load(overlay->root().section("models"));
 }
 
-models::Models default_models() {
-  return models::Models::load(ConfigDocument::load_string("{}", "m.yaml")->root().section("models"));
-}
-
 GpuSpec h200_preset() {
   const auto& presets = topologies::gpu_presets();
   return *std::ranges::find_if(presets, [](const GpuSpec& g) { return g.model == "h200"; });
@@ -58,7 +55,7 @@ TEST_CASE("power fit: bursts on low-entropy data and sustained normal-data GEMMs
   // 0.5 at boost, exponent 2.5; the bursts' low-entropy operands draw 0.7 of normal data's power, so they throttle
   // above a duty of 0.5 / 0.7. A GEMM runs at the clock factor's share of the model's rate at boost.
   const double exponent = 2.5, duty_normal = 0.5, low_entropy = 0.7;
-  const auto defaults = default_models();
+  const auto defaults = snsim::models::testing::load();
   const auto& model = *defaults.compute;
   const GpuSpec h200 = h200_preset();
   const double queue_gap = model.queue_gap.count();  // the default, as no launch record is given
@@ -110,7 +107,7 @@ TEST_CASE("gemm fit: GEMMs timed at clock readings and bursts at boost give back
   // 0.85 x (f / 1980)^0.4 of its unthrottled rate; GEMM bursts with long idle gaps run unthrottled.
   const double efficiency = 0.93, overhead = 1.5e-6, ramp = 1.2e-6, elasticity = 0.4, boost_reading = 0.85;
   const double event = 2e-6;
-  const auto defaults = default_models();
+  const auto defaults = snsim::models::testing::load();
   models::ComputeModel truth = *defaults.compute;
   truth.gemm_efficiency = efficiency;
   truth.gemm_tile_overhead = Seconds{overhead};
@@ -165,7 +162,7 @@ TEST_CASE("memory kernel fit: PyTorch-style kernels of known rates give back the
   // Written with the model's own time: the default event and queue gap + ramp + bytes / (4.8 TB/s x share), streams at
   // 0.9.
   const double ramp = 1.2e-6, hbm = 4.8e12;
-  const auto defaults = default_models();
+  const auto defaults = snsim::models::testing::load();
   const double fixed = defaults.stream->event_record.count() + defaults.compute->queue_gap.count();
   Trace t;
   t.source = "synthetic-torch.jsonl";

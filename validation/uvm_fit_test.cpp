@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "models/models.hpp"
+#include "models/test_support.hpp"
 #include "sim/config.hpp"
 #include "topologies/register.hpp"
 #include "validation/calibrate.hpp"
@@ -20,12 +21,7 @@ namespace {
 using models::UvmPath;
 using workloads::Op;
 
-models::Models default_models() {
-  auto document = ConfigDocument::load_string("{}", "<test>");
-  return models::Models::load(document->root().section("models"));
-}
-
-Trace h200_trace() {
+Trace uvm_h200_trace() {
   Trace t;
   t.source = "synthetic.jsonl";
   for (int i = 0; i < 2; ++i) t.header.gpus.push_back({i, "NVIDIA H200", "", Json::object()});
@@ -47,8 +43,8 @@ TraceRecord record(std::string test, std::string variant, std::vector<int> ranks
   return r;
 }
 
-Twin twin_of(const TraceRecord& r) {
-  const auto made = make_twin(h200_trace(), r, 2, default_models());
+Twin uvm_twin_of(const TraceRecord& r) {
+  const auto made = make_twin(uvm_h200_trace(), r, 2, snsim::models::testing::load());
   if (const auto* reason = std::get_if<std::string>(&made)) FAIL(*reason);
   return std::get<Twin>(made);
 }
@@ -56,7 +52,7 @@ Twin twin_of(const TraceRecord& r) {
 }  // namespace
 
 TEST_CASE("uvm twins: each sample allocates the region where the probe placed it, then runs the timed op on GPU 0") {
-  const auto touch = twin_of(record("first_touch", "gpu_to_gpu", {1, 0}, 4 << 20, 1e-3));
+  const auto touch = uvm_twin_of(record("first_touch", "gpu_to_gpu", {1, 0}, 4 << 20, 1e-3));
   REQUIRE(touch.sample[0].size() == 2);
   CHECK(touch.sample[1].empty());
   const auto& managed = std::get<workloads::ManagedOp>(touch.sample[0][0].what);
@@ -67,23 +63,24 @@ TEST_CASE("uvm twins: each sample allocates the region where the probe placed it
   CHECK(t.buffer == managed.buffer);
   CHECK(t.bytes == Bytes{4 << 20});
 
-  const auto back = twin_of(record("prefetch", "gpu_to_host", {0}, 2 << 20, 1e-3));
+  const auto back = uvm_twin_of(record("prefetch", "gpu_to_host", {0}, 2 << 20, 1e-3));
   CHECK(std::get<workloads::ManagedOp>(back.sample[0][0].what).buffer->on == 0);
   CHECK(std::get<workloads::PrefetchOp>(back.sample[0][1].what).to == workloads::HOST);
 
-  const auto mapped = twin_of(record("read", "peer_mapped", {0, 1}, 2 << 20, 1e-3));
+  const auto mapped = uvm_twin_of(record("read", "peer_mapped", {0, 1}, 2 << 20, 1e-3));
   REQUIRE(mapped.sample[0].size() == 3);
   const auto& advise = std::get<workloads::AdviseOp>(mapped.sample[0][1].what);
   CHECK(advise.preferred == 1);
   CHECK(advise.accessed_by == std::vector<int>{0});
   CHECK(std::holds_alternative<workloads::ReadOp>(mapped.sample[0][2].what));
 
-  const auto made = make_twin(h200_trace(), record("first_touch", "sideways", {0}, 2 << 20, 1e-3), 2, default_models());
+  const auto made = make_twin(uvm_h200_trace(), record("first_touch", "sideways", {0}, 2 << 20, 1e-3), 2,
+                              snsim::models::testing::load());
   CHECK(std::get<std::string>(made) == "no twin for uvm first_touch/sideways");
 }
 
 TEST_CASE("uvm fit: recovers known parameters from records the model's own formulas generate") {
-  const auto defaults = default_models();
+  const auto defaults = snsim::models::testing::load();
   models::UvmModel truth = *defaults.uvm;
   truth.kernel_start = Seconds{5e-6};
   truth.paths[0] = {BytesPerSecond{40e9}, Seconds{60e-6}, Seconds{0.6e-6}};
@@ -98,7 +95,7 @@ TEST_CASE("uvm fit: recovers known parameters from records the model's own formu
   const auto h2d = fabric.cost(host, gpu0), d2h = fabric.cost(gpu0, host), d2d = fabric.cost(fabric.gpus()[1], gpu0);
   const auto& gpu = *fabric.device(gpu0).gpu;
 
-  Trace trace = h200_trace();
+  Trace trace = uvm_h200_trace();
   for (std::uint64_t s = 2ull << 20; s <= (4ull << 30); s *= 2) {
     const Bytes size{s};
     auto add = [&](const char* test, const char* variant, std::vector<int> ranks, Seconds t) {

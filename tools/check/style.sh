@@ -4,7 +4,8 @@
 #   2. file names are unique across folders (a name says which concern a file belongs to), CMakeLists.txt and
 #      README.md excepted;
 #   3. clang-tidy (.clang-tidy: a short list, each check with its reason) is clean on the C++ sources changed in the
-#      last TIDY_DAYS days (default 7; TIDY_ALL=1: the whole tree), using BUILD_DIR's compile_commands.json.
+#      last TIDY_DAYS days (default 7; TIDY_ALL=1: the whole tree), using BUILD_DIR's compile_commands.json (a build
+#      configured with -DCMAKE_UNITY_BUILD=OFF: a unity build lists its batches, not the sources).
 # Exit 1 on the first kind of failure found, listing every offending file.
 set -uo pipefail
 cd "$(dirname "$0")/../.."

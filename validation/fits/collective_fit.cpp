@@ -25,6 +25,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/statistics.hpp"
 #include "validation/fit.hpp"
 #include "validation/twins/collective_twin.hpp"
 
@@ -50,12 +51,6 @@ constexpr double GRID_PER_OCTAVE = 8;
 
 std::size_t index(auto value) {
   return static_cast<std::size_t>(value);
-}
-
-double mean(const std::vector<double>& values) {
-  double sum = 0;
-  for (double v : values) sum += v;
-  return sum / static_cast<double>(values.size());
 }
 
 /// A calibration record with what its twin runs.

@@ -11,15 +11,12 @@
 
 #include "chakra_et.pb.h"
 #include "sim/error.hpp"
+#include "workloads/replay/trace_file.hpp"
 
 namespace snsim::workloads::replay {
 namespace {
 
 namespace pb = ChakraProtoMsg;
-
-[[noreturn]] void fail(const std::string& file, const std::string& message) {
-  throw_input_error({file, 0, 0}, "", message);
-}
 
 const pb::AttributeProto* attribute(const pb::Node& node, std::string_view name) {
   for (const auto& a : node.attr())
@@ -60,7 +57,8 @@ std::optional<models::CollectiveKind> collective_kind(std::int64_t type, const s
     case pb::BARRIER:
       return std::nullopt;
     default:
-      fail(file, fmt::format("node {}: collective type {} (REDUCE, GATHER or SCATTER) has no model yet", id, type));
+      fail_trace(file,
+                 fmt::format("node {}: collective type {} (REDUCE, GATHER or SCATTER) has no model yet", id, type));
   }
 }
 
@@ -77,22 +75,23 @@ RankTrace read_chakra(const std::string& bytes, const std::string& file, int pos
     if (!in.ReadVarint32(&size)) return false;
     const auto limit = in.PushLimit(static_cast<int>(size));
     if (!message.ParseFromCodedStream(&in) || in.BytesUntilLimit() != 0)
-      fail(file, index == 0 ? "expected a PyTorch profiler (Kineto) JSON trace or a Chakra execution trace (a "
-                              "protobuf stream starting with GlobalMetadata)"
-                            : fmt::format("message {} (of {} bytes) is cut short or corrupt: a truncated Chakra trace",
-                                          index + 1, size));
+      fail_trace(file, index == 0
+                           ? "expected a PyTorch profiler (Kineto) JSON trace or a Chakra execution trace (a "
+                             "protobuf stream starting with GlobalMetadata)"
+                           : fmt::format("message {} (of {} bytes) is cut short or corrupt: a truncated Chakra trace",
+                                         index + 1, size));
     in.PopLimit(limit);
     return true;
   };
   pb::GlobalMetadata metadata;
   if (!next(metadata, 0))
-    fail(file,
-         "expected a PyTorch profiler (Kineto) JSON trace or a Chakra execution trace (a protobuf stream "
-         "starting with GlobalMetadata)");
+    fail_trace(file,
+               "expected a PyTorch profiler (Kineto) JSON trace or a Chakra execution trace (a protobuf stream "
+               "starting with GlobalMetadata)");
   std::vector<pb::Node> nodes;
   for (pb::Node node; next(node, nodes.size() + 1); node.Clear()) nodes.push_back(node);
   if (!in.ExpectAtEnd() && in.CurrentPosition() != static_cast<int>(bytes.size()))
-    fail(file, "a truncated Chakra trace: the last message's length runs past the end of the file");
+    fail_trace(file, "a truncated Chakra trace: the last message's length runs past the end of the file");
 
   RankTrace trace;
   trace.file = file;
@@ -102,14 +101,15 @@ RankTrace read_chakra(const std::string& bytes, const std::string& file, int pos
       "command line and every collective spans all the traces' ranks");
   std::map<std::uint64_t, std::size_t> index_of;  // node id -> position in `nodes`
   for (std::size_t i = 0; i < nodes.size(); ++i)
-    if (!index_of.emplace(nodes[i].id(), i).second) fail(file, fmt::format("node id {} appears twice", nodes[i].id()));
+    if (!index_of.emplace(nodes[i].id(), i).second)
+      fail_trace(file, fmt::format("node id {} appears twice", nodes[i].id()));
   // Kahn's order over ctrl and data dependencies; ids break ties, so the order is the file's where it can be.
   std::vector<std::vector<std::size_t>> deps(nodes.size()), users(nodes.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     auto add = [&](std::uint64_t id) {
       const auto it = index_of.find(id);
       if (it == index_of.end())
-        fail(file, fmt::format("node {} depends on node {}, which is not in the trace", nodes[i].id(), id));
+        fail_trace(file, fmt::format("node {} depends on node {}, which is not in the trace", nodes[i].id(), id));
       if (std::ranges::find(deps[i], it->second) == deps[i].end()) {
         deps[i].push_back(it->second);
         users[it->second].push_back(i);
@@ -130,7 +130,7 @@ RankTrace read_chakra(const std::string& bytes, const std::string& file, int pos
       if (--waiting[u] == 0) ready.push_back(u);
   }
   if (order.size() != nodes.size())
-    fail(file, fmt::format("{} nodes are in a dependency cycle", nodes.size() - order.size()));
+    fail_trace(file, fmt::format("{} nodes are in a dependency cycle", nodes.size() - order.size()));
 
   // Lanes: a node continues the lane of a dependency that ends one (a chain of CPU ops, a stream's kernels), else
   // starts its own; its other dependencies become stream events (replay.cpp).
@@ -150,7 +150,8 @@ RankTrace read_chakra(const std::string& bytes, const std::string& file, int pos
       case pb::COMM_COLL_NODE: {
         const auto* type = attribute(n, "comm_type");
         const auto* size = attribute(n, "comm_size");
-        if (!type || !size) fail(file, fmt::format("communication node {} has no comm_type or comm_size", n.id()));
+        if (!type || !size)
+          fail_trace(file, fmt::format("communication node {} has no comm_type or comm_size", n.id()));
         TraceCollective c;
         c.kind = collective_kind(integer(*type), file, n.id());
         c.in_bytes = c.out_bytes = Bytes{static_cast<std::uint64_t>(std::max<std::int64_t>(0, integer(*size)))};
@@ -171,24 +172,24 @@ RankTrace read_chakra(const std::string& bytes, const std::string& file, int pos
       case pb::COMM_RECV_NODE: {
         const bool send = n.type() == pb::COMM_SEND_NODE;
         const auto* size = attribute(n, "comm_size");
-        if (!size) fail(file, fmt::format("{} node {} has no comm_size", send ? "send" : "recv", n.id()));
+        if (!size) fail_trace(file, fmt::format("{} node {} has no comm_size", send ? "send" : "recv", n.id()));
         // The trace's own end may be left out (a send's comm_src, a recv's comm_dst): it is this rank.
         auto end = [&](const char* key, bool own) -> int {
           const auto* a = attribute(n, key);
           if (!a) {
             if (own) return position;
-            fail(file, fmt::format("{} node {} has no {}", send ? "send" : "recv", n.id(), key));
+            fail_trace(file, fmt::format("{} node {} has no {}", send ? "send" : "recv", n.id(), key));
           }
           const std::int64_t rank = integer(*a);
           if (rank < 0 || rank >= (1 << 24))
-            fail(file, fmt::format("{} node {}: {} {} is no rank", send ? "send" : "recv", n.id(), key, rank));
+            fail_trace(file, fmt::format("{} node {}: {} {} is no rank", send ? "send" : "recv", n.id(), key, rank));
           return static_cast<int>(rank);
         };
         const PointToPoint p2p{.sender = end("comm_src", send), .receiver = end("comm_dst", !send)};
         if ((send ? p2p.sender : p2p.receiver) != position || p2p.sender == p2p.receiver)
-          fail(file, fmt::format("{} node {} goes from rank {} to rank {}, but this trace is rank {} (its place "
-                                 "among the traces)",
-                                 send ? "send" : "recv", n.id(), p2p.sender, p2p.receiver, position));
+          fail_trace(file, fmt::format("{} node {} goes from rank {} to rank {}, but this trace is rank {} (its place "
+                                       "among the traces)",
+                                       send ? "send" : "recv", n.id(), p2p.sender, p2p.receiver, position));
         TraceCollective c;
         c.kind = models::CollectiveKind::broadcast;
         c.in_bytes = c.out_bytes = Bytes{static_cast<std::uint64_t>(std::max<std::int64_t>(0, integer(*size)))};
@@ -206,7 +207,7 @@ RankTrace read_chakra(const std::string& bytes, const std::string& file, int pos
         t.duration = Seconds{0};
         break;
       default:
-        fail(file, fmt::format("node {} has no known type ({})", n.id(), static_cast<int>(n.type())));
+        fail_trace(file, fmt::format("node {} has no known type ({})", n.id(), static_cast<int>(n.type())));
     }
     std::optional<std::size_t> lane;
     for (std::size_t l = 0; l < lane_tail.size() && !lane; ++l)
@@ -225,7 +226,7 @@ RankTrace read_chakra(const std::string& bytes, const std::string& file, int pos
     node_of[i] = trace.nodes.size();
     trace.nodes.push_back(std::move(t));
   }
-  if (trace.nodes.empty()) fail(file, "the Chakra trace has no nodes after its metadata");
+  if (trace.nodes.empty()) fail_trace(file, "the Chakra trace has no nodes after its metadata");
   return trace;
 }
 

@@ -11,15 +11,12 @@
 
 #include "sim/error.hpp"
 #include "workloads/replay/kernels.hpp"
+#include "workloads/replay/trace_file.hpp"
 
 namespace snsim::workloads::replay {
 namespace {
 
 using nlohmann::json;
-
-[[noreturn]] void fail(const std::string& file, const std::string& message) {
-  throw_input_error({file, 0, 0}, "", message);
-}
 
 Seconds micros(double us) {
   return Seconds{us * 1e-6};
@@ -46,8 +43,8 @@ bool complete_event(const json& e, std::size_t index, const std::string& file) {
   const auto ph = e.find("ph");
   if (ph == e.end() || !ph->is_string() || *ph != "X") return false;
   auto bad = [&](const std::string& key, const char* expected, const json& found) {
-    fail(file, fmt::format("traceEvents[{}]: expected {} `{}`, found {}", index, expected, key,
-                           found.dump(-1, ' ', true, json::error_handler_t::replace).substr(0, 60)));
+    fail_trace(file, fmt::format("traceEvents[{}]: expected {} `{}`, found {}", index, expected, key,
+                                 found.dump(-1, ' ', true, json::error_handler_t::replace).substr(0, 60)));
   };
   for (const char* key : {"cat", "name"})
     if (const auto it = e.find(key); it != e.end() && !it->is_string()) bad(key, "a string", *it);
@@ -95,10 +92,10 @@ bool is_nccl_kernel(std::string_view name) {
 double number(const json& e, const char* key, const std::string& file) {
   const auto it = e.find(key);
   if (it == e.end() || !it->is_number())
-    fail(file, fmt::format("an event '{}' has no numeric `{}`", e.value("name", std::string("?")), key));
+    fail_trace(file, fmt::format("an event '{}' has no numeric `{}`", e.value("name", std::string("?")), key));
   if (std::string_view(key) == "dur" && it->get<double>() < 0)
-    fail(file, fmt::format("an event '{}' lasts {} us: expected a duration of 0 or more",
-                           e.value("name", std::string("?")), it->get<double>()));
+    fail_trace(file, fmt::format("an event '{}' lasts {} us: expected a duration of 0 or more",
+                                 e.value("name", std::string("?")), it->get<double>()));
   return it->get<double>();
 }
 
@@ -130,16 +127,17 @@ std::vector<int> parse_rank_list(const std::string& text, const std::string& fil
     if (c >= '0' && c <= '9') {
       digits += c;
       if (digits.size() > 7)
-        fail(file, fmt::format("record_param_comms: a rank of `Process Group Ranks` is beyond {}: '{}'", MAX_RANK,
-                               text.substr(0, 60)));
+        fail_trace(file, fmt::format("record_param_comms: a rank of `Process Group Ranks` is beyond {}: '{}'", MAX_RANK,
+                                     text.substr(0, 60)));
     } else if (c == ',' || c == ']') {
       if (!digits.empty()) ranks.push_back(std::stoi(digits));
       if (!ranks.empty() && ranks.back() > MAX_RANK)
-        fail(file, fmt::format("record_param_comms: a rank of `Process Group Ranks` is beyond {}: '{}'", MAX_RANK,
-                               text.substr(0, 60)));
+        fail_trace(file, fmt::format("record_param_comms: a rank of `Process Group Ranks` is beyond {}: '{}'", MAX_RANK,
+                                     text.substr(0, 60)));
       digits.clear();
     } else if (c != '[' && c != ' ') {
-      fail(file, fmt::format("record_param_comms: expected `Process Group Ranks` like \"[0, 1]\", found '{}'", text));
+      fail_trace(file,
+                 fmt::format("record_param_comms: expected `Process Group Ranks` like \"[0, 1]\", found '{}'", text));
     }
   }
   std::ranges::sort(ranks);
@@ -159,27 +157,27 @@ std::optional<int> rank_field(const json& args, const char* key, const std::stri
         std::stoi(text) <= MAX_RANK)
       return std::stoi(text);
   }
-  fail(file, fmt::format("record_param_comms '{}': expected a rank `{}`, found {}", name, key, it->dump()));
+  fail_trace(file, fmt::format("record_param_comms '{}': expected a rank `{}`, found {}", name, key, it->dump()));
 }
 
 /// The collective a record_param_comms describes; nullopt for what is no collective of its own (`wait`, a
 /// coalescing marker) or a kind the replay does not model yet (noted).
-std::optional<TraceCollective> parse_collective(const json& args, const std::string& file, int rank,
-                                                std::vector<std::string>& notes) {
+std::optional<TraceCollective> read_collective(const json& args, const std::string& file, int rank,
+                                               std::vector<std::string>& notes) {
   // Its fields, checked for their types: record_param_comms' values are the framework's, not ours.
   auto text = [&](const char* key, const char* fallback) {
     const auto it = args.find(key);
     if (it == args.end()) return std::string(fallback);
     if (!it->is_string())
-      fail(file, fmt::format("record_param_comms: expected a string `{}`, found {}", key, it->dump()));
+      fail_trace(file, fmt::format("record_param_comms: expected a string `{}`, found {}", key, it->dump()));
     return it->get<std::string>();
   };
   auto whole = [&](const char* key, int fallback, int least = 0) {
     const auto it = args.find(key);
     if (it == args.end()) return fallback;
     if (!it->is_number_integer() || it->get<std::int64_t>() < least || it->get<std::int64_t>() > MAX_RANK)
-      fail(file, fmt::format("record_param_comms: expected `{}` a whole number from {} to {}, found {}", key, least,
-                             MAX_RANK, it->dump()));
+      fail_trace(file, fmt::format("record_param_comms: expected `{}` a whole number from {} to {}, found {}", key,
+                                   least, MAX_RANK, it->dump()));
     return it->get<int>();
   };
   std::string name = text("Collective name", "");
@@ -215,11 +213,11 @@ std::optional<TraceCollective> parse_collective(const json& args, const std::str
   c.kind = send || recv ? models::CollectiveKind::broadcast : kind->second;
   c.dtype = text("dtype", "Byte");
   const auto size = dtype_size(c.dtype);
-  if (!size) fail(file, fmt::format("record_param_comms '{}': unknown dtype '{}'", name, c.dtype));
+  if (!size) fail_trace(file, fmt::format("record_param_comms '{}': unknown dtype '{}'", name, c.dtype));
   auto elements = [&](const char* key) {
     const auto it = args.find(key);
     if (it == args.end() || !it->is_number_integer() || it->get<std::int64_t>() < 0)
-      fail(file, fmt::format("record_param_comms '{}': expected a count `{}`", name, key));
+      fail_trace(file, fmt::format("record_param_comms '{}': expected a count `{}`", name, key));
     return it->get<std::uint64_t>();
   };
   c.in_bytes = Bytes{elements("In msg nelems") * *size};
@@ -230,13 +228,13 @@ std::optional<TraceCollective> parse_collective(const json& args, const std::str
     const std::int64_t start = whole("Global rank start", 0), stride = whole("Global rank stride", 1);
     const std::int64_t n = whole("Group size", 0);
     if (start + (n - 1) * stride > MAX_RANK)
-      fail(file, fmt::format("record_param_comms '{}': a group of {} from rank {} by {} goes beyond rank {}", name, n,
-                             start, stride, MAX_RANK));
+      fail_trace(file, fmt::format("record_param_comms '{}': a group of {} from rank {} by {} goes beyond rank {}",
+                                   name, n, start, stride, MAX_RANK));
     for (std::int64_t i = 0; i < n; ++i) c.group.push_back(static_cast<int>(start + i * stride));
   }
   if (std::ranges::find(c.group, rank) == c.group.end())
-    fail(file, fmt::format("record_param_comms '{}': rank {} is not in its group [{}]", name, rank,
-                           fmt::join(c.group, ", ")));
+    fail_trace(file, fmt::format("record_param_comms '{}': rank {} is not in its group [{}]", name, rank,
+                                 fmt::join(c.group, ", ")));
   c.root = whole("Root", c.group.front(), -1);  // a root outside the group is replaced by its first rank
   if (send || recv) {
     // The peer's global rank: `Dst Rank` / `Src Rank` (PyTorch's profiler records them for send / recv), else the
@@ -244,12 +242,12 @@ std::optional<TraceCollective> parse_collective(const json& args, const std::str
     std::optional<int> peer = rank_field(args, send ? "Dst Rank" : "Src Rank", name, file);
     if (!peer && c.group.size() == 2) peer = c.group[0] == rank ? c.group[1] : c.group[0];
     if (!peer)
-      fail(file, fmt::format("record_param_comms '{}' on ranks [{}]: expected its peer in `{}`", name,
-                             fmt::join(c.group, ", "), send ? "Dst Rank" : "Src Rank"));
+      fail_trace(file, fmt::format("record_param_comms '{}' on ranks [{}]: expected its peer in `{}`", name,
+                                   fmt::join(c.group, ", "), send ? "Dst Rank" : "Src Rank"));
     if (*peer == rank || std::ranges::find(c.group, *peer) == c.group.end())
-      fail(file,
-           fmt::format("record_param_comms '{}': rank {}'s peer {} is {}", name, rank, *peer,
-                       *peer == rank ? "itself" : fmt::format("not in its group [{}]", fmt::join(c.group, ", "))));
+      fail_trace(
+          file, fmt::format("record_param_comms '{}': rank {}'s peer {} is {}", name, rank, *peer,
+                            *peer == rank ? "itself" : fmt::format("not in its group [{}]", fmt::join(c.group, ", "))));
     c.p2p = PointToPoint{.sender = send ? rank : *peer, .receiver = send ? *peer : rank};
     c.in_bytes = c.out_bytes = send ? c.in_bytes : c.out_bytes;
     c.group = {std::min(rank, *peer), std::max(rank, *peer)};
@@ -437,7 +435,7 @@ bool is_kineto(const json& j) {
 }
 
 RankTrace read_kineto(const json& j, const std::string& file, int position) {
-  if (!is_kineto(j)) fail(file, "expected a PyTorch profiler (Kineto) trace: a JSON object with `traceEvents`");
+  if (!is_kineto(j)) fail_trace(file, "expected a PyTorch profiler (Kineto) trace: a JSON object with `traceEvents`");
   RankTrace trace;
   trace.file = file;
   trace.rank = position;
@@ -446,8 +444,8 @@ RankTrace read_kineto(const json& j, const std::string& file, int position) {
       const auto it = info->find(key);
       if (it == info->end()) return std::nullopt;
       if (!it->is_number_integer() || it->get<std::int64_t>() < least || it->get<std::int64_t>() > MAX_RANK + 1)
-        fail(file, fmt::format("distributedInfo: expected `{}` a whole number from {} to {}, found {}", key, least,
-                               MAX_RANK + 1, it->dump()));
+        fail_trace(file, fmt::format("distributedInfo: expected `{}` a whole number from {} to {}, found {}", key,
+                                     least, MAX_RANK + 1, it->dump()));
       return it->get<int>();
     };
     if (const auto rank = field("rank", 0)) trace.rank = *rank;
@@ -471,7 +469,8 @@ RankTrace read_kineto(const json& j, const std::string& file, int position) {
     if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") {
       const auto& args = e.value("args", json::object());
       if (!args.contains("correlation") || !args.contains("stream"))
-        fail(file, fmt::format("GPU event '{}' has no `correlation` or `stream`", e.value("name", std::string())));
+        fail_trace(file,
+                   fmt::format("GPU event '{}' has no `correlation` or `stream`", e.value("name", std::string())));
       gpu_by_correlation[args["correlation"].get<std::int64_t>()] = gpu.size();
       if (const auto id = args.find("External id"); cat == "kernel" && id != args.end() && id->is_number_integer())
         ++kernels_of_operator[id->get<std::int64_t>()];
@@ -487,7 +486,8 @@ RankTrace read_kineto(const json& j, const std::string& file, int position) {
         operator_of.emplace(id->get<std::int64_t>(), &e);
     }
   }
-  if (gpu.empty()) fail(file, "the trace has no GPU kernels, copies or memsets: profile with ProfilerActivity.CUDA");
+  if (gpu.empty())
+    fail_trace(file, "the trace has no GPU kernels, copies or memsets: profile with ProfilerActivity.CUDA");
   // Where each op's stream was free before it, in the GPU's order: ops launched before the window (the queue the
   // first replayed op waited behind) count too, so that the wait is not taken for a launch latency.
   std::map<std::size_t, double> stream_free;  // GPU op -> the end of the previous op on its stream
@@ -662,7 +662,7 @@ RankTrace read_kineto(const json& j, const std::string& file, int position) {
       continue;
     }
     if (e.what == HostEvent::What::collective) {
-      auto c = parse_collective(*e.args, file, trace.rank, trace.notes);
+      auto c = read_collective(*e.args, file, trace.rank, trace.notes);
       if (!c) continue;
       if (e.launches_kernel) {
         open_collective = std::move(c);
@@ -694,9 +694,9 @@ RankTrace read_kineto(const json& j, const std::string& file, int position) {
     node.delay = micros(std::max(0.0, op.ts - ready));
     if (is_nccl_kernel(node.name)) {
       if (!open_collective || e.ts > open_until)
-        fail(file, fmt::format("the NCCL kernel '{}' at ts {} us has no record_param_comms around its launch, so "
-                               "its size and group are unknown (PyTorch records them since 2.1)",
-                               node.name.substr(0, 60), op.ts));
+        fail_trace(file, fmt::format("the NCCL kernel '{}' at ts {} us has no record_param_comms around its launch, so "
+                                     "its size and group are unknown (PyTorch records them since 2.1)",
+                                     node.name.substr(0, 60), op.ts));
       node.kind = TraceNode::Kind::collective;
       node.collective = std::move(open_collective);
       open_collective.reset();
@@ -720,9 +720,9 @@ RankTrace read_kineto(const json& j, const std::string& file, int position) {
     }
   }
   if (lane_of_stream.empty())
-    fail(file,
-         "no GPU op was launched inside the profiled steps (their launches are outside the ProfilerStep# "
-         "windows or the runtime calls are missing)");
+    fail_trace(file,
+               "no GPU op was launched inside the profiled steps (their launches are outside the ProfilerStep# "
+               "windows or the runtime calls are missing)");
   return trace;
 }
 

@@ -20,13 +20,6 @@
 #include "workloads/replay/trace_file.hpp"
 
 namespace snsim::workloads::replay {
-namespace {
-
-[[noreturn]] void fail(const std::string& file, const std::string& message) {
-  throw_input_error({file, 0, 0}, "", message);
-}
-
-}  // namespace
 
 RankTrace read_trace_bytes(std::string raw, const std::string& file, int position) {
   const std::string bytes = inflate_trace(std::move(raw), file);
@@ -37,23 +30,24 @@ RankTrace read_trace_bytes(std::string raw, const std::string& file, int positio
     try {
       json = nlohmann::json::parse(bytes);
     } catch (const nlohmann::json::parse_error& e) {
-      fail(file, fmt::format("not a complete JSON trace (byte {} of {}): {}", e.byte, bytes.size(),
-                             std::string(e.what()).substr(std::string(e.what()).find(':') + 2)));
+      fail_trace(file, fmt::format("not a complete JSON trace (byte {} of {}): {}", e.byte, bytes.size(),
+                                   std::string(e.what()).substr(std::string(e.what()).find(':') + 2)));
     } catch (const nlohmann::json::out_of_range& e) {  // a number beyond a double (1e999): found by fuzz/ (replay)
-      fail(file, fmt::format("not a JSON trace snsim can read: {}",
-                             std::string(e.what()).substr(std::string(e.what()).find(']') + 2)));
+      fail_trace(file, fmt::format("not a JSON trace snsim can read: {}",
+                                   std::string(e.what()).substr(std::string(e.what()).find(']') + 2)));
     }
     if (is_kineto(json)) return read_kineto(json, file, position);
     if (json.contains("nodes") && json.contains("schema"))
-      fail(file, "a PyTorch execution trace: give its Kineto trace, or convert it to Chakra with chakra_converter");
-    fail(file, "expected a PyTorch profiler (Kineto) trace (a JSON object with `traceEvents`) or a Chakra trace");
+      fail_trace(file,
+                 "a PyTorch execution trace: give its Kineto trace, or convert it to Chakra with chakra_converter");
+    fail_trace(file, "expected a PyTorch profiler (Kineto) trace (a JSON object with `traceEvents`) or a Chakra trace");
   }
   return read_chakra(bytes, file, position);
 }
 
 namespace {
 
-std::string describe(const TraceCollective& c) {
+std::string describe_collective(const TraceCollective& c) {
   if (c.p2p)
     return fmt::format("send / recv of {} from rank {} to rank {}", c.in_bytes, c.p2p->sender, c.p2p->receiver);
   return fmt::format("{} of {} in, {} out", c.kind ? models::to_string(*c.kind) : "barrier", c.in_bytes, c.out_bytes);
@@ -81,20 +75,23 @@ void check_point_to_point(const std::vector<RankTrace>& traces) {
     const auto& [sender, receiver, tag] = key;
     for (std::size_t i = 0; i < std::max(ends.sends.size(), ends.recvs.size()); ++i) {
       if (i >= ends.recvs.size())
-        fail(file(sender), fmt::format("send #{} from rank {} to rank {}{} ({}) has no matching recv: rank {} ({}) "
-                                       "{} from rank {}; the job would hang in it",
-                                       i + 1, sender, receiver, tagged(tag), ends.sends[i]->in_bytes, receiver,
-                                       file(receiver), posts(ends.recvs.size(), "recv"), sender));
+        fail_trace(file(sender),
+                   fmt::format("send #{} from rank {} to rank {}{} ({}) has no matching recv: rank {} ({}) "
+                               "{} from rank {}; the job would hang in it",
+                               i + 1, sender, receiver, tagged(tag), ends.sends[i]->in_bytes, receiver, file(receiver),
+                               posts(ends.recvs.size(), "recv"), sender));
       if (i >= ends.sends.size())
-        fail(file(receiver), fmt::format("recv #{} of rank {} from rank {}{} ({}) has no matching send: rank {} ({}) "
-                                         "{} to rank {}; the job would hang in it",
-                                         i + 1, receiver, sender, tagged(tag), ends.recvs[i]->in_bytes, sender,
-                                         file(sender), posts(ends.sends.size(), "send"), receiver));
+        fail_trace(file(receiver),
+                   fmt::format("recv #{} of rank {} from rank {}{} ({}) has no matching send: rank {} ({}) "
+                               "{} to rank {}; the job would hang in it",
+                               i + 1, receiver, sender, tagged(tag), ends.recvs[i]->in_bytes, sender, file(sender),
+                               posts(ends.sends.size(), "send"), receiver));
       if (ends.sends[i]->in_bytes != ends.recvs[i]->in_bytes)
-        fail(file(receiver), fmt::format("recv #{} of rank {} from rank {}{} is {}, but its send on rank {} ({}) is "
-                                         "{}: the traces are not of one job",
-                                         i + 1, receiver, sender, tagged(tag), ends.recvs[i]->in_bytes, sender,
-                                         file(sender), ends.sends[i]->in_bytes));
+        fail_trace(file(receiver),
+                   fmt::format("recv #{} of rank {} from rank {}{} is {}, but its send on rank {} ({}) is "
+                               "{}: the traces are not of one job",
+                               i + 1, receiver, sender, tagged(tag), ends.recvs[i]->in_bytes, sender, file(sender),
+                               ends.sends[i]->in_bytes));
     }
   }
 }
@@ -107,9 +104,10 @@ void check_collectives(const std::vector<RankTrace>& traces) {
       if (n.collective) {
         for (int r : n.collective->group)
           if (r < 0 || r >= static_cast<int>(traces.size()))
-            fail(t.file,
-                 fmt::format("a {} on ranks [{}] names rank {}, but traces were given for ranks 0-{} only",
-                             describe(*n.collective), fmt::join(n.collective->group, ", "), r, traces.size() - 1));
+            fail_trace(t.file,
+                       fmt::format("a {} on ranks [{}] names rank {}, but traces were given for ranks 0-{} only",
+                                   describe_collective(*n.collective), fmt::join(n.collective->group, ", "), r,
+                                   traces.size() - 1));
         if (!n.collective->p2p) by_group[n.collective->group][t.rank].push_back(&*n.collective);
       }
   for (const auto& [group, ranks] : by_group) {
@@ -118,11 +116,12 @@ void check_collectives(const std::vector<RankTrace>& traces) {
       for (std::size_t i = 0; i < std::min(ops.size(), first.size()); ++i)
         if (ops[i]->kind != first[i]->kind || ops[i]->in_bytes != first[i]->in_bytes ||
             ops[i]->out_bytes != first[i]->out_bytes)
-          fail(traces[static_cast<std::size_t>(rank)].file,
-               fmt::format("collective #{} on ranks [{}] is a {}, but rank {}'s ({}) is a {}: the traces are not of "
-                           "one job",
-                           i + 1, fmt::join(group, ", "), describe(*ops[i]), first_rank,
-                           traces[static_cast<std::size_t>(first_rank)].file, describe(*first[i])));
+          fail_trace(
+              traces[static_cast<std::size_t>(rank)].file,
+              fmt::format("collective #{} on ranks [{}] is a {}, but rank {}'s ({}) is a {}: the traces are not of "
+                          "one job",
+                          i + 1, fmt::join(group, ", "), describe_collective(*ops[i]), first_rank,
+                          traces[static_cast<std::size_t>(first_rank)].file, describe_collective(*first[i])));
   }
 }
 
@@ -140,10 +139,11 @@ const GpuSpec& source_gpu(const RankTrace& t, const ReplayOptions& options, std:
       if (upper.find(model) != std::string::npos && model.size() > preset.size()) preset = p.model;
     }
     if (preset.empty())
-      fail(t.file, fmt::format("the trace's GPU is {}: set the trace workload's `source_gpu` (one of {}) to scale "
-                               "its kernels",
-                               t.gpu.empty() ? "not named" : fmt::format("'{}', no known preset", t.gpu),
-                               fmt::join(topologies::gpu_preset_names(), ", ")));
+      fail_trace(t.file,
+                 fmt::format("the trace's GPU is {}: set the trace workload's `source_gpu` (one of {}) to scale "
+                             "its kernels",
+                             t.gpu.empty() ? "not named" : fmt::format("'{}', no known preset", t.gpu),
+                             fmt::join(topologies::gpu_preset_names(), ", ")));
   }
   auto it = cache.find(preset);
   if (it == cache.end()) {
@@ -184,9 +184,9 @@ std::vector<RankTrace> read_traces(const std::vector<std::string>& files) {
 void check_traces(std::vector<RankTrace>& traces) {
   std::map<int, const RankTrace*> by_rank;
   for (const auto& t : traces) {
-    if (t.rank < 0) fail(t.file, fmt::format("rank {} is negative", t.rank));
+    if (t.rank < 0) fail_trace(t.file, fmt::format("rank {} is negative", t.rank));
     if (const auto [it, fresh] = by_rank.emplace(t.rank, &t); !fresh)
-      fail(t.file, fmt::format("rank {} again: {} is rank {} too", t.rank, it->second->file, t.rank));
+      fail_trace(t.file, fmt::format("rank {} again: {} is rank {} too", t.rank, it->second->file, t.rank));
   }
   int world = static_cast<int>(traces.size());
   for (const auto& t : traces)
@@ -195,9 +195,9 @@ void check_traces(std::vector<RankTrace>& traces) {
   for (int r = 0; r < world; ++r)
     if (!by_rank.contains(r)) missing.push_back(r);
   if (!missing.empty())
-    fail(traces.front().file, fmt::format("the job has {} ranks and no trace was given for rank{} {}: give one "
-                                          "trace per rank",
-                                          world, missing.size() > 1 ? "s" : "", fmt::join(missing, ", ")));
+    fail_trace(traces.front().file, fmt::format("the job has {} ranks and no trace was given for rank{} {}: give one "
+                                                "trace per rank",
+                                                world, missing.size() > 1 ? "s" : "", fmt::join(missing, ", ")));
   std::ranges::sort(traces, {}, &RankTrace::rank);
   // A collective whose trace names no members (Chakra's) spans every rank.
   std::vector<int> everyone(traces.size());

@@ -161,7 +161,7 @@ bool contains(const std::string& text, const std::string& part) {
 
 /// The message of the InputError `read` throws ("" when it throws none).
 template <class Read>
-std::string error_of(Read read) {
+std::string thrown_by(Read read) {
   try {
     read();
   } catch (const InputError& e) {
@@ -253,7 +253,7 @@ TEST_CASE("replay: more ranks replicate the captured job and widen its data-para
     // Every gradient once per step: 310,960,128 parameters in fp32 (steps.jsonl), in 3 steps.
     if (r < 4) CHECK(reduced == Bytes{3 * 310'960'128ull * 4});
   }
-  CHECK(error_of([&] { build_programs(traces, scenario.fabric(), {.ranks = 9}, 0, "t"); }) ==
+  CHECK(thrown_by([&] { build_programs(traces, scenario.fabric(), {.ranks = 9}, 0, "t"); }) ==
         "t: ranks: 9 ranks to replay and the topology has 8 GPUs");
 }
 
@@ -262,16 +262,16 @@ TEST_CASE("replay: bad traces are one error line naming the file and what was ex
   snsim::testing::TempDir dir;
   const std::string gz = read_file(TRACES + "gpt-h2048-l2-b2-s2048.kineto.json.gz");
   const auto truncated = write(dir, "truncated.json.gz", gz.substr(0, gz.size() / 2));
-  CHECK(contains(error_of([&] { read_traces({truncated}); }),
+  CHECK(contains(thrown_by([&] { read_traces({truncated}); }),
                  truncated + ": truncated or corrupt gzip data (the file ends after"));
   std::string flipped = gz;
   for (std::size_t i = 1000; i < 1100; ++i) flipped[i] = static_cast<char>(~flipped[i]);
   const auto corrupt = write(dir, "corrupt.json.gz", flipped);
-  CHECK(contains(error_of([&] { read_traces({corrupt}); }), corrupt + ": truncated or corrupt gzip data ("));
+  CHECK(contains(thrown_by([&] { read_traces({corrupt}); }), corrupt + ": truncated or corrupt gzip data ("));
   const auto cut = write(dir, "cut.json", kineto_trace(2, 10, 5, "gemm").dump().substr(0, 100));
-  CHECK(contains(error_of([&] { read_traces({cut}); }), cut + ": not a complete JSON trace (byte 101 of 100)"));
+  CHECK(contains(thrown_by([&] { read_traces({cut}); }), cut + ": not a complete JSON trace (byte 101 of 100)"));
   const auto garbage = write(dir, "garbage.et", std::string("\x05\xff\xff\xff\xff\xff", 6));
-  CHECK(error_of([&] { read_traces({garbage}); }) ==
+  CHECK(thrown_by([&] { read_traces({garbage}); }) ==
         garbage +
             ": expected a PyTorch profiler (Kineto) JSON trace or a Chakra execution trace (a "
             "protobuf stream starting with GlobalMetadata)");
@@ -279,24 +279,24 @@ TEST_CASE("replay: bad traces are one error line naming the file and what was ex
   // Ranks: from the traces' distributedInfo; each once, none missing.
   const auto r0 = write(dir, "r0.json", kineto_trace(2, 10, 5, "gemm", std::pair{0, 4}).dump());
   const auto r2 = write(dir, "r2.json", kineto_trace(2, 10, 5, "gemm", std::pair{2, 4}).dump());
-  CHECK(error_of([&] {
+  CHECK(thrown_by([&] {
           read_traces({r0, r2});
         }) == r0 + ": the job has 4 ranks and no trace was given for ranks 1, 3: give one trace per rank");
-  CHECK(error_of([&] { read_traces({r0, r0}); }) == r0 + ": rank 0 again: " + r0 + " is rank 0 too");
+  CHECK(thrown_by([&] { read_traces({r0, r0}); }) == r0 + ": rank 0 again: " + r0 + " is rank 0 too");
 
   // Collectives: alike on every member, in order; members must have traces.
   auto a = kineto_trace(2, 10, 5, "gemm", std::pair{0, 2}), b = kineto_trace(2, 10, 5, "gemm", std::pair{1, 2});
   add_all_reduce(a, 1, 1 << 20, "[0, 1]");
   add_all_reduce(b, 1, 1 << 21, "[0, 1]");
   const auto a_path = write(dir, "a.json", a.dump()), b_path = write(dir, "b.json", b.dump());
-  CHECK(error_of([&] {
+  CHECK(thrown_by([&] {
           read_traces({a_path, b_path});
         }) == b_path + ": collective #1 on ranks [0, 1] is a all_reduce of 8 MiB in, 8 MiB out, but rank 0's (" +
                   a_path + ") is a all_reduce of 4 MiB in, 4 MiB out: the traces are not of one job");
   auto c = kineto_trace(2, 10, 5, "gemm");
   add_all_reduce(c, 1, 1 << 20, "[0, 1, 2]");
   const auto c_path = write(dir, "c.json", c.dump());
-  CHECK(error_of([&] { read_traces({c_path}); }) ==
+  CHECK(thrown_by([&] { read_traces({c_path}); }) ==
         c_path +
             ": a all_reduce of 4 MiB in, 4 MiB out on ranks [0, 1, 2] names rank 1, but traces "
             "were given for ranks 0-0 only");
@@ -571,18 +571,18 @@ TEST_CASE("replay: a send without its recv, or of another size, is an error nami
   snsim::testing::TempDir dir;
   const auto twice = write(dir, "twice.json", p2p_trace(0, {{"send", 1, 1 << 20}, {"send", 1, 1 << 20}}).dump());
   const auto once = write(dir, "once.json", p2p_trace(1, {{"recv", 0, 1 << 20}}).dump());
-  CHECK(error_of([&] {
+  CHECK(thrown_by([&] {
           read_traces({twice, once});
         }) == twice + ": send #2 from rank 0 to rank 1 (4 MiB) has no matching recv: rank 1 (" + once +
                   ") posts 1 recv from rank 0; the job would hang in it");
   const auto big = write(dir, "big.json", p2p_trace(1, {{"recv", 0, 1 << 21}}).dump());
   const auto one = write(dir, "one.json", p2p_trace(0, {{"send", 1, 1 << 20}}).dump());
-  CHECK(error_of([&] {
+  CHECK(thrown_by([&] {
           read_traces({one, big});
         }) == big + ": recv #1 of rank 1 from rank 0 is 8 MiB, but its send on rank 0 (" + one +
                   ") is 4 MiB: the traces are not of one job");
   const auto self = write(dir, "self.json", p2p_trace(0, {{"send", 0, 1 << 20}}).dump());
-  CHECK(error_of([&] {
+  CHECK(thrown_by([&] {
           read_traces({self, once});
         }) == self + ": record_param_comms 'send': rank 0's peer 0 is itself");
 }
@@ -627,12 +627,12 @@ TEST_CASE("replay: a Chakra send / recv pair waits for the sender's kernel and m
   // A recv without its send, and a send that this trace's rank does not make.
   const auto lonely = write(dir, "lonely.et", chakra_file({chakra_p2p(1, false, 0, 1, bytes)}));
   const auto nothing = write(dir, "nothing.et", chakra_file({kernel}));
-  CHECK(error_of([&] {
+  CHECK(thrown_by([&] {
           read_traces({nothing, lonely});
         }) == lonely + ": recv #1 of rank 1 from rank 0 (256 MiB) has no matching send: rank 0 (" + nothing +
                   ") posts 0 sends to rank 1; the job would hang in it");
   const auto foreign = write(dir, "foreign.et", chakra_file({chakra_p2p(1, true, 1, 0, bytes)}));
-  CHECK(error_of([&] {
+  CHECK(thrown_by([&] {
           read_traces({foreign, lonely});
         }) ==
         foreign + ": send node 1 goes from rank 1 to rank 0, but this trace is rank 0 (its place among the traces)");
@@ -834,26 +834,26 @@ TEST_CASE("replay: a Kineto field of the wrong type or range is an error naming 
   auto trace = kineto_trace(2, 10, 5, "gemm");
   trace["traceEvents"][1]["args"]["correlation"] = "1";
   const auto text = write(dir, "text.json", trace.dump());
-  CHECK(error_of([&] { read_traces({text}); }) ==
+  CHECK(thrown_by([&] { read_traces({text}); }) ==
         text + ": traceEvents[1]: expected a whole number `args.correlation`, found \"1\"");
   trace = kineto_trace(2, 10, 5, "gemm", std::pair{0, 1});
   trace["distributedInfo"]["world_size"] = 1e300;
   const auto huge = write(dir, "huge.json", trace.dump());
-  CHECK(error_of([&] { read_traces({huge}); }) ==
+  CHECK(thrown_by([&] { read_traces({huge}); }) ==
         huge + ": distributedInfo: expected `world_size` a whole number from 1 to 1048576, found 1e+300");
   // A number beyond a double: nlohmann reports it as out_of_range, not parse_error (found by fuzz/, replay).
   const auto overflow = write(dir, "overflow.json", R"({"traceEvents": [], "x": 1e999})");
-  CHECK(error_of([&] { read_traces({overflow}); }) ==
+  CHECK(thrown_by([&] { read_traces({overflow}); }) ==
         overflow + ": not a JSON trace snsim can read: number overflow parsing '1e999'");
   // A record_param_comms without arguments is no collective it can name; one of a group beyond int is refused.
   trace = kineto_trace(2, 10, 5, "gemm");
   add_all_reduce(trace, 1, 1 << 20, "[0, 99999999999]");
   const auto wide = write(dir, "wide.json", trace.dump());
-  CHECK(error_of([&] { read_traces({wide}); }) ==
+  CHECK(thrown_by([&] { read_traces({wide}); }) ==
         wide + ": record_param_comms: a rank of `Process Group Ranks` is beyond 1048575: '[0, 99999999999]'");
   trace["traceEvents"].back().erase("args");
   const auto bare = write(dir, "bare.json", trace.dump());
-  CHECK(error_of([&] { read_traces({bare}); }) == "");
+  CHECK(thrown_by([&] { read_traces({bare}); }) == "");
   // A send in a group of three without `Dst Rank` has no known peer.
   auto three = p2p_trace(0, {{"send", 1, 1 << 20}});
   for (auto& e : three["traceEvents"])
@@ -862,6 +862,6 @@ TEST_CASE("replay: a Kineto field of the wrong type or range is an error naming 
       e["args"]["Process Group Ranks"] = "[0, 1, 2]";
     }
   const auto unknown = write(dir, "unknown.json", three.dump());
-  CHECK(error_of([&] { read_traces({unknown}); }) ==
+  CHECK(thrown_by([&] { read_traces({unknown}); }) ==
         unknown + ": record_param_comms 'send' on ranks [0, 1, 2]: expected its peer in `Dst Rank`");
 }

@@ -42,4 +42,8 @@ std::string inflate_trace(std::string raw, const std::string& file) {
   return out;
 }
 
+void fail_trace(const std::string& file, const std::string& message) {
+  throw_input_error({file, 0, 0}, "", message);
+}
+
 }  // namespace snsim::workloads::replay

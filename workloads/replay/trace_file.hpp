@@ -10,4 +10,7 @@ namespace snsim::workloads::replay {
 /// truncated or corrupt gzip data (...)" when inflating fails or ends before the stream does.
 std::string inflate_trace(std::string raw, const std::string& file);
 
+/// An InputError "FILE: message" about a whole trace file (no line or column: traces are JSON or protobuf).
+[[noreturn]] void fail_trace(const std::string& file, const std::string& message);
+
 }  // namespace snsim::workloads::replay

@@ -33,18 +33,18 @@ ModelSpec llama_layer(int sequence) {
   return m;
 }
 
-std::string scenario(int gpus, const std::string& training) {
+std::string cp_scenario(int gpus, const std::string& training) {
   return fmt::format("topology: {{type: hgx, gpu: h100, gpus: {}}}\nworkloads:\n  - type: training\n", gpus) + training;
 }
 
 /// One layer of llama_layer's shape on 4 CP ranks, one step of one micro-batch.
 std::string ring_scenario(int sequence) {
-  return scenario(4, fmt::format("    steps: 1\n"
-                                 "    model: {{layers: 1, hidden: 4096, heads: 32, kv_heads: 8, head_dim: 128, "
-                                 "ffn_hidden: 14336, mlp: swiglu, norm: rmsnorm, vocabulary: 32000, sequence: {}, "
-                                 "micro_batches: 1}}\n"
-                                 "    parallel: {{cp: 4}}\n",
-                                 sequence));
+  return cp_scenario(4, fmt::format("    steps: 1\n"
+                                    "    model: {{layers: 1, hidden: 4096, heads: 32, kv_heads: 8, head_dim: 128, "
+                                    "ffn_hidden: 14336, mlp: swiglu, norm: rmsnorm, vocabulary: 32000, sequence: {}, "
+                                    "micro_batches: 1}}\n"
+                                    "    parallel: {{cp: 4}}\n",
+                                    sequence));
 }
 
 struct Ring {
@@ -159,10 +159,10 @@ TEST_CASE("context parallel: a GPU keeps 1 / cp of the activations, its optimize
 }
 
 TEST_CASE("context parallel: the gradients are reduced over DP x CP, the batch counts DP alone") {
-  const auto s = load(scenario(8,
-                               "    steps: 1\n"
-                               "    model: {layers: 2, hidden: 1024, heads: 8, sequence: 2048, global_batch: 4}\n"
-                               "    parallel: {tp: 2, cp: 2, dp: 2}\n"));
+  const auto s = load(cp_scenario(8,
+                                  "    steps: 1\n"
+                                  "    model: {layers: 2, hidden: 1024, heads: 8, sequence: 2048, global_batch: 4}\n"
+                                  "    parallel: {tp: 2, cp: 2, dp: 2}\n"));
   std::vector<std::size_t> sizes;
   std::function<void(const std::vector<Op>&)> walk = [&](const std::vector<Op>& ops) {
     for (const auto& op : ops) {
@@ -176,11 +176,11 @@ TEST_CASE("context parallel: the gradients are reduced over DP x CP, the batch c
   // TP's all-reduces (no SP) over 2 and the gradients' over 4; 4 sequences on dp 2: 2 micro-batches.
   CHECK(std::ranges::count(sizes, 4) > 0);
   CHECK(std::ranges::count(sizes, 8) == 0);
-  const auto doc = ConfigDocument::load_string(scenario(8,
-                                                        "    steps: 1\n"
-                                                        "    model: {layers: 2, hidden: 1024, heads: 8, sequence: "
-                                                        "2048, global_batch: 4}\n"
-                                                        "    parallel: {tp: 2, cp: 2, dp: 2}\n"),
+  const auto doc = ConfigDocument::load_string(cp_scenario(8,
+                                                           "    steps: 1\n"
+                                                           "    model: {layers: 2, hidden: 1024, heads: 8, sequence: "
+                                                           "2048, global_batch: 4}\n"
+                                                           "    parallel: {tp: 2, cp: 2, dp: 2}\n"),
                                                "t.yaml");
   const auto t = make_training(doc->root().child("workloads").elements().front(), s.fabric());
   CHECK(t->config().plan.micro_batches == 2);
@@ -188,21 +188,21 @@ TEST_CASE("context parallel: the gradients are reduced over DP x CP, the batch c
 
 TEST_CASE("context parallel: invalid combinations name the key and what divides what") {
   using snsim::InputError;
-  CHECK_THROWS_WITH_AS(load(scenario(8,
-                                     "    model: {layers: 2, hidden: 1024, heads: 8, sequence: 1000}\n"
-                                     "    parallel: {cp: 8}\n")),
+  CHECK_THROWS_WITH_AS(load(cp_scenario(8,
+                                        "    model: {layers: 2, hidden: 1024, heads: 8, sequence: 1000}\n"
+                                        "    parallel: {cp: 8}\n")),
                        "t.yaml:5:20: workloads[0].parallel.cp: 2 x cp = 16 must divide model.sequence (1000): each "
                        "CP rank takes two of its 2 x cp chunks",
                        InputError);
-  CHECK_THROWS_WITH_AS(load(scenario(8,
-                                     "    model: {layers: 2, hidden: 1024, heads: 8, sequence: 1024, attention: "
-                                     "unfused}\n"
-                                     "    parallel: {cp: 8}\n")),
+  CHECK_THROWS_WITH_AS(load(cp_scenario(8,
+                                        "    model: {layers: 2, hidden: 1024, heads: 8, sequence: 1024, attention: "
+                                        "unfused}\n"
+                                        "    parallel: {cp: 8}\n")),
                        doctest::Contains("parallel.cp: ring attention runs on FlashAttention's partial results"),
                        InputError);
-  CHECK_THROWS_WITH_AS(load(scenario(8,
-                                     "    model: {layers: 2, hidden: 1024, heads: 8, sequence: 1024}\n"
-                                     "    parallel: {cp: 2, tp: 2, dp: 4}\n")),
+  CHECK_THROWS_WITH_AS(load(cp_scenario(8,
+                                        "    model: {layers: 2, hidden: 1024, heads: 8, sequence: 1024}\n"
+                                        "    parallel: {cp: 2, tp: 2, dp: 4}\n")),
                        doctest::Contains("parallel.dp: tp x cp x pp x dp must equal the topology's 8 GPUs, got 2 x 2 "
                                          "x 1 x 4 = 16"),
                        InputError);

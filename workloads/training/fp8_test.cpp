@@ -16,7 +16,7 @@ using snsim::workloads::testing::load;
 
 namespace {
 
-std::string scenario(const char* dtype) {
+std::string fp8_scenario(const char* dtype) {
   return fmt::format(
       "topology: {{type: hgx, gpu: h100, gpus: 4}}\n"
       "workloads:\n"
@@ -57,7 +57,7 @@ Emitted emitted(const std::vector<Op>& ops) {
 }  // namespace
 
 TEST_CASE("fp8: the linear layers run at the fp8 peak, attention and the rest in bf16, activations move in bf16") {
-  const auto fp8 = load(scenario("fp8")), bf16 = load(scenario("bf16"));
+  const auto fp8 = load(fp8_scenario("fp8")), bf16 = load(fp8_scenario("bf16"));
   const Emitted a = emitted(fp8.programs()[0].ops), b = emitted(bf16.programs()[0].ops);
   // By hand, per layer, micro-batch and TP rank (h 1024, s 1024, tp 2): QKV and projection 8 s h^2 / 2, the MLP
   // 16 s h^2 / 2; the logits 2 s h V / 2; forward once, backward twice. Causal attention runs half of 4 s^2 h / 2

@@ -21,7 +21,7 @@ using snsim::workloads::testing::load;
 namespace {
 
 /// Two GPT layers (h 1024, 8 heads, GeLU 4h, LayerNorm, untied 32000-token embeddings) on 4 GPUs.
-std::string scenario(const std::string& parallel, int micro_batches = 1) {
+std::string fsdp_scenario(const std::string& parallel, int micro_batches = 1) {
   return fmt::format(
       "topology: {{type: hgx, gpu: h100, gpus: 4}}\n"
       "workloads:\n"
@@ -56,7 +56,7 @@ TEST_CASE("fsdp: a step all-gathers the parameters twice and reduce-scatters the
   using models::CollectiveKind;
   for (int m : {1, 3}) {
     CAPTURE(m);
-    const auto s = load(scenario("{dp: 4, fsdp: true}", m));
+    const auto s = load(fsdp_scenario("{dp: 4, fsdp: true}", m));
     auto bytes = collective_bytes(s.programs()[0].ops);
     // nccl-tests' sizes: the gathered whole and the scattered whole, 2 B (bf16) per parameter; before the forward
     // and again before the backward of each unit, its gradients once after the backward.
@@ -65,7 +65,7 @@ TEST_CASE("fsdp: a step all-gathers the parameters twice and reduce-scatters the
     CHECK(bytes[CollectiveKind::all_reduce] == 8);  // the gradient norm alone: no DP all-reduce
   }
   // Without FSDP the same model's gradients go by one all-reduce each.
-  const auto plain = load(scenario("{dp: 4}"));
+  const auto plain = load(fsdp_scenario("{dp: 4}"));
   auto bytes = collective_bytes(plain.programs()[0].ops);
   CHECK(bytes[CollectiveKind::all_reduce] == doctest::Approx(MODEL * 2 + 8).epsilon(1e-9));
   CHECK(bytes[CollectiveKind::all_gather] == 0);
@@ -73,7 +73,7 @@ TEST_CASE("fsdp: a step all-gathers the parameters twice and reduce-scatters the
 
 TEST_CASE("fsdp: the next unit's parameters are gathered while this one computes") {
   const std::string out = run_isolated([] {
-    const std::string yaml = scenario("{dp: 4, fsdp: true}");
+    const std::string yaml = fsdp_scenario("{dp: 4, fsdp: true}");
     const Report r = load(yaml).run();
     REQUIRE(r.outcome == "completed");
     const auto doc = ConfigDocument::load_string(yaml, "t.yaml");
@@ -121,7 +121,7 @@ TEST_CASE("fsdp: weights, gradients and optimizer state are sharded over DP, two
 
 TEST_CASE("fsdp: invalid combinations name the key") {
   using snsim::InputError;
-  CHECK_THROWS_WITH_AS(load(scenario("{tp: 4, fsdp: true}")),
+  CHECK_THROWS_WITH_AS(load(fsdp_scenario("{tp: 4, fsdp: true}")),
                        doctest::Contains("parallel.fsdp: shards over dp x cp: needs dp x cp > 1, got dp 1 and cp 1"),
                        InputError);
   CHECK_THROWS_WITH_AS(load("topology: {type: hgx, gpus: 4}\nworkloads:\n  - type: training\n    schedule: pgas\n"

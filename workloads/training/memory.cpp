@@ -8,10 +8,6 @@
 namespace snsim::workloads::training {
 namespace {
 
-Bytes bytes_of(double x) {
-  return Bytes{static_cast<std::uint64_t>(std::llround(std::max(0.0, x)))};
-}
-
 /// A dense MLP of hidden f: its input, the activation's input and output (inside the TP region but the input).
 double mlp_activations(const ModelSpec& m, double tokens, double f, double t, double outside, double e) {
   return e * tokens * m.hidden / outside + e * tokens * (mlp_matrices(m.mlp) - 1) * f / t + e * tokens * f / t;

@@ -223,10 +223,6 @@ double activation_passes(Mlp mlp) {
   return mlp_matrices(mlp) == 3 ? 3 : 2;
 }
 
-Bytes bytes_of(double x) {
-  return Bytes{static_cast<std::uint64_t>(std::llround(std::max(0.0, x)))};
-}
-
 /// Tokens of one micro-batch on one rank: its sequences, split over the CP ranks.
 double rank_tokens(const ModelSpec& model, const ParallelPlan& plan) {
   return static_cast<double>(model.micro_batch) * model.sequence / plan.cp;

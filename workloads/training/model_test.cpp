@@ -24,7 +24,7 @@ double total(const LayerForward& l) {
          l.mlp_down.flops.count() + l.router.flops.count();
 }
 
-std::string scenario(const std::string& training) {
+std::string model_scenario(const std::string& training) {
   return "topology: {type: hgx, gpus: 8}\nworkloads:\n  - type: training\n" + training;
 }
 }  // namespace
@@ -202,7 +202,7 @@ TEST_CASE("training: input errors name file, line, column and key") {
   const std::string model = "    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512}\n";
   SUBCASE("unknown key") {
     CHECK_THROWS_WITH_AS(
-        load(scenario(model + "    parallel: {tp: 2, dp: 4, ppp: 1}\n")),
+        load(model_scenario(model + "    parallel: {tp: 2, dp: 4, ppp: 1}\n")),
         doctest::Contains(
             "t.yaml:5:30: workloads[0].parallel.ppp: unknown key (did you mean 'pp'?); known "
             "keys: bucket, "
@@ -210,70 +210,73 @@ TEST_CASE("training: input errors name file, line, column and key") {
         InputError);
   }
   SUBCASE("tp x pp x dp is not the GPU count") {
-    CHECK_THROWS_WITH_AS(load(scenario(model + "    parallel: {tp: 2, dp: 2}\n")),
+    CHECK_THROWS_WITH_AS(load(model_scenario(model + "    parallel: {tp: 2, dp: 2}\n")),
                          "t.yaml:5:27: workloads[0].parallel.dp: tp x pp x dp must equal the topology's 8 GPUs, got "
                          "2 x 1 x 2 = 4",
                          InputError);
   }
   SUBCASE("ep does not divide the stage") {
     CHECK_THROWS_WITH_AS(
-        load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, moe: {experts: 9}}\n"
-                      "    parallel: {tp: 1, dp: 4, pp: 2, ep: 3}\n")),
+        load(model_scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, moe: {experts: 9}}\n"
+                            "    parallel: {tp: 1, dp: 4, pp: 2, ep: 3}\n")),
         "t.yaml:5:41: workloads[0].parallel.ep: must divide tp x dp = 4 (the ranks of a pipeline stage), got 3",
         InputError);
   }
   SUBCASE("ep does not divide the experts") {
     CHECK_THROWS_WITH_AS(
-        load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, moe: {experts: 6}}\n"
-                      "    parallel: {dp: 8, ep: 4}\n")),
+        load(model_scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, moe: {experts: 6}}\n"
+                            "    parallel: {dp: 8, ep: 4}\n")),
         "t.yaml:5:27: workloads[0].parallel.ep: must divide model.moe.experts (6), got 4", InputError);
   }
   SUBCASE("ep without experts") {
-    CHECK_THROWS_WITH_AS(load(scenario(model + "    parallel: {dp: 8, ep: 2}\n")),
+    CHECK_THROWS_WITH_AS(load(model_scenario(model + "    parallel: {dp: 8, ep: 2}\n")),
                          "t.yaml:5:27: workloads[0].parallel.ep: expert parallelism needs model.moe", InputError);
   }
   SUBCASE("fewer experts than top_k") {
     CHECK_THROWS_WITH_AS(
-        load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, moe: {experts: 2, top_k: 4}}\n")),
+        load(model_scenario(
+            "    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, moe: {experts: 2, top_k: 4}}\n")),
         "t.yaml:4:88: workloads[0].model.moe.top_k: must be <= experts (2), got 4", InputError);
   }
   SUBCASE("layers do not split over the stages") {
     CHECK_THROWS_WITH_AS(
-        load(scenario("    model: {layers: 3, hidden: 1024, heads: 8, sequence: 512}\n    parallel: {pp: 2}\n")),
+        load(model_scenario("    model: {layers: 3, hidden: 1024, heads: 8, sequence: 512}\n    parallel: {pp: 2}\n")),
         "t.yaml:5:20: workloads[0].parallel.pp: must divide model.layers (3), got 2", InputError);
   }
   SUBCASE("heads do not split over tp") {
     CHECK_THROWS_WITH_AS(
-        load(scenario("    model: {layers: 4, hidden: 1024, heads: 4, sequence: 512}\n    parallel: {tp: 8}\n")),
+        load(model_scenario("    model: {layers: 4, hidden: 1024, heads: 4, sequence: 512}\n    parallel: {tp: 8}\n")),
         "t.yaml:5:20: workloads[0].parallel.tp: must divide model.heads (4), got 8", InputError);
   }
   SUBCASE("global batch not a multiple of micro_batch x dp") {
-    CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, global_batch: "
-                                       "12}\n")),
-                         "t.yaml:4:77: workloads[0].model.global_batch: must be a positive multiple of micro_batch x "
-                         "dp = 1 x 8 = 8, got 12",
-                         InputError);
+    CHECK_THROWS_WITH_AS(
+        load(model_scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, global_batch: "
+                            "12}\n")),
+        "t.yaml:4:77: workloads[0].model.global_batch: must be a positive multiple of micro_batch x "
+        "dp = 1 x 8 = 8, got 12",
+        InputError);
   }
   SUBCASE("both global_batch and micro_batches") {
-    CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, global_batch: "
-                                       "8, micro_batches: 1}\n")),
-                         "t.yaml:4:77: workloads[0].model.global_batch: give either global_batch or micro_batches, "
-                         "not both",
-                         InputError);
+    CHECK_THROWS_WITH_AS(
+        load(model_scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, global_batch: "
+                            "8, micro_batches: 1}\n")),
+        "t.yaml:4:77: workloads[0].model.global_batch: give either global_batch or micro_batches, "
+        "not both",
+        InputError);
   }
   SUBCASE("unknown schedule and pipeline") {
-    CHECK_THROWS_WITH_AS(load(scenario("    schedule: async\n" + model)),
+    CHECK_THROWS_WITH_AS(load(model_scenario("    schedule: async\n" + model)),
                          "t.yaml:4:15: workloads[0].schedule: expected bsp or pgas, found 'async'", InputError);
-    CHECK_THROWS_WITH_AS(load(scenario(model + "    parallel: {pipeline: zb}\n")),
+    CHECK_THROWS_WITH_AS(load(model_scenario(model + "    parallel: {pipeline: zb}\n")),
                          "t.yaml:5:26: workloads[0].parallel.pipeline: expected 1f1b or gpipe, found 'zb'", InputError);
   }
   SUBCASE("a missing model size") {
-    CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 4, hidden: 1024, sequence: 512}\n")),
+    CHECK_THROWS_WITH_AS(load(model_scenario("    model: {layers: 4, hidden: 1024, sequence: 512}\n")),
                          doctest::Contains("workloads[0].model.heads"), InputError);
   }
   SUBCASE("an unknown dtype") {
     CHECK_THROWS_WITH_AS(
-        load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, dtype: int4}\n")),
+        load(model_scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, dtype: int4}\n")),
         "t.yaml:4:70: workloads[0].model.dtype: unknown number format 'int4'; known: bf16, fp16, fp32, fp64, fp8, "
         "tf32",
         InputError);
@@ -437,10 +440,10 @@ TEST_CASE("training: multi-head latent attention's projections, by hand") {
 TEST_CASE("training: the data-parallel all-reduce carries every gradient of a GQA SwiGLU model once") {
   // Two Llama-shaped layers (h 1024, 16 heads, 4 KV heads of 64, SwiGLU of 2816, vocabulary 32000, untied) on 8 DP
   // ranks: rank 0's all-reduces sum to 2 B per parameter of the whole model.
-  const auto s =
-      load(scenario("    steps: 1\n    model: {layers: 2, hidden: 1024, heads: 16, kv_heads: 4, ffn_hidden: 2816, mlp: "
-                    "swiglu, norm: rmsnorm, "
-                    "rotary: true, vocabulary: 32000, sequence: 256}\n"));
+  const auto s = load(model_scenario(
+      "    steps: 1\n    model: {layers: 2, hidden: 1024, heads: 16, kv_heads: 4, ffn_hidden: 2816, mlp: "
+      "swiglu, norm: rmsnorm, "
+      "rotary: true, vocabulary: 32000, sequence: 256}\n"));
   const double h = 1024, layer = h * (1024 + 2 * 256) + 1024 * h + 2 * h + 3 * h * 2816;
   const double params = 2 * layer + 32000 * h + 32000 * h + h;  // layers, embedding, logits, final norm
   std::vector<snsim::workloads::CollectiveOp> all;
@@ -469,10 +472,10 @@ TEST_CASE("training: recomputation adds the forward it recomputes to the backwar
   // once more, selective the attention core's forward: causal, the half of 4 b s^2 h that FlashAttention computes
   // (the model's FLOPs count all of it).
   auto flops = [](const std::string& recompute) {
-    const auto s =
-        load(scenario("    steps: 1\n    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, micro_batches: 2}\n"
-                      "    parallel: {recompute: " +
-                      recompute + "}\n"));
+    const auto s = load(
+        model_scenario("    steps: 1\n    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, micro_batches: 2}\n"
+                       "    parallel: {recompute: " +
+                       recompute + "}\n"));
     return compute_flops(s.programs()[0].ops);
   };
   ModelSpec m;
@@ -489,9 +492,9 @@ TEST_CASE("training: dense first layers, MoE layers and shared experts emit thei
   // 4 layers, the first dense, then MoE with 1 shared expert, on tp 2 x dp 4 with ep 2 (no SP), 2 micro-batches.
   auto count = [](const std::string& moe) {
     const auto s =
-        load(scenario("    steps: 1\n    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, "
-                      "micro_batches: 2, moe: " +
-                      moe + "}\n    parallel: {tp: 2, dp: 4, ep: 2}\n"));
+        load(model_scenario("    steps: 1\n    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, "
+                            "micro_batches: 2, moe: " +
+                            moe + "}\n    parallel: {tp: 2, dp: 4, ep: 2}\n"));
     std::vector<snsim::workloads::CollectiveOp> all;
     collectives(s.programs()[0].ops, all);
     std::map<snsim::models::CollectiveKind, int> n;
@@ -516,42 +519,46 @@ TEST_CASE("training: dense first layers, MoE layers and shared experts emit thei
 TEST_CASE("training: architecture input errors") {
   using snsim::InputError;
   SUBCASE("kv_heads must divide heads") {
-    CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, kv_heads: 3, sequence: 512}\n")),
-                         "t.yaml:4:58: workloads[0].model.kv_heads: must divide heads (8), got 3", InputError);
+    CHECK_THROWS_WITH_AS(
+        load(model_scenario("    model: {layers: 4, hidden: 1024, heads: 8, kv_heads: 3, sequence: 512}\n")),
+        "t.yaml:4:58: workloads[0].model.kv_heads: must divide heads (8), got 3", InputError);
   }
   SUBCASE("tp must divide kv_heads") {
-    CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, kv_heads: 2, sequence: 512}\n"
-                                       "    parallel: {tp: 4, dp: 2}\n")),
-                         "t.yaml:5:20: workloads[0].parallel.tp: must divide model.kv_heads (2), got 4", InputError);
+    CHECK_THROWS_WITH_AS(
+        load(model_scenario("    model: {layers: 4, hidden: 1024, heads: 8, kv_heads: 2, sequence: 512}\n"
+                            "    parallel: {tp: 4, dp: 2}\n")),
+        "t.yaml:5:20: workloads[0].parallel.tp: must divide model.kv_heads (2), got 4", InputError);
   }
   SUBCASE("an unknown MLP") {
     CHECK_THROWS_WITH_AS(
-        load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, mlp: relu}\n")),
+        load(model_scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, mlp: relu}\n")),
         "t.yaml:4:68: workloads[0].model.mlp: expected one of gelu, squared_relu, swiglu, geglu, found 'relu'",
         InputError);
   }
   SUBCASE("every layer dense") {
     CHECK_THROWS_WITH_AS(
-        load(scenario("    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, moe: {experts: 4, "
-                      "dense_layers: 2}}\n")),
+        load(model_scenario("    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, moe: {experts: 4, "
+                            "dense_layers: 2}}\n")),
         doctest::Contains("workloads[0].model.moe.dense_layers: must be between 0 and 1, got 2"), InputError);
   }
   SUBCASE("autocast casts to a 16-bit format") {
     CHECK_THROWS_WITH_AS(
-        load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, dtype: fp8, autocast: true}\n")),
+        load(model_scenario(
+            "    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, dtype: fp8, autocast: true}\n")),
         "t.yaml:4:85: workloads[0].model.autocast: casts fp32 parameters to bf16 or fp16, not to fp8", InputError);
   }
   SUBCASE("rope needs rotary embeddings and is fused or eager") {
-    CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, rope: eager}\n")),
-                         "t.yaml:4:69: workloads[0].model.rope: applies to rotary embeddings: set rotary: true",
-                         InputError);
     CHECK_THROWS_WITH_AS(
-        load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, rotary: true, rope: slow}\n")),
+        load(model_scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, rope: eager}\n")),
+        "t.yaml:4:69: workloads[0].model.rope: applies to rotary embeddings: set rotary: true", InputError);
+    CHECK_THROWS_WITH_AS(
+        load(model_scenario(
+            "    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, rotary: true, rope: slow}\n")),
         "t.yaml:4:83: workloads[0].model.rope: expected fused or eager, found 'slow'", InputError);
   }
   SUBCASE("an unknown recompute") {
-    CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512}\n"
-                                       "    parallel: {recompute: some}\n")),
+    CHECK_THROWS_WITH_AS(load(model_scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512}\n"
+                                             "    parallel: {recompute: some}\n")),
                          "t.yaml:5:27: workloads[0].parallel.recompute: expected one of none, selective, full, found "
                          "'some'",
                          InputError);
@@ -685,9 +692,9 @@ TEST_CASE("training: sliding-window layers attend to their window, every global_
   CHECK(attention_window(m, 0) == 0);
   // The program: each forward (and selective recompute) of a layer runs its own window.
   const auto sc =
-      load(scenario("    steps: 1\n    model: {layers: 4, hidden: 1024, heads: 8, sequence: 2048, "
-                    "sliding_window: {tokens: 512, global_every: 2}}\n"
-                    "    parallel: {dp: 8, recompute: selective}\n"));
+      load(model_scenario("    steps: 1\n    model: {layers: 4, hidden: 1024, heads: 8, sequence: 2048, "
+                          "sliding_window: {tokens: 512, global_every: 2}}\n"
+                          "    parallel: {dp: 8, recompute: selective}\n"));
   std::vector<std::int64_t> seen;
   attention_windows(sc.programs()[0].ops, seen);
   // 4 forwards, then the backward's recomputed forwards from the last layer down
@@ -697,22 +704,26 @@ TEST_CASE("training: sliding-window layers attend to their window, every global_
 TEST_CASE("training: sliding-window input errors") {
   using snsim::InputError;
   CHECK_THROWS_WITH_AS(
-      load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, causal: false, sliding_window: "
-                    "{tokens: 128}}\n")),
+      load(
+          model_scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, causal: false, sliding_window: "
+                         "{tokens: 128}}\n")),
       "t.yaml:4:94: workloads[0].model.sliding_window: a sliding window is causal attention's (a query sees the keys "
       "before it): needs causal: true",
       InputError);
-  CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, sliding_window: "
-                                     "{global_every: 2}}\n")),
-                       doctest::Contains("workloads[0].model.sliding_window.tokens"), InputError);
-  CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, sliding_window: "
-                                     "{tokens: 128, size: 2}}\n")),
-                       doctest::Contains("size"), InputError);
-  CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, sliding_window: "
-                                     "{tokens: 128}}\n    parallel: {cp: 2, dp: 4}\n")),
-                       "t.yaml:5:20: workloads[0].parallel.cp: ring attention over a sliding window "
-                       "(model.sliding_window) is not modelled: use cp 1",
-                       InputError);
+  CHECK_THROWS_WITH_AS(
+      load(model_scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, sliding_window: "
+                          "{global_every: 2}}\n")),
+      doctest::Contains("workloads[0].model.sliding_window.tokens"), InputError);
+  CHECK_THROWS_WITH_AS(
+      load(model_scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, sliding_window: "
+                          "{tokens: 128, size: 2}}\n")),
+      doctest::Contains("size"), InputError);
+  CHECK_THROWS_WITH_AS(
+      load(model_scenario("    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, sliding_window: "
+                          "{tokens: 128}}\n    parallel: {cp: 2, dp: 4}\n")),
+      "t.yaml:5:20: workloads[0].parallel.cp: ring attention over a sliding window "
+      "(model.sliding_window) is not modelled: use cp 1",
+      InputError);
 }
 
 namespace {
@@ -770,9 +781,9 @@ TEST_CASE("training: with expert tensor parallelism each ETP group gathers its t
   // tp 2 x dp 4, ep 2, 4 experts top 2, 2 MoE layers (no dense one), one micro-batch: etp 2 against etp 1.
   const auto build = [](int etp) {
     return load(
-        scenario("    steps: 1\n    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, micro_batches: 1, "
-                 "moe: {experts: 4, top_k: 2}}\n    parallel: {tp: 2, dp: 4, ep: 2, etp: " +
-                 std::to_string(etp) + "}\n"));
+        model_scenario("    steps: 1\n    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, micro_batches: 1, "
+                       "moe: {experts: 4, top_k: 2}}\n    parallel: {tp: 2, dp: 4, ep: 2, etp: " +
+                       std::to_string(etp) + "}\n"));
   };
   const auto one = build(1), two = build(2);
   using K = snsim::models::CollectiveKind;
@@ -805,18 +816,18 @@ TEST_CASE("training: with expert tensor parallelism each ETP group gathers its t
 TEST_CASE("training: expert tensor parallelism input errors") {
   using snsim::InputError;
   const std::string moe = "    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, moe: {experts: 4}}\n";
-  CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512}\n"
-                                     "    parallel: {tp: 2, dp: 4, etp: 2}\n")),
+  CHECK_THROWS_WITH_AS(load(model_scenario("    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512}\n"
+                                           "    parallel: {tp: 2, dp: 4, etp: 2}\n")),
                        "t.yaml:5:35: workloads[0].parallel.etp: expert tensor parallelism needs model.moe", InputError);
-  CHECK_THROWS_WITH_AS(load(scenario(moe + "    parallel: {tp: 2, dp: 4, ep: 4, etp: 4}\n")),
+  CHECK_THROWS_WITH_AS(load(model_scenario(moe + "    parallel: {tp: 2, dp: 4, ep: 4, etp: 4}\n")),
                        "t.yaml:5:42: workloads[0].parallel.etp: etp x ep = 4 x 4 must divide tp x dp = 8 (the ranks "
                        "of a pipeline stage)",
                        InputError);
-  CHECK_THROWS_WITH_AS(load(scenario("    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, moe: {experts: 4, "
-                                     "ffn_hidden: 1001}}\n    parallel: {tp: 1, dp: 8, etp: 8}\n")),
-                       doctest::Contains("workloads[0].parallel.etp: must divide the experts' FFN (1001), got 8"),
-                       InputError);
-  CHECK_THROWS_WITH_AS(load(scenario("    schedule: pgas\n" + moe + "    parallel: {tp: 2, dp: 4, etp: 2}\n")),
+  CHECK_THROWS_WITH_AS(
+      load(model_scenario("    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, moe: {experts: 4, "
+                          "ffn_hidden: 1001}}\n    parallel: {tp: 1, dp: 8, etp: 8}\n")),
+      doctest::Contains("workloads[0].parallel.etp: must divide the experts' FFN (1001), got 8"), InputError);
+  CHECK_THROWS_WITH_AS(load(model_scenario("    schedule: pgas\n" + moe + "    parallel: {tp: 2, dp: 4, etp: 2}\n")),
                        doctest::Contains("workloads[0].parallel.etp: expert tensor parallelism's token gathers are "
                                          "NCCL collectives: needs schedule bsp"),
                        InputError);
@@ -836,9 +847,9 @@ TEST_CASE("training: a dropless MoE computes every choice, where capacity drops 
   // 8 ranks (dp 8, ep 4), 8 experts top 2 with a Zipf-skewed router, 2 MoE layers, 2 micro-batches of 512 tokens.
   const auto build = [](const std::string& capacity) {
     return load(
-        scenario("    steps: 1\n    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, micro_batches: 2, "
-                 "moe: {experts: 8, top_k: 2, skew: 1.5, " +
-                 capacity + "}}\n    parallel: {dp: 8, ep: 4}\n"));
+        model_scenario("    steps: 1\n    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, micro_batches: 2, "
+                       "moe: {experts: 8, top_k: 2, skew: 1.5, " +
+                       capacity + "}}\n    parallel: {dp: 8, ep: 4}\n"));
   };
   const auto dropless = build("dropless: true"), padded = build("capacity_factor: 1.0");
   // Expert FLOPs over all ranks: 3 x (forward and backward) the choices' tokens through one expert's MLP.
@@ -919,8 +930,8 @@ TEST_CASE("training: group-limited routing keeps each token's experts in group_t
 TEST_CASE("training: group-limited routing input errors, and DeepSeek-V3's 4 of 8 groups") {
   using snsim::InputError;
   const auto moe = [](const std::string& keys) {
-    return load(scenario("    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, moe: {experts: 8, top_k: 4, " +
-                         keys + "}}\n"));
+    return load(model_scenario(
+        "    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, moe: {experts: 8, top_k: 4, " + keys + "}}\n"));
   };
   CHECK_THROWS_WITH_AS(moe("groups: 3"),
                        doctest::Contains("workloads[0].model.moe.groups: must divide experts (8), got 3"), InputError);
@@ -942,10 +953,11 @@ TEST_CASE("training: TP communication overlap replaces SP's collectives by ring 
   // 2 layers of h 1024 on TP 4 x DP 2 with sequence parallelism; with tp_overlap every all-gather and reduce-scatter
   // of the layers is tp - 1 = 3 puts to the next TP rank, each beside a quarter of the GEMM it feeds or drains.
   const auto build = [](bool overlap) {
-    return load(scenario(std::string("    steps: 1\n    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, "
-                                     "micro_batches: 1}\n    parallel: {tp: 4, dp: 2, sequence_parallel: true, "
-                                     "tp_overlap: ") +
-                         (overlap ? "true" : "false") + "}\n"));
+    return load(
+        model_scenario(std::string("    steps: 1\n    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, "
+                                   "micro_batches: 1}\n    parallel: {tp: 4, dp: 2, sequence_parallel: true, "
+                                   "tp_overlap: ") +
+                       (overlap ? "true" : "false") + "}\n"));
   };
   const auto plain = build(false), overlapped = build(true);
   const auto count = [](const auto& s) {
@@ -976,22 +988,23 @@ TEST_CASE("training: TP communication overlap replaces SP's collectives by ring 
 TEST_CASE("training: TP communication overlap input errors") {
   using snsim::InputError;
   const std::string model = "    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512}\n";
-  CHECK_THROWS_WITH_AS(load(scenario(model + "    parallel: {tp: 4, dp: 2, tp_overlap: true}\n")),
+  CHECK_THROWS_WITH_AS(load(model_scenario(model + "    parallel: {tp: 4, dp: 2, tp_overlap: true}\n")),
                        doctest::Contains("workloads[0].parallel.tp_overlap: overlaps sequence parallelism's "
                                          "all-gathers and reduce-scatters with the GEMMs: needs sequence_parallel: "
                                          "true and tp > 1"),
                        InputError);
   CHECK_THROWS_WITH_AS(
-      load(scenario("    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, autocast: true}\n"
-                    "    parallel: {tp: 4, dp: 2, sequence_parallel: true, tp_overlap: true}\n")),
+      load(model_scenario("    model: {layers: 2, hidden: 1024, heads: 8, sequence: 512, autocast: true}\n"
+                          "    parallel: {tp: 4, dp: 2, sequence_parallel: true, tp_overlap: true}\n")),
       doctest::Contains("workloads[0].parallel.tp_overlap: is TransformerEngine's, whose GEMMs take no PyTorch "
                         "autocast casts: needs model.autocast false"),
       InputError);
-  CHECK_THROWS_WITH_AS(load(scenario("    schedule: pgas\n" + model +
-                                     "    parallel: {tp: 4, dp: 2, sequence_parallel: true, tp_overlap: true}\n")),
-                       doctest::Contains("workloads[0].parallel.tp_overlap: overlaps NCCL's sequence-parallel "
-                                         "collectives: needs schedule bsp"),
-                       InputError);
+  CHECK_THROWS_WITH_AS(
+      load(model_scenario("    schedule: pgas\n" + model +
+                          "    parallel: {tp: 4, dp: 2, sequence_parallel: true, tp_overlap: true}\n")),
+      doctest::Contains("workloads[0].parallel.tp_overlap: overlaps NCCL's sequence-parallel "
+                        "collectives: needs schedule bsp"),
+      InputError);
 }
 
 TEST_CASE("training: a multi-token-prediction module adds a projection, a layer and an output head's pass") {
@@ -1026,9 +1039,9 @@ TEST_CASE("training: a multi-token-prediction module adds a projection, a layer 
   // The program: on the last stage each micro-batch's forward runs one attention and one output-head GEMM more.
   const auto count = [](int layers_extra) {
     const auto s =
-        load(scenario("    steps: 1\n    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, vocabulary: "
-                      "32000, micro_batches: 2, mtp_layers: " +
-                      std::to_string(layers_extra) + "}\n    parallel: {pp: 2, dp: 4}\n"));
+        load(model_scenario("    steps: 1\n    model: {layers: 4, hidden: 1024, heads: 8, sequence: 512, vocabulary: "
+                            "32000, micro_batches: 2, mtp_layers: " +
+                            std::to_string(layers_extra) + "}\n    parallel: {pp: 2, dp: 4}\n"));
     std::vector<int> out;
     for (int rank : {0, 4}) {  // rank 0 on the first stage, rank 4 on the last
       int attention = 0, heads = 0;

@@ -18,7 +18,7 @@ using snsim::workloads::testing::table;
 namespace {
 
 /// A small dense model (or MoE with `experts`) on `topology` with the given plan, one BSP step.
-std::string scenario(const std::string& topology, int tp, int pp, int dp, int ep = 1, int experts = 0) {
+std::string shapes_scenario(const std::string& topology, int tp, int pp, int dp, int ep = 1, int experts = 0) {
   const std::string moe = experts > 0 ? fmt::format(", moe: {{experts: {}, top_k: 2}}", experts) : "";
   return fmt::format(
       "topology: {}\n"
@@ -61,19 +61,19 @@ void check_step(const std::string& yaml, int gpus, int pp) {
 }  // namespace
 
 TEST_CASE("training pp shapes: TP 4 x PP 2 on 8 H200s completes") {
-  check_step(scenario(HGX8, 4, 2, 1), 8, 2);
+  check_step(shapes_scenario(HGX8, 4, 2, 1), 8, 2);
 }
 
 TEST_CASE("training pp shapes: TP 8 x PP 2 on 16 NVL72 GPUs completes") {
-  check_step(scenario(NVL16, 8, 2, 1), 16, 2);
+  check_step(shapes_scenario(NVL16, 8, 2, 1), 16, 2);
 }
 
 TEST_CASE("training pp shapes: TP 2 x PP 2 x DP 4 on 16 NVL72 GPUs completes") {
-  check_step(scenario(NVL16, 2, 2, 4), 16, 2);
+  check_step(shapes_scenario(NVL16, 2, 2, 4), 16, 2);
 }
 
 TEST_CASE("training pp shapes: TP 2 x PP 2 x DP 2 on 8 H200s completes") {
-  check_step(scenario(HGX8, 2, 2, 2), 8, 2);
+  check_step(shapes_scenario(HGX8, 2, 2, 2), 8, 2);
 }
 
 TEST_CASE("training pp shapes: every tp x pp x dp (x ep) shape on 8 and 16 GPUs completes") {
@@ -93,7 +93,7 @@ TEST_CASE("training pp shapes: every tp x pp x dp (x ep) shape on 8 and 16 GPUs 
   shapes.push_back({SUPERPOD16, 16, 2, 2, 4, 4, 8});
   const auto outcomes = run_isolated_each(shapes.size(), 2, [&](std::size_t i) {
     const auto& s = shapes[i];
-    const Report r = load(scenario(s.topology, s.tp, s.pp, s.dp, s.ep, s.experts)).run();
+    const Report r = load(shapes_scenario(s.topology, s.tp, s.pp, s.dp, s.ep, s.experts)).run();
     return fmt::format("{} {}", r.outcome, metric(r, "mfu_pct") > 0 && metric(r, "mfu_pct") < 100);
   });
   for (std::size_t i = 0; i < shapes.size(); ++i) {

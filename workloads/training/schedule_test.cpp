@@ -88,7 +88,7 @@ PipelineRun run_pipeline(int vp) {
   return out;
 }
 
-std::string scenario(const std::string& training) {
+std::string schedule_scenario(const std::string& training) {
   return "topology: {type: hgx, gpus: 8}\nworkloads:\n  - type: training\n" + training;
 }
 
@@ -199,13 +199,14 @@ TEST_CASE("interleaved 1F1B: a step completes under BSP and PGAS with two stages
   for (const char* schedule : {"bsp", "pgas"}) {
     CAPTURE(schedule);
     const std::string out = run_isolated([schedule] {
-      const Report r = load(scenario(fmt::format("    schedule: {}\n"
-                                                 "    steps: 2\n"
-                                                 "    model: {{layers: 8, hidden: 1024, heads: 8, sequence: 1024, "
-                                                 "micro_batches: 4, moe: {{experts: 4, top_k: 2}}}}\n"
-                                                 "    parallel: {{tp: 2, pp: 2, dp: 2, ep: 2, vp: 2, zero: true}}\n",
-                                                 schedule)))
-                           .run();
+      const Report r =
+          load(schedule_scenario(fmt::format("    schedule: {}\n"
+                                             "    steps: 2\n"
+                                             "    model: {{layers: 8, hidden: 1024, heads: 8, sequence: 1024, "
+                                             "micro_batches: 4, moe: {{experts: 4, top_k: 2}}}}\n"
+                                             "    parallel: {{tp: 2, pp: 2, dp: 2, ep: 2, vp: 2, zero: true}}\n",
+                                             schedule)))
+              .run();
       return r.outcome + fmt::format(" {}", metric(r, "step_mean_ms") > 0);
     });
     CHECK(out == "completed true");
@@ -215,19 +216,19 @@ TEST_CASE("interleaved 1F1B: a step completes under BSP and PGAS with two stages
 TEST_CASE("interleaved 1F1B: invalid combinations name the key and what divides what") {
   using snsim::InputError;
   const std::string model = "    model: {layers: 12, hidden: 1024, heads: 8, sequence: 512, micro_batches: 8}\n";
-  CHECK_THROWS_WITH_AS(load(scenario(model + "    parallel: {pp: 4, vp: 2, dp: 2}\n")),
+  CHECK_THROWS_WITH_AS(load(schedule_scenario(model + "    parallel: {pp: 4, vp: 2, dp: 2}\n")),
                        "t.yaml:5:27: workloads[0].parallel.vp: pp x vp = 4 x 2 = 8 must divide model.layers (12)",
                        InputError);
   CHECK_THROWS_WITH_AS(
-      load(scenario("    model: {layers: 16, hidden: 1024, heads: 8, sequence: 512, micro_batches: 6}\n"
-                    "    parallel: {pp: 4, vp: 2, dp: 2}\n")),
+      load(schedule_scenario("    model: {layers: 16, hidden: 1024, heads: 8, sequence: 512, micro_batches: 6}\n"
+                             "    parallel: {pp: 4, vp: 2, dp: 2}\n")),
       "t.yaml:4:79: workloads[0].model.micro_batches: gives 6 micro-batches per step; the interleaved pipeline "
       "(parallel.vp 2) needs a multiple of parallel.pp (4)",
       InputError);
-  CHECK_THROWS_WITH_AS(load(scenario(model + "    parallel: {vp: 2}\n")),
+  CHECK_THROWS_WITH_AS(load(schedule_scenario(model + "    parallel: {vp: 2}\n")),
                        "t.yaml:5:20: workloads[0].parallel.vp: interleaves pipeline stages: needs parallel.pp > 1, "
                        "got 1",
                        InputError);
-  CHECK_THROWS_WITH_AS(load(scenario(model + "    parallel: {pp: 2, vp: 2, pipeline: gpipe}\n")),
+  CHECK_THROWS_WITH_AS(load(schedule_scenario(model + "    parallel: {pp: 2, vp: 2, pipeline: gpipe}\n")),
                        doctest::Contains("parallel.vp: the interleaved schedule is a 1F1B one"), InputError);
 }

@@ -54,10 +54,6 @@ constexpr std::uint64_t BYTES_PER_BLOCK = 64ull << 10;
 // projection, the MLP's two).
 constexpr std::uint64_t AMAX_BYTES_PER_LAYER = 4 * 2 * 4;
 
-Bytes bytes_of(double x) {
-  return Bytes{static_cast<std::uint64_t>(std::llround(std::max(0.0, x)))};
-}
-
 /// What a Group carries: transfers that may run at once between the same ranks go by different communicators.
 enum class Purpose { collective, context_ring, fsdp_gather, fsdp_reduce, amax };
 

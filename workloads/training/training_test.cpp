@@ -351,13 +351,13 @@ TEST_CASE("training: the MoE example on NVL72 completes") {
 }
 
 namespace {
-Report example(const std::string& name) {
+Report example_report(const std::string& name) {
   return Scenario::load(ConfigDocument::load_file(std::string(SNSIM_SOURCE_DIR) + "/workloads/examples/" + name)).run();
 }
 }  // namespace
 
 TEST_CASE("training: the Llama 3.1 8B example fits in an H100 as counted by hand") {
-  const Report r = example("training_llama3_8b_hgx.yaml");
+  const Report r = example_report("training_llama3_8b_hgx.yaml");
   REQUIRE(r.outcome == "completed");
   CHECK(metric(r, "fits") == 1);
   // Per GPU (tp 2): 32 layers of 218.1M and 2 x 128256 x 4096 embeddings, halved: 4.015e9 parameters, 2 B each as
@@ -372,7 +372,7 @@ TEST_CASE("training: the Llama 3.1 8B example fits in an H100 as counted by hand
 }
 
 TEST_CASE("training: the Qwen3-30B-A3B example completes and fits in an H200") {
-  const Report r = example("training_qwen3_30b_hgx.yaml");
+  const Report r = example_report("training_qwen3_30b_hgx.yaml");
   REQUIRE(r.outcome == "completed");
   CHECK(metric(r, "fits") == 1);
   CHECK(metric(r, "mfu_pct") > 0);
