@@ -14,6 +14,7 @@ Usage: unity_names.py [REPO_ROOT]; exit 1 listing each such name. Needs Universa
 import collections
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -26,7 +27,12 @@ def main() -> int:
     # The CUDA tools build on their own (tools/probe, tools/crosscheck); tests and benchmarks are not checked.
     files = [f for f in listed.stdout.split() if not f.startswith(("tools/probe/", "tools/crosscheck/"))
              and not f.endswith(("_test.cpp", "_bench.cpp"))]
-    tags = subprocess.run(["ctags", "--output-format=json", "--fields=+sZK", "--c++-kinds=+p", "--extras=-F", "-f",
+    # Debian's universal-ctags installs ctags-universal (and `ctags` through the alternatives system).
+    ctags = shutil.which("ctags-universal") or shutil.which("ctags")
+    if not ctags:
+        print("unity_names.py: Universal Ctags not found (Debian: universal-ctags; tools/install-deps.sh installs it)")
+        return 2
+    tags = subprocess.run([ctags, "--output-format=json", "--fields=+sZK", "--c++-kinds=+p", "--extras=-F", "-f",
                            "-"] + files, capture_output=True, text=True, check=True).stdout
     hidden = []  # (name, enclosing namespace, file)
     declared = collections.defaultdict(set)  # name -> {(namespace, file)}
