@@ -287,7 +287,9 @@ std::optional<BytesPerSecond> record_rate(const TraceRecord& r) {
   return std::nullopt;
 }
 
-bool is_record_field(std::string_view key) { return is_known(key, record_fields); }
+bool is_record_field(std::string_view key) {
+  return is_known(key, record_fields);
+}
 
 double extra_number(const TraceRecord& r, const char* key, double fallback) {
   const auto it = r.extra.find(key);

@@ -299,10 +299,9 @@ void copies(Fit& fit) {
 
 /// Kernel launches: the probe's empty-kernel medians are the parameters themselves.
 void launches(Fit& fit) {
-  for (const auto& [variant, keys] :
-       {std::pair{"back_to_back", std::vector<std::string>{"compute.launch"}},
-        {"graph_back_to_back", std::vector<std::string>{"collective.graph_launch"}},
-        {"back_to_back_gated", std::vector<std::string>{"compute.queue_gap"}}}) {
+  for (const auto& [variant, keys] : {std::pair{"back_to_back", std::vector<std::string>{"compute.launch"}},
+                                      {"graph_back_to_back", std::vector<std::string>{"collective.graph_launch"}},
+                                      {"back_to_back_gated", std::vector<std::string>{"compute.queue_gap"}}}) {
     const auto records = fit.select(Family::launch, {"empty_kernel"}, variant);
     if (!fit.enough(records, 1, keys.front())) continue;
     std::vector<double> medians;
