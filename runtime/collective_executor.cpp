@@ -13,10 +13,6 @@
 namespace sg4 = simgrid::s4u;
 
 namespace snsim::workloads {
-namespace {
-// Mailbox payloads carry no data: only their simulated size matters.
-int collective_payload = 0;
-}  // namespace
 
 /// A plan with what each of its transfers needs: wire bytes per payload byte and the rate cap.
 struct CollectiveExecutor::Step {
@@ -220,7 +216,7 @@ sg4::CommPtr CollectiveExecutor::put(int from, int to, const Step& step, int tra
   const Bytes payload{one.count() * count};
   const Bytes wire{static_cast<std::uint64_t>(std::ceil(static_cast<double>(one.count()) / step.efficiency)) * count};
   simulation_.account(device(from), device(to), wire, payload);
-  auto comm = mailbox(from, to, step.group)->put_init(&collective_payload, simulation_.timed_bytes(wire).count());
+  auto comm = mailbox(from, to, step.group)->put_init(&mailbox_payload, simulation_.timed_bytes(wire).count());
   if (step.wire_cap > 0) comm->set_rate(step.wire_cap);
   return comm->start();
 }
@@ -634,7 +630,7 @@ void CollectiveExecutor::node_flows(int rank, const std::vector<int>& group, std
     const Bytes wire{static_cast<std::uint64_t>(std::ceil(f.payload / efficiency))};
     simulation_.account(device(rank), device(group[f.to]), wire, payload);
     auto comm = mailbox(rank, group[f.to], step.group)
-                    ->put_init(&collective_payload, std::max<std::uint64_t>(1, simulation_.timed_bytes(wire).count()));
+                    ->put_init(&mailbox_payload, std::max<std::uint64_t>(1, simulation_.timed_bytes(wire).count()));
     if (!f.network && step.wire_cap > 0 && intra_out > 0)
       comm->set_rate(step.wire_cap * static_cast<double>(plan.shape.peers) * f.payload / intra_out);
     comms.push_back(comm->start());

@@ -25,8 +25,6 @@ namespace sg4 = simgrid::s4u;
 namespace snsim::workloads {
 
 namespace {
-// Mailbox payloads carry no data: only their simulated size matters.
-int pgas_payload = 0;
 
 bool holds(std::uint64_t value, Compare cmp, std::uint64_t target) {
   switch (cmp) {
@@ -147,7 +145,7 @@ void PgasExecutor::run(int rank, const PutOp& op) {
   // receives it once the latency has passed, then carries the put to visibility, ack and signal.
   sg4::Mailbox* flows = state.mailbox();
   const auto issuers = static_cast<std::uint64_t>(op.issuers);
-  flows->put_init(&pgas_payload, times(wire, issuers).count())
+  flows->put_init(&mailbox_payload, times(wire, issuers).count())
       ->set_rate(wire_rate * static_cast<double>(issuers))
       ->detach();
   simulation_.spawn_pooled(
@@ -194,8 +192,9 @@ void PgasExecutor::run(int rank, const GetOp& op) {
   simulation_.account(device(op.from), device(rank), wire, op.bytes);
   // The responses flow from the target: a helper there posts them (a mailbox comm, for the rate cap; see put).
   sg4::Mailbox* flow = heap().mailbox();
-  simulation_.spawn_pooled(
-      device(op.from), [flow, wire, rate] { flow->put_init(&pgas_payload, wire.count())->set_rate(rate)->detach(); });
+  simulation_.spawn_pooled(device(op.from), [flow, wire, rate] {
+    flow->put_init(&mailbox_payload, wire.count())->set_rate(rate)->detach();
+  });
   flow->get<int>();
   context_.waits().add({rank, op.from, start, Simulation::now() - start});  // stalled on the peer's memory throughout
 }

@@ -394,17 +394,16 @@ sg4::CommPtr Simulation::crossbar_flow(DeviceId gpu, bool egress, double bytes, 
   const std::uint64_t size = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(bytes)));
   if (max_rate <= 0) return sg4::Comm::sendto_async(from, to, size);
   // Rate caps need mailbox comms (see transfer()): a pooled worker on the hub takes (egress) or sends (ingress).
-  static int token = 0;
   auto* mailbox = sg4::Mailbox::by_name(fmt::format("crossbar:{}{}", egress ? ">" : "<", gpu));
   if (egress) {
     run_on(hub, [mailbox] { mailbox->get<int>(); });
-    sg4::CommPtr put = mailbox->put_init(&token, size);
+    sg4::CommPtr put = mailbox->put_init(&mailbox_payload, size);
     put->set_rate(max_rate);
     put->start();
     return put;
   }
   // Concurrent ingress flows into one GPU (streams) may pair with each other's workers: each moves its bytes anyway.
-  run_on(hub, [mailbox, size, max_rate] { mailbox->put_init(&token, size)->set_rate(max_rate)->wait(); });
+  run_on(hub, [mailbox, size, max_rate] { mailbox->put_init(&mailbox_payload, size)->set_rate(max_rate)->wait(); });
   static int* slot = nullptr;
   return mailbox->get_async<int>(&slot);
 }
@@ -491,7 +490,6 @@ void Simulation::transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload,
   // SimGrid 3.32 ignores Comm::set_rate on host-to-host (sendto) comms; mailbox comms honour it, but run from the
   // sender's host to the receiver's: pooled workers (run_on) receive on the destination and, when the caller is not
   // on the source (a pull), send from the source, while the caller waits for the bytes.
-  static int token = 0;
   // One mailbox per pair: receivers only take bytes, and each put carries its own size and rate. A receiver that
   // matches a put started the comm: its cap is brought up to date if a failure came in between (rescale_caps).
   auto* mailbox = sg4::Mailbox::by_name(fmt::format("transfer:{}>{}", from, to));
@@ -505,7 +503,7 @@ void Simulation::transfer(DeviceId from, DeviceId to, Bytes wire, Bytes payload,
   auto send = [this, mailbox, size, from, to, share, cap = max_rate.count()] {
     // Taken now, when the put is posted: the rate of a comm is its sender's.
     const double rate = share > 0 ? share * route(from, to).bottleneck.count() : cap;
-    auto comm = mailbox->put_init(&token, size)->set_rate(rate);
+    auto comm = mailbox->put_init(&mailbox_payload, size)->set_rate(rate);
     comm->start();
     if (share > 0) capped_.emplace(comm->get_impl(), CappedTransfer{from, to, share, epoch_});
     comm->wait();

@@ -99,6 +99,9 @@ std::optional<int> guard_pages_asked(const std::vector<std::string>& engine_args
 /// it: contexts/factory, contexts/stack-size, contexts/guard-size and --log thresholds and formats, values checked.
 std::string engine_option_problem(std::string_view option);
 
+/// What every mailbox message carries: nothing. Only a comm's simulated size matters, so all of them point here.
+inline int mailbox_payload = 0;
+
 class Simulation {
  public:
   /// Creates the engine with the exact-fluid flags and builds the platform. Only one per process. `sm_hold_share` is
