@@ -74,6 +74,7 @@ Runner::Runner(Simulation& simulation, const models::Models& models, std::vector
       if (fabric.device(fabric.source(e)).kind == DeviceKind::gpu) served.insert(fabric.device(fabric.source(e)).index);
     if (served.size() == 1) owner_[v] = *served.begin();
   }
+  non_binding_ = fabric.non_binding_channels();
 }
 
 std::uint64_t Runner::ops_to_run() const {
@@ -92,10 +93,13 @@ bool Runner::shares_links(int rank, int peer) {
   if (!fresh) return it->second;
   const Fabric& fabric = context_.simulation().fabric();
   const auto route = fabric.route(context_.device(rank), context_.device(peer));
+  // A channel of the spines of a non-blocking leaf-spine network is shared but never full: what others send through
+  // it cannot change the pair's transfers.
   auto own = [&](DeviceId v) { return owner_[v] == rank || owner_[v] == peer; };
   it->second = !route || std::ranges::any_of(route->hops, [&](const Hop& hop) {
-    return std::ranges::any_of(hop.channels,
-                               [&](ChannelId c) { return !own(fabric.source(c)) && !own(fabric.target(c)); });
+    return std::ranges::any_of(hop.channels, [&](ChannelId c) {
+      return !own(fabric.source(c)) && !own(fabric.target(c)) && !non_binding_[c.index];
+    });
   });
   return it->second;
 }
@@ -250,6 +254,7 @@ void Runner::execute(int rank, const Op& op, const Op& top) {
   for (int folded : folding_.mirrors(rank)) {
     Op mine = as_folded(op, folded);
     if (!needs_proxy(folded, mine)) continue;
+    ++proxies_;
     context_.simulation().run_pooled(context_.device(folded), [this, folded, mine = std::move(mine)] {
       std::visit(
           [&](const auto& o) {

@@ -62,6 +62,8 @@ class Runner {
   /// The run has failures that change link rates mid-run (scenario/failures.hpp): rings keep the exact path
   /// (models/fabric.hpp). Before launch().
   void expect_fabric_failures() { collectives_.expect_fabric_failures(); }
+  /// Folded ranks' ops run by proxies so far (docs/folding.md).
+  std::uint64_t proxies() const { return proxies_; }
 
  private:
   void run_rank(int rank);
@@ -89,10 +91,12 @@ class Runner {
   Folding folding_;
   std::vector<int> domain_;  // by rank: its crossbar domain, or -1 outside any (Fabric::crossbar_domains)
   std::vector<int> owner_;   // by DeviceId: the rank of a GPU, or of the one GPU a NIC or PCIe switch serves; else -1
+  std::vector<bool> non_binding_;                                   // by channel: Fabric::non_binding_channels
   std::map<const void*, bool> group_shares_links_;                  // by Group identity
   std::map<std::pair<int, int>, bool> pair_shares_links_;           // by (rank, peer)
   std::map<std::pair<const void*, int>, Group> relabelled_groups_;  // by (Group identity, replica)
   std::vector<bool> finished_;                                      // by rank
+  std::uint64_t proxies_ = 0;
   OpTracker tracker_;
   DeviceExecutor device_;
   HostExecutor host_;

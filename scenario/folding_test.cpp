@@ -23,6 +23,7 @@ struct Outcome {
   double step_ms = 0;
   std::string path;
   std::size_t simulated = 0, ranks = 0;
+  std::uint64_t proxies = 0;  // folded ranks' ops run by proxies
   std::vector<std::string> why;
   std::vector<std::array<double, 3>> waits;  // by rank: span, busy, waiting (s)
   nlohmann::json per_gpu;                    // the training per-GPU table's rows
@@ -38,6 +39,7 @@ Outcome run(const std::string& yaml, bool fold) {
     out["path"] = r.folding.path;
     out["simulated"] = r.folding.simulated;
     out["ranks"] = r.folding.ranks;
+    out["proxies"] = r.folding.proxies;
     out["why"] = r.folding.why;
     out["outcome"] = r.outcome;
     for (const auto& w : r.waits) out["waits"].push_back({w.span.count(), w.busy.count(), w.waiting.count()});
@@ -50,6 +52,7 @@ Outcome run(const std::string& yaml, bool fold) {
   o.path = j["path"];
   o.simulated = j["simulated"];
   o.ranks = j["ranks"];
+  o.proxies = j["proxies"];
   o.why = j["why"].get<std::vector<std::string>>();
   o.outcome = j["outcome"];
   for (const auto& w : j["waits"]) o.waits.push_back({w[0], w[1], w[2]});
@@ -188,6 +191,31 @@ workloads:
 )");
   CHECK(folded.path == "folded");
   CHECK(folded.simulated == 16);
+}
+
+TEST_CASE(
+    "folding: pipeline sends through the spines of a non-blocking fat tree need no proxy, and oversubscribed ones do") {
+  // 64 H100s in 8 HGX nodes whose NICs share leaves (4 nodes a leaf): pipeline stage 0 under leaf 0, stage 1 under
+  // leaf 1, so every pipeline send crosses the spines; data-parallel groups stay under one leaf.
+  auto yaml = [](const std::string& oversubscription) {
+    return fmt::format(R"(
+topology: {{type: superpod, gpu: h100, nodes: 8, rail_optimized: false, oversubscription: {}}}
+workloads:
+  - type: training
+    steps: 1
+    model: {{preset: llama3.1-8b, layers: 2, sequence: 1024, global_batch: 16}}
+    parallel: {{tp: 8, pp: 2, dp: 4, zero: true}}
+)",
+                       oversubscription);
+  };
+  const auto open = check_against_full(yaml("1"));
+  const auto blocking = check_against_full(yaml("2"));
+  CHECK(open.path == "folded");
+  CHECK(blocking.path == "folded");
+  CHECK(open.simulated == 16);
+  // The same collectives run by proxies either way; only the blocking spines add the pipeline sends.
+  CHECK(open.proxies > 0);
+  CHECK(blocking.proxies > open.proxies);
 }
 
 TEST_CASE("folding: jitter drawn per GPU, fold: false and a failed plane each run everything in full, saying why") {

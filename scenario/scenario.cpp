@@ -238,6 +238,7 @@ Report Scenario::run(std::vector<Program> all_programs, FoldingDecision decision
   report.wait_spans = runner.waits();
   report.record_kinds = record_kinds();
   report.folding = std::move(folding_summary);
+  report.folding.proxies = runner.proxies();
   report.waits = wait_table(report.ops, report.wait_spans, fabric_.gpus().size());
   if (folded.any_folded()) add_folded_waits(report.waits, folded);
   report.links = simulation.links();

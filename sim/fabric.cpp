@@ -454,6 +454,52 @@ std::vector<std::vector<DeviceId>> Fabric::crossbar_domains() const {
   return domains;
 }
 
+std::vector<bool> Fabric::non_binding_channels() const {
+  std::vector<bool> result(channel_count(), false);
+  auto is_switch = [&](DeviceId v) { return devices_[v].kind == DeviceKind::ib_switch; };
+  std::vector<DeviceId> leaves, spines;
+  for (auto v : devices()) {
+    if (!is_switch(v)) continue;
+    const bool below = std::ranges::any_of(in_[v], [&](ChannelId c) { return !is_switch(source(c)); }) ||
+                       std::ranges::any_of(out_[v], [&](ChannelId c) { return !is_switch(target(c)); });
+    (below ? leaves : spines).push_back(v);
+  }
+  if (leaves.empty() || spines.empty()) return result;
+  std::vector<int> tier(device_count(), -1);  // 0 leaf, 1 spine
+  for (auto v : leaves) tier[v] = 0;
+  for (auto v : spines) tier[v] = 1;
+  // Every leaf-spine pair joined both ways, and no channel within a tier.
+  for (auto v : leaves) {
+    std::vector<bool> up(device_count(), false), down(device_count(), false);
+    for (auto c : out_[v])
+      if (is_switch(target(c))) {
+        if (tier[target(c)] != 1) return result;
+        up[target(c)] = true;
+      }
+    for (auto c : in_[v])
+      if (is_switch(source(c))) {
+        if (tier[source(c)] != 1) return result;
+        down[source(c)] = true;
+      }
+    if (!std::ranges::all_of(spines, [&](DeviceId s) { return up[s] && down[s]; })) return result;
+  }
+  for (auto v : spines)
+    for (auto c : out_[v])
+      if (tier[target(c)] != 0) return result;
+  for (auto v : leaves) {
+    double from_below = 0, to_below = 0, up = 0, down = 0;
+    for (auto c : in_[v]) (is_switch(source(c)) ? down : from_below) += channel(c).bandwidth().count();
+    for (auto c : out_[v]) (is_switch(target(c)) ? up : to_below) += channel(c).bandwidth().count();
+    if (up >= from_below)
+      for (auto c : out_[v])
+        if (is_switch(target(c))) result[c.index] = true;
+    if (down >= to_below)
+      for (auto c : in_[v])
+        if (is_switch(source(c))) result[c.index] = true;
+  }
+  return result;
+}
+
 std::vector<DeviceId> Fabric::nvlink_domain(DeviceId gpu) const {
   // A search from the GPU through NVSwitches only: GPUs on a direct NVLink are peers, not a switch domain.
   std::vector<bool> seen(device_count(), false);

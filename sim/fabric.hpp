@@ -199,6 +199,16 @@ class Fabric {
   /// members' ports bind (HGX, NVL72, an NVL576 half-rack, a superpod node). GPUs in rank order; GPUs of no domain are
   /// left out.
   std::vector<std::vector<DeviceId>> crossbar_domains() const;
+  /// By channel index: whether the channel lies between the two tiers of a non-blocking leaf-spine network of
+  /// InfiniBand switches, where no traffic can ever make it a bottleneck. That needs a two-tier Clos: every switch
+  /// with a port to a NIC (a leaf) has channels to and from every switch without one (a spine), and no channel joins
+  /// two leaves or two spines, so a route climbs from a leaf to the spines and comes down to another leaf at most once
+  /// and never turns back up. A route's hop up is then all of its leaf's up-channels and a hop down all the spines'
+  /// channels into a leaf (ECMP), and the up-hop carries only what entered the leaf from below: when the leaf's
+  /// up-channels together are at least as wide as its ports from below, no set of flows can fill them before those
+  /// ports are full (likewise down). Oversubscribed leaves (fewer up than down) fail the test. All false when the
+  /// fabric has no such network.
+  std::vector<bool> non_binding_channels() const;
   /// The NVLink domain of a GPU: the GPUs it reaches through NVSwitches over NVLink channels alone, itself included,
   /// sorted. GPUs of two nodes of a superpod are in different domains although each node has NVSwitches: NVLS
   /// (in-switch reduction) works only inside one.

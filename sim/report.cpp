@@ -100,6 +100,7 @@ nlohmann::json FoldingSummary::to_json() const {
           {"simulated", simulated},
           {"replicas", replicas},
           {"representative", representative},
+          {"proxies", proxies},
           {"why", why}};
 }
 
@@ -111,6 +112,7 @@ Table FoldingSummary::table() const {
   if (replicas > 0) {
     t.rows.push_back({"replicas_proposed", replicas});
     t.rows.push_back({"representative", representative});
+    t.rows.push_back({"folded_ops_run_by_proxies", proxies});
   }
   for (const auto& w : why) t.rows.push_back({"unfolded", w});
   return t;

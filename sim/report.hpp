@@ -112,6 +112,7 @@ struct FoldingSummary {
   std::size_t replicas = 0;      // proposed by the workloads; 0 when none was
   std::string representative;    // the ranks of the replica the folded ones follow
   std::vector<std::string> why;  // one sentence per replica in full (or for the whole run)
+  std::uint64_t proxies = 0;     // folded ranks' ops run where they meet simulated ranks or shared links
 
   nlohmann::json to_json() const;
   /// The report's "folding" table.

@@ -284,6 +284,29 @@ TEST_CASE("superpod: up to 2,048 HGX nodes, 16,384 GPUs on 512 leaves") {
                        "t.yaml:1:35: topology.nodes: must be between 1 and 2048, got 2049", InputError);
 }
 
+TEST_CASE("non-binding channels: the spine tier of a non-blocking leaf-spine network, and nothing else") {
+  auto count = [](const Fabric& f) { return std::ranges::count(f.non_binding_channels(), true); };
+  auto between_switches = [](const Fabric& f) {
+    std::ptrdiff_t n = 0;
+    for (auto c : f.channels())
+      n += f.device(f.source(c)).kind == DeviceKind::ib_switch && f.device(f.target(c)).kind == DeviceKind::ib_switch;
+    return n;
+  };
+  // 64 nodes: 8 rails x 2 leaves of 32 nodes, each leaf 32 ports down and one up to each of 32 spines.
+  const Fabric open = build_checked("topology: {type: superpod, gpu: h100, nodes: 64}");
+  CHECK(between_switches(open) == 2 * 16 * 32);
+  CHECK(count(open) == between_switches(open));
+  // Fewer ports up than down (43 and 21): a full leaf's up-channels can fill before its NICs' ports do.
+  const Fabric blocking = build_checked("topology: {type: superpod, gpu: h100, nodes: 86, oversubscription: 2}");
+  CHECK(between_switches(blocking) > 0);
+  CHECK(count(blocking) == 0);
+  // A partly filled leaf has room to spare: still non-binding.
+  CHECK(count(build_checked("topology: {type: superpod, nodes: 3, rail_optimized: false}")) > 0);
+  // No InfiniBand tiers: nothing.
+  CHECK(count(build_checked("topology: {type: hgx, gpus: 8}")) == 0);
+  CHECK(count(build_checked("topology: {type: nvl576}")) == 0);
+}
+
 TEST_CASE("crossbar domains: a node's GPUs behind one switch stage, never across tiers or nodes") {
   SUBCASE("hgx: the 8 GPUs on the 4 planes") {
     const auto domains = build("topology: {type: hgx, gpus: 8}").crossbar_domains();
