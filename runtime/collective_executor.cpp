@@ -3,6 +3,7 @@
 // everything else.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 #include <simgrid/s4u.hpp>
@@ -33,6 +34,39 @@ struct CollectiveExecutor::Layout {
   double node_reduction = 0;                      // in-switch reduction inside a node (NVLS, NVLSTree)
   bool sharp = false;                             // the network's switches reduce (SHARP)
   std::optional<models::nccl::System> nccl;       // NCCL's view, where its tables cover the GPU and the layout
+};
+
+/// Every pair's payload of one collective across nodes, and each member's flows out and in.
+struct CollectiveExecutor::FlowSet {
+  struct Flow {
+    std::size_t from, to;  // positions in the group
+    double payload;        // bytes
+    bool network;          // between nodes
+  };
+  std::vector<Flow> flows;
+  std::vector<std::vector<std::size_t>> out, in;  // by position: indices into flows
+  sg4::BarrierPtr members;                        // start and end together
+  std::size_t readers = 0;                        // members that have not taken their flows yet
+};
+
+/// Which pairs an algorithm's structure joins on a group's nodes, and what each pair carries, as the terms (a
+/// channel's share of a ring, of a tree, ...) that the structure adds to it, in the order it adds them. The structure
+/// depends on the algorithm and the group only, so a sweep builds it once per algorithm; a collective then sums each
+/// pair's terms in the same order, to the same payload as adding them up while walking the structure.
+struct CollectiveExecutor::FlowPattern {
+  struct Pair {
+    std::size_t from, to;             // positions in the group
+    std::vector<std::uint8_t> terms;  // indices into the collective's term values, in the order they add up
+  };
+  std::vector<Pair> pairs;  // by (from, to)
+  // Folded runs (docs/folding.md): whether a pair's flow runs, and whether a member takes part. All true unless
+  // every pair carries the same terms between nodes, so that the flows are alike and end together: then a flow
+  // between two folded members over links no one else's route can fill ends when its mirrors among the simulated
+  // members' flows do, and changes no one's rate; it is left out, and so is a folded member left with no flow whose
+  // representative is in the group (it arrives with it).
+  std::vector<bool> kept;        // by pair
+  std::vector<bool> takes_part;  // by position in the group
+  std::size_t members = 0;       // how many take part
 };
 
 const CollectiveExecutor::Layout& CollectiveExecutor::layout(const std::vector<int>& group) {
@@ -109,6 +143,45 @@ models::CollectivePlatform CollectiveExecutor::collective_platform(const std::ve
   return platform;
 }
 
+bool CollectiveExecutor::across_nodes(const std::vector<int>& group, models::CollectiveKind kind,
+                                      const models::CollectivePlan& plan) {
+  const Layout& nodes = layout(group);
+  return nodes.nodes > 1 && nodes.ppn > 0 &&
+         (plan.shape.pattern == models::Pattern::nodes || plan.algorithm == models::Algorithm::tree ||
+          plan.algorithm == models::Algorithm::direct ||
+          (plan.algorithm == models::Algorithm::ring && kind != models::CollectiveKind::broadcast));
+}
+
+void CollectiveExecutor::fold(const Folding& folding, std::function<bool(int, int)> shares_links) {
+  folding_ = &folding;
+  shares_links_ = std::move(shares_links);
+}
+
+bool CollectiveExecutor::enter_folded(int member, const CollectiveOp& op) {
+  const auto& group = *op.group;
+  // The folded members of one op come one after the other (Runner::execute): plan once for all of them.
+  const auto key = std::tuple{op.group.get(), op.kind, op.bytes, op.algorithm, op.protocol, op.channels, op.launch};
+  if (!entering_ || entering_->first != key) {
+    const models::CollectiveRequest request{
+        op.kind, op.bytes, static_cast<int>(group.size()), op.algorithm, op.protocol, op.channels, op.launch};
+    const auto plan = models_.collective->plan(request, collective_platform(group));
+    const FlowPattern* pattern = nullptr;
+    if (folding_ && across_nodes(group, op.kind, plan))
+      pattern = &flow_pattern(group, plan.algorithm, pattern_channels(layout(group), plan));
+    entering_.emplace(key, pattern);
+  }
+  const FlowPattern* pattern = entering_->second;
+  if (!pattern) return true;
+  const auto position = static_cast<std::size_t>(std::ranges::find(group, member) - group.begin());
+  if (pattern->takes_part[position]) return true;
+  // Counted as if it had run: its arrival (its representative's, now) in the wait log, leaving with the others, and
+  // its round of the group's flow sets.
+  context_.waits().arrive(member, Sync::collective, op.group.get(), group.size(), Simulation::now(),
+                          Seconds{std::numeric_limits<double>::infinity()});
+  ++flow_sets_done_[{&group, member}];
+  return false;
+}
+
 OpOutcome CollectiveExecutor::run(int rank, const CollectiveOp& op) {
   const Seconds arrival = Simulation::now();
   const auto& group = *op.group;
@@ -133,13 +206,7 @@ OpOutcome CollectiveExecutor::run(int rank, const CollectiveOp& op) {
   if (position == 0) ++collectives_by_path_[fast ? 1 : ring_fast_path ? 2 : send_fast_path ? 3 : 0];
   context_.hold_sms(rank);  // the collective kernel occupies its channels' SMs from launch to end
   sleep_for(plan.launch + plan.base_latency);
-  const Layout& nodes = layout(group);
-  const bool across_nodes =
-      nodes.nodes > 1 && nodes.ppn > 0 &&
-      (plan.shape.pattern == models::Pattern::nodes || plan.algorithm == models::Algorithm::tree ||
-       plan.algorithm == models::Algorithm::direct ||
-       (plan.algorithm == models::Algorithm::ring && op.kind != models::CollectiveKind::broadcast));
-  if (across_nodes) {
+  if (across_nodes(group, op.kind, plan)) {
     node_flows(rank, group, position, step);
   } else
     switch (plan.shape.pattern) {
@@ -391,31 +458,6 @@ void CollectiveExecutor::crossbar_steps(int rank, const std::vector<int>& group,
   }
 }
 
-/// Every pair's payload of one collective across nodes, and each member's flows out and in.
-struct CollectiveExecutor::FlowSet {
-  struct Flow {
-    std::size_t from, to;  // positions in the group
-    double payload;        // bytes
-    bool network;          // between nodes
-  };
-  std::vector<Flow> flows;
-  std::vector<std::vector<std::size_t>> out, in;  // by position: indices into flows
-  sg4::BarrierPtr members;                        // start and end together
-  std::size_t readers = 0;                        // members that have not taken their flows yet
-};
-
-/// Which pairs an algorithm's structure joins on a group's nodes, and what each pair carries, as the terms (a
-/// channel's share of a ring, of a tree, ...) that the structure adds to it, in the order it adds them. The structure
-/// depends on the algorithm and the group only, so a sweep builds it once per algorithm; a collective then sums each
-/// pair's terms in the same order, to the same payload as adding them up while walking the structure.
-struct CollectiveExecutor::FlowPattern {
-  struct Pair {
-    std::size_t from, to;             // positions in the group
-    std::vector<std::uint8_t> terms;  // indices into the collective's term values, in the order they add up
-  };
-  std::vector<Pair> pairs;  // by (from, to)
-};
-
 namespace {
 
 /// The parent of node k in NCCL's double binary tree `tree` over `nodes` nodes (tree 1 mirrors tree 0 for an even
@@ -447,6 +489,37 @@ int CollectiveExecutor::pattern_channels(const Layout& l, const models::Collecti
                     : plan.algorithm == models::Algorithm::tree ? (l.nccl ? l.nccl->tree.channels : l.ppn)
                                                                 : 0;
   return graph == 0 ? 0 : std::clamp(plan.channels, 1, graph);
+}
+
+void CollectiveExecutor::leave_out_folded(const std::vector<int>& group, FlowPattern& pattern) {
+  const std::size_t n = group.size();
+  pattern.kept.assign(pattern.pairs.size(), true);
+  pattern.takes_part.assign(n, true);
+  pattern.members = n;
+  if (!folding_ || pattern.pairs.empty()) return;
+  const Layout& l = layout(group);
+  const bool alike = std::ranges::all_of(pattern.pairs, [&](const FlowPattern::Pair& p) {
+    return p.terms == pattern.pairs.front().terms && l.node_of[p.from] != l.node_of[p.to];
+  });
+  auto folded = [&](std::size_t position) { return !folding_->simulated(group[position]); };
+  // A folded member left out arrives with its representative, which must then be a member that takes part.
+  const bool with_representatives = std::ranges::all_of(
+      group, [&](int r) { return std::ranges::find(group, folding_->representative(r)) != group.end(); });
+  if (!alike || !with_representatives) return;
+  std::vector<bool> has_flow(n, false);
+  for (std::size_t i = 0; i < pattern.pairs.size(); ++i) {
+    const auto& p = pattern.pairs[i];
+    if (folded(p.from) && folded(p.to) && !shares_links_(group[p.from], group[p.to])) {
+      pattern.kept[i] = false;
+      continue;
+    }
+    has_flow[p.from] = has_flow[p.to] = true;
+  }
+  pattern.members = 0;
+  for (std::size_t m = 0; m < n; ++m) {
+    pattern.takes_part[m] = !folded(m) || has_flow[m];
+    pattern.members += pattern.takes_part[m] ? 1 : 0;
+  }
 }
 
 const CollectiveExecutor::FlowPattern& CollectiveExecutor::flow_pattern(const std::vector<int>& group,
@@ -539,6 +612,7 @@ const CollectiveExecutor::FlowPattern& CollectiveExecutor::flow_pattern(const st
   auto pattern = std::make_shared<FlowPattern>();
   pattern->pairs.reserve(pairs.size());
   for (auto& [pair, terms] : pairs) pattern->pairs.push_back({pair.first, pair.second, std::move(terms)});
+  leave_out_folded(group, *pattern);
   it->second = std::move(pattern);
   return *it->second;
 }
@@ -588,7 +662,9 @@ void CollectiveExecutor::node_flows(int rank, const std::vector<int>& group, std
     set->out.resize(n);
     set->in.resize(n);
     set->flows.reserve(pattern.pairs.size());
-    for (const auto& pair : pattern.pairs) {
+    for (std::size_t i = 0; i < pattern.pairs.size(); ++i) {
+      const auto& pair = pattern.pairs[i];
+      if (!pattern.kept[i]) continue;
       // A term that carries nothing adds nothing, and a pair that gets nothing has no flow.
       double payload = 0;
       bool carries = false;
@@ -602,8 +678,8 @@ void CollectiveExecutor::node_flows(int rank, const std::vector<int>& group, std
       set->in[pair.to].push_back(set->flows.size());
       set->flows.push_back({pair.from, pair.to, payload, l.node_of[pair.from] != l.node_of[pair.to]});
     }
-    set->readers = n;
-    auto members = sg4::Barrier::create(static_cast<unsigned>(n));  // a simcall: others may run meanwhile
+    set->readers = pattern.members;
+    auto members = sg4::Barrier::create(static_cast<unsigned>(pattern.members));  // a simcall: others may run
     set->members = std::move(members);
     flow_sets_.try_emplace(key, std::move(set));
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -17,6 +18,7 @@
 
 #include "program/program.hpp"
 #include "runtime/context.hpp"
+#include "runtime/folding.hpp"
 
 namespace snsim::workloads {
 
@@ -29,6 +31,13 @@ class CollectiveExecutor : Executor {
   /// The run has failures that change link rates mid-run (scenario/failures.hpp): rings keep the exact path
   /// (models/fabric.hpp). Before the programs run.
   void expect_fabric_failures() { fabric_failures_ = true; }
+  /// A folded run (docs/folding.md): which ranks are simulated, and whether the route between two ranks crosses a
+  /// link that others' routes may fill (Runner). Before the programs run; `folding` outlives the executor's runs.
+  void fold(const Folding& folding, std::function<bool(int, int)> shares_links);
+  /// Folded rank `member` of `op`'s group, which has a simulated member, reaches `op` with its representative: whether
+  /// it must run it (as a proxy). It need not when its flows across nodes would only run between folded members over
+  /// links no one else's route can fill, alike the flows that run (FlowPattern); it is then counted as having run it.
+  bool enter_folded(int member, const CollectiveOp& op);
   /// How many collectives ran on the exact path, the crossbar and the ring fast path; nullopt without collectives.
   std::optional<Table> fabric_path_table() const;
 
@@ -48,6 +57,10 @@ class CollectiveExecutor : Executor {
   /// How many of the group's ring or tree channels a plan runs on: NCCL gives an op its first `plan.channels`
   /// channels (fewer at small sizes), each bound to its NIC. Every other algorithm's structure is whole.
   int pattern_channels(const Layout& layout, const models::CollectivePlan& plan) const;
+  /// Marks which of a pattern's pairs and members a folded run leaves out (FlowPattern).
+  void leave_out_folded(const std::vector<int>& group, FlowPattern& pattern);
+  /// Whether `plan` runs as flows across the group's nodes (node_flows).
+  bool across_nodes(const std::vector<int>& group, models::CollectiveKind kind, const models::CollectivePlan& plan);
   /// Waits for every member of the op's group; a barrier that is not `sync` then pays the barrier latency.
   void barrier(const BarrierOp& op);
   models::CollectivePlatform collective_platform(const std::vector<int>& group);
@@ -100,6 +113,11 @@ class CollectiveExecutor : Executor {
   std::map<const void*, simgrid::s4u::BarrierPtr> ring_barriers_;              // ring fast path: by Group identity
   std::array<std::uint64_t, 4> collectives_by_path_{};  // exact, crossbar fast, ring fast, send fast
   bool fabric_failures_ = false;                        // link rates may change mid-run
+  const Folding* folding_ = nullptr;                    // folded runs: which ranks are simulated
+  using EnteringKey = std::tuple<const void*, models::CollectiveKind, Bytes, std::optional<models::Algorithm>,
+                                 std::optional<models::Protocol>, std::optional<int>, models::Launch>;
+  std::optional<std::pair<EnteringKey, const FlowPattern*>> entering_;  // enter_folded's last op and its pattern
+  std::function<bool(int, int)> shares_links_;                          // folded runs: a route others' may fill
 };
 
 }  // namespace snsim::workloads

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <span>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -75,6 +76,7 @@ Runner::Runner(Simulation& simulation, const models::Models& models, std::vector
     if (served.size() == 1) owner_[v] = *served.begin();
   }
   non_binding_ = fabric.non_binding_channels();
+  if (folding_.any_folded()) collectives_.fold(folding_, [this](int a, int b) { return shares_links(a, b); });
 }
 
 std::uint64_t Runner::ops_to_run() const {
@@ -138,7 +140,7 @@ bool Runner::needs_proxy(int folded, const Op& op) {
       [&](const auto& o) {
         using T = std::decay_t<decltype(o)>;
         if constexpr (std::is_same_v<T, CollectiveOp>)
-          return joins(o.group);
+          return joins(o.group) && collectives_.enter_folded(folded, o);
         else if constexpr (std::is_same_v<T, BarrierOp> || std::is_same_v<T, ShmemBarrierOp>)
           // A barrier moves no bytes: only a simulated member waits for it.
           return std::ranges::any_of(*o.group, [&](int r) { return r != folded && folding_.simulated(r); });
@@ -150,6 +152,44 @@ bool Runner::needs_proxy(int folded, const Op& op) {
           return o.peer != folded && reaches(o.peer);
         else
           return false;  // kernels, waits on its own signals and events: its representative's timing is its own
+      },
+      op.what);
+}
+
+bool Runner::mirrors_may_need_proxies(int rank, const Op& op) {
+  // Most of a representative's ops are kernels, and exchanges inside its replica over links its own: none of its
+  // folded ranks runs them, and copying the op for each folded rank to find out was most of a large folded run's time.
+  const auto& mirrors = folding_.mirrors(rank);
+  auto spans_replicas = [&](const Group& group) {
+    return std::ranges::any_of(*group, [&](int r) { return !folding_.simulated(r); });
+  };
+  return std::visit(
+      [&](const auto& o) {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (std::is_same_v<T, CollectiveOp> || std::is_same_v<T, BarrierOp> ||
+                      std::is_same_v<T, ShmemBarrierOp>) {
+          auto [it, fresh] = group_mirrored_.try_emplace(o.group.get(), false);
+          if (fresh)  // a group of the representative's replica becomes each folded replica's own
+            it->second = spans_replicas(o.group) || std::ranges::any_of(mirrors, [&](int folded) {
+                           return shares_links(relabelled(o.group, folded));
+                         });
+          return it->second;
+        } else if constexpr (std::is_same_v<T, PutOp> || std::is_same_v<T, GetOp> || std::is_same_v<T, LoadOp> ||
+                             std::is_same_v<T, CopyOp>) {
+          int peer = -1;
+          if constexpr (std::is_same_v<T, PutOp>) peer = o.to;
+          if constexpr (std::is_same_v<T, GetOp> || std::is_same_v<T, LoadOp>) peer = o.from;
+          if constexpr (std::is_same_v<T, CopyOp>) peer = o.peer;
+          auto [it, fresh] = peer_mirrored_.try_emplace({rank, peer}, true);
+          if (fresh && peer >= 0 && static_cast<std::size_t>(peer) < programs_.size() && folding_.simulated(peer))
+            it->second = std::ranges::any_of(mirrors, [&](int folded) {
+              const int theirs = folding_.relabel(peer, folded);
+              return folding_.simulated(theirs) || shares_links(folded, theirs);
+            });
+          return it->second;
+        } else {
+          return false;  // kernels, waits on its own signals and events: its representative's timing is its own
+        }
       },
       op.what);
 }
@@ -251,7 +291,8 @@ void Runner::execute(int rank, const Op& op, const Op& top) {
   // started it: its representative's. Not joined: each takes the time it takes. On a pooled actor of the folded
   // GPU's (Simulation::run_pooled): at 8,192 GPUs millions of proxies run, and creating an actor each (its stack mapped
   // and unmapped) took more system time than the whole run's user time.
-  for (int folded : folding_.mirrors(rank)) {
+  const auto& mirrors = folding_.mirrors(rank);
+  for (int folded : mirrors.empty() || !mirrors_may_need_proxies(rank, op) ? std::span<const int>{} : mirrors) {
     Op mine = as_folded(op, folded);
     if (!needs_proxy(folded, mine)) continue;
     ++proxies_;

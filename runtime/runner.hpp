@@ -7,6 +7,7 @@
 
 #include <map>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "models/models.hpp"
@@ -76,6 +77,10 @@ class Runner {
   /// Whether folded rank `folded`'s leaf op must run (on a proxy actor): it joins a group with a simulated member,
   /// targets a simulated rank, or moves bytes over links that other ranks' routes share.
   bool needs_proxy(int folded, const Op& op);
+  /// Whether any folded rank that `rank` speaks for may need a proxy for `op` (then needs_proxy decides for each);
+  /// false for kernels and for exchanges inside the representative's replica that meet no one. Decided once per group
+  /// or peer.
+  bool mirrors_may_need_proxies(int rank, const Op& op);
   /// Whether a group's flows may cross links that routes of other ranks share; computed once per Group.
   bool shares_links(const Group& group);
   /// Whether the route between two ranks crosses a link that is not the ranks' own: a channel neither of whose ends
@@ -94,6 +99,8 @@ class Runner {
   std::vector<bool> non_binding_;                                   // by channel: Fabric::non_binding_channels
   std::map<const void*, bool> group_shares_links_;                  // by Group identity
   std::map<std::pair<int, int>, bool> pair_shares_links_;           // by (rank, peer)
+  std::unordered_map<const void*, bool> group_mirrored_;            // mirrors_may_need_proxies, by Group identity
+  std::map<std::pair<int, int>, bool> peer_mirrored_;               // mirrors_may_need_proxies, by (rank, peer)
   std::map<std::pair<const void*, int>, Group> relabelled_groups_;  // by (Group identity, replica)
   std::vector<bool> finished_;                                      // by rank
   std::uint64_t proxies_ = 0;

@@ -218,6 +218,33 @@ workloads:
   CHECK(blocking.proxies > open.proxies);
 }
 
+TEST_CASE("folding: a data-parallel ring across nodes runs its folded members only next to a simulated one") {
+  // 64 H100s in 8 HGX nodes, TP 8 in each node and DP 8 across them: each data-parallel group holds one simulated
+  // rank and 7 folded ones, one per node. The distributed optimizer's reduce-scatters and all-gathers run as NCCL's
+  // rings across the nodes, whose flows are alike: only the simulated rank's two neighbours need to run them.
+  const std::string yaml = R"(
+topology: {type: superpod, gpu: h100, nodes: 8}
+workloads:
+  - type: training
+    steps: 1
+    model: {preset: llama3.1-8b, layers: 2, sequence: 1024, global_batch: 16}
+    parallel: {tp: 8, dp: 8, zero: true}
+)";
+  const auto folded = check_against_full(yaml);
+  CHECK(folded.path == "folded");
+  CHECK(folded.simulated == 8);
+  const auto rings = run_isolated([&] {
+    const Report r = load(yaml).run();
+    return std::to_string(std::ranges::count_if(r.ops, [](const OpRecord& o) {
+      return o.rank == 0 && o.kind == "collective" &&
+             (o.label.starts_with("reduce_scatter") || o.label.starts_with("all_gather"));
+    }));
+  });
+  // With every member running them, the rings alone would take 8 simulated ranks x 7 folded members each.
+  CHECK(std::stoul(rings) > 0);
+  CHECK(folded.proxies < 8 * 7 * std::stoul(rings));
+}
+
 TEST_CASE("folding: jitter drawn per GPU, fold: false and a failed plane each run everything in full, saying why") {
   auto full_because = [](const std::string& yaml, const std::string& reason) {
     const auto o = run(yaml, true);

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <limits>
 #include <set>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -200,17 +201,31 @@ MemoryEstimate estimate_memory(const Fabric& fabric, const std::vector<Program>&
   e.ranks = programs.size();
   e.actors = 1;  // the failures' actor
   std::set<const ManagedBuffer*> buffers;
+  // A program's counts, walked once: every folded rank of a representative counts its program again.
+  struct Counted {
+    RankCounts rank;
+    OpenPuts puts;
+    std::uint64_t ops = 0, pgas = 0;
+  };
+  std::unordered_map<std::size_t, Counted> counted;  // by program index
   for (std::size_t r = 0; r < programs.size(); ++r) {
     const bool folded = folding && !folding->simulated(static_cast<int>(r));
     // A folded rank's program is its representative's, whether or not it was built (Workload::replicas_alike).
-    const auto& program = programs[folded ? static_cast<std::size_t>(folding->representative(static_cast<int>(r))) : r];
-    RankCounts rank;
-    const std::uint64_t ops_before = e.ops;
-    const OpenPuts puts = count(program.ops, 1, e, rank, buffers);
-    if (folded) {  // its proxies' flows and helpers stay counted
-      e.folded_ops = saturating_plus(e.folded_ops, e.ops - ops_before);
-      e.ops = ops_before;
+    const std::size_t index = folded ? static_cast<std::size_t>(folding->representative(static_cast<int>(r))) : r;
+    const auto& program = programs[index];
+    auto [it, fresh] = counted.try_emplace(index);
+    if (fresh) {
+      MemoryEstimate alone;
+      it->second.puts = count(program.ops, 1, alone, it->second.rank, buffers);
+      it->second.ops = alone.ops;
+      it->second.pgas = alone.pgas;
     }
+    const auto& [rank, puts, ops, pgas] = it->second;
+    e.pgas = saturating_plus(e.pgas, pgas);
+    if (folded)  // its proxies' flows and helpers stay counted
+      e.folded_ops = saturating_plus(e.folded_ops, ops);
+    else
+      e.ops = saturating_plus(e.ops, ops);
     e.flows = saturating_plus(e.flows, rank.fanout);
     e.helpers = saturating_plus(e.helpers, saturating_plus(puts.peak, rank.helper ? 1 : 0));
     // A folded rank has no actor of its own: a proxy at a time per stream of its representative.
