@@ -56,6 +56,7 @@ class RunContext {
   /// Room for `ops` records of `rank`, so that a long run's records grow once, not by doubling.
   void reserve_records(int rank, std::size_t ops) { records_[static_cast<std::size_t>(rank)].reserve(ops); }
   const std::vector<std::vector<OpRecord>>& records() const { return records_; }  // by rank
+  std::vector<std::vector<OpRecord>>& records() { return records_; }
   /// Blocking ops, for the report's waits table.
   WaitLog& waits() { return waits_; }
   const WaitLog& waits() const { return waits_; }

@@ -1,6 +1,7 @@
 #include "runtime/runner.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 #include <span>
 #include <type_traits>
@@ -335,13 +336,14 @@ void Runner::check(Invariants& invariants) const {
                  [this](int rank, const Op& op) { return pgas_.waiting_for(rank, op); });
 }
 
-std::vector<OpRecord> Runner::records() const {
+std::vector<OpRecord> Runner::take_records() {
   std::vector<OpRecord> all;
   std::size_t total = 0;
   for (const auto& r : context_.records()) total += r.size();
   all.reserve(total);
-  for (const auto& r : context_.records()) {
-    const auto first = all.insert(all.end(), r.begin(), r.end());
+  for (auto& r : context_.records()) {
+    const auto first = all.insert(all.end(), std::make_move_iterator(r.begin()), std::make_move_iterator(r.end()));
+    r = {};
     // Ops of concurrent streams are recorded as they end; keep each rank's records in start order.
     std::stable_sort(first, all.end(), [](const OpRecord& a, const OpRecord& b) { return a.start < b.start; });
   }

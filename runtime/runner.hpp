@@ -35,8 +35,9 @@ class Runner {
 
   /// Spawns one actor per rank. Call once, before Simulation::run().
   void launch();
-  /// Every op every rank executed, by rank then start time. Valid after Simulation::run().
-  std::vector<OpRecord> records() const;
+  /// Every op every rank executed, by rank then start time, moved out (the runner keeps none: a large run's records are
+  /// gigabytes). After Simulation::run() and check().
+  std::vector<OpRecord> take_records();
   /// Ops the simulated ranks run: the programs' expanded_size(), folded ranks left out.
   std::uint64_t ops_to_run() const;
   /// Ops ended so far, every rank, free barriers included: of the programs' expanded_size(), during the run too.

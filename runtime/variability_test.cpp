@@ -226,7 +226,7 @@ TEST_CASE("variability: an HBM-bound kernel slows while a peer copy writes into 
   Runner runner(simulation, s.models(), programs);
   runner.launch();
   simulation.run();
-  const auto records = runner.records();
+  const auto records = runner.take_records();
   REQUIRE(records.size() == 3);
   const auto& m = *s.models().compute;
   const auto& gpu = *s.fabric().device(s.fabric().gpus()[1]).gpu;

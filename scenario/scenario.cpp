@@ -234,7 +234,10 @@ Report Scenario::run(std::vector<Program> all_programs, FoldingDecision decision
   report.notes = notes();
   report.simulated_time = simulation.run();
   if (shown) shown->finish(report.simulated_time);
-  report.ops = runner.records();
+  const auto stuck = runner.unfinished();
+  report.invariants = monitor.finish(!failures.outcome && stuck.empty());
+  runner.check(report.invariants);
+  report.ops = runner.take_records();  // after the checks, which read them
   report.wait_spans = runner.waits();
   report.record_kinds = record_kinds();
   report.folding = std::move(folding_summary);
@@ -242,9 +245,6 @@ Report Scenario::run(std::vector<Program> all_programs, FoldingDecision decision
   report.waits = wait_table(report.ops, report.wait_spans, fabric_.gpus().size());
   if (folded.any_folded()) add_folded_waits(report.waits, folded);
   report.links = simulation.links();
-  const auto stuck = runner.unfinished();
-  report.invariants = monitor.finish(!failures.outcome && stuck.empty());
-  runner.check(report.invariants);
   if (failures.outcome)
     report.outcome = *failures.outcome;  // a lost GPU stopped every rank: not a deadlock
   else if (!stuck.empty())

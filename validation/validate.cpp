@@ -342,7 +342,7 @@ std::vector<Simulated> simulate_twins(const Platform& platform, const std::vecto
 
     // Each sample spans from its first op's start to the end of its last measured op.
     std::map<std::pair<int, int>, std::pair<double, double>> spans;  // (record, sample) -> (start, end)
-    for (const auto& op : runner.records()) {
+    for (const auto& op : runner.take_records()) {
       const auto& twin = twins[static_cast<std::size_t>(op.phase)];
       auto [it, inserted] = spans.try_emplace({op.phase, op.tag}, op.start.count(), -1.0);
       it->second.first = std::min(it->second.first, op.start.count());
