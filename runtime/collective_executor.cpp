@@ -143,6 +143,15 @@ models::CollectivePlatform CollectiveExecutor::collective_platform(const std::ve
   return platform;
 }
 
+namespace {
+
+/// What an op asks the collective model for.
+models::CollectiveRequest request_of(const CollectiveOp& op) {
+  return {op.kind, op.bytes, static_cast<int>(op.group->size()), op.algorithm, op.protocol, op.channels, op.launch};
+}
+
+}  // namespace
+
 bool CollectiveExecutor::across_nodes(const std::vector<int>& group, models::CollectiveKind kind,
                                       const models::CollectivePlan& plan) {
   const Layout& nodes = layout(group);
@@ -162,9 +171,7 @@ bool CollectiveExecutor::enter_folded(int member, const CollectiveOp& op) {
   // The folded members of one op come one after the other (Runner::execute): plan once for all of them.
   const auto key = std::tuple{op.group.get(), op.kind, op.bytes, op.algorithm, op.protocol, op.channels, op.launch};
   if (!entering_ || entering_->first != key) {
-    const models::CollectiveRequest request{
-        op.kind, op.bytes, static_cast<int>(group.size()), op.algorithm, op.protocol, op.channels, op.launch};
-    const auto plan = models_.collective->plan(request, collective_platform(group));
+    const auto plan = models_.collective->plan(request_of(op), collective_platform(group));
     const FlowPattern* pattern = nullptr;
     if (folding_ && across_nodes(group, op.kind, plan))
       pattern = &flow_pattern(group, plan.algorithm, pattern_channels(layout(group), plan));
@@ -189,10 +196,8 @@ OpOutcome CollectiveExecutor::run(int rank, const CollectiveOp& op) {
   const std::size_t position = static_cast<std::size_t>(std::ranges::find(group, rank) - group.begin());
   // Every member plans from the first member's view, so that all pick the same algorithm on any fabric.
   const auto platform = collective_platform(group);
-  const models::CollectiveRequest request{op.kind,     op.bytes, static_cast<int>(n), op.algorithm, op.protocol,
-                                          op.channels, op.launch};
   const auto& model = *models_.collective;
-  Step step{model.plan(request, platform), 1, 0, Seconds{0}, op.group.get()};
+  Step step{model.plan(request_of(op), platform), 1, 0, Seconds{0}, op.group.get()};
   const auto& plan = step.plan;
   step.efficiency = platform.sm_efficiency * plan.efficiency;
   // Cap a transfer only where the plan runs below what the links give: fewer channels than links, LL's rate cap,

@@ -40,6 +40,20 @@ OpOutcome call(Executor& executor, int rank, const T& op, const Op& top) {
   }
 }
 
+/// The rank a point-to-point op moves bytes with (a put's target, a get's or load's source, a copy's peer), or
+/// nullopt for any other op.
+std::optional<int> exchange_peer(const Op& op) {
+  return std::visit(
+      [](const auto& o) -> std::optional<int> {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (std::is_same_v<T, PutOp>) return o.to;
+        if constexpr (std::is_same_v<T, GetOp> || std::is_same_v<T, LoadOp>) return o.from;
+        if constexpr (std::is_same_v<T, CopyOp>) return o.peer;
+        return std::nullopt;
+      },
+      op.what);
+}
+
 }  // namespace
 
 Runner::Runner(Simulation& simulation, const models::Models& models, std::vector<Program> programs, std::uint64_t seed,
@@ -128,15 +142,17 @@ bool Runner::shares_links(const Group& group) {
   return it->second;
 }
 
+bool Runner::reaches(int folded, int peer) {
+  return (peer >= 0 && static_cast<std::size_t>(peer) < programs_.size() && folding_.simulated(peer)) ||
+         shares_links(folded, peer);
+}
+
 bool Runner::needs_proxy(int folded, const Op& op) {
   auto joins = [&](const Group& group) {
     return std::ranges::any_of(*group, [&](int r) { return r != folded && folding_.simulated(r); }) ||
            shares_links(group);
   };
-  auto reaches = [&](int peer) {
-    return (peer >= 0 && static_cast<std::size_t>(peer) < programs_.size() && folding_.simulated(peer)) ||
-           shares_links(folded, peer);
-  };
+  if (const auto peer = exchange_peer(op)) return *peer != folded && reaches(folded, *peer);
   return std::visit(
       [&](const auto& o) {
         using T = std::decay_t<decltype(o)>;
@@ -145,12 +161,6 @@ bool Runner::needs_proxy(int folded, const Op& op) {
         else if constexpr (std::is_same_v<T, BarrierOp> || std::is_same_v<T, ShmemBarrierOp>)
           // A barrier moves no bytes: only a simulated member waits for it.
           return std::ranges::any_of(*o.group, [&](int r) { return r != folded && folding_.simulated(r); });
-        else if constexpr (std::is_same_v<T, PutOp>)
-          return reaches(o.to);
-        else if constexpr (std::is_same_v<T, GetOp> || std::is_same_v<T, LoadOp>)
-          return reaches(o.from);
-        else if constexpr (std::is_same_v<T, CopyOp>)
-          return o.peer != folded && reaches(o.peer);
         else
           return false;  // kernels, waits on its own signals and events: its representative's timing is its own
       },
@@ -164,6 +174,13 @@ bool Runner::mirrors_may_need_proxies(int rank, const Op& op) {
   auto spans_replicas = [&](const Group& group) {
     return std::ranges::any_of(*group, [&](int r) { return !folding_.simulated(r); });
   };
+  if (const auto peer = exchange_peer(op)) {
+    auto [it, fresh] = peer_mirrored_.try_emplace({rank, *peer}, true);
+    if (fresh && *peer >= 0 && static_cast<std::size_t>(*peer) < programs_.size() && folding_.simulated(*peer))
+      it->second =
+          std::ranges::any_of(mirrors, [&](int folded) { return reaches(folded, folding_.relabel(*peer, folded)); });
+    return it->second;
+  }
   return std::visit(
       [&](const auto& o) {
         using T = std::decay_t<decltype(o)>;
@@ -174,19 +191,6 @@ bool Runner::mirrors_may_need_proxies(int rank, const Op& op) {
             it->second = spans_replicas(o.group) || std::ranges::any_of(mirrors, [&](int folded) {
                            return shares_links(relabelled(o.group, folded));
                          });
-          return it->second;
-        } else if constexpr (std::is_same_v<T, PutOp> || std::is_same_v<T, GetOp> || std::is_same_v<T, LoadOp> ||
-                             std::is_same_v<T, CopyOp>) {
-          int peer = -1;
-          if constexpr (std::is_same_v<T, PutOp>) peer = o.to;
-          if constexpr (std::is_same_v<T, GetOp> || std::is_same_v<T, LoadOp>) peer = o.from;
-          if constexpr (std::is_same_v<T, CopyOp>) peer = o.peer;
-          auto [it, fresh] = peer_mirrored_.try_emplace({rank, peer}, true);
-          if (fresh && peer >= 0 && static_cast<std::size_t>(peer) < programs_.size() && folding_.simulated(peer))
-            it->second = std::ranges::any_of(mirrors, [&](int folded) {
-              const int theirs = folding_.relabel(peer, folded);
-              return folding_.simulated(theirs) || shares_links(folded, theirs);
-            });
           return it->second;
         } else {
           return false;  // kernels, waits on its own signals and events: its representative's timing is its own

@@ -78,6 +78,8 @@ class Runner {
   /// Whether folded rank `folded`'s leaf op must run (on a proxy actor): it joins a group with a simulated member,
   /// targets a simulated rank, or moves bytes over links that other ranks' routes share.
   bool needs_proxy(int folded, const Op& op);
+  /// Whether folded rank `folded`'s exchange with `peer` meets a simulated rank or links others' routes share.
+  bool reaches(int folded, int peer);
   /// Whether any folded rank that `rank` speaks for may need a proxy for `op` (then needs_proxy decides for each);
   /// false for kernels and for exchanges inside the representative's replica that meet no one. Decided once per group
   /// or peer.
