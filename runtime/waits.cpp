@@ -55,10 +55,7 @@ std::vector<Wait> WaitLog::waits() const {
 std::vector<RankWaits> wait_table(const std::vector<OpRecord>& ops, const std::vector<Wait>& waits, std::size_t ranks) {
   std::vector<RankWaits> table(ranks);
   std::vector<std::vector<std::pair<Seconds, Seconds>>> both(ranks), waiting(ranks);
-  for (std::size_t r = 0; r < ranks; ++r) {
-    table[r].rank = static_cast<int>(r);
-    table[r].on.assign(ranks, Seconds{0});
-  }
+  for (std::size_t r = 0; r < ranks; ++r) table[r].rank = static_cast<int>(r);
   for (const auto& o : ops) {
     if (o.rank < 0 || static_cast<std::size_t>(o.rank) >= ranks) continue;
     auto& row = table[static_cast<std::size_t>(o.rank)];
@@ -69,7 +66,8 @@ std::vector<RankWaits> wait_table(const std::vector<OpRecord>& ops, const std::v
     const auto r = static_cast<std::size_t>(w.rank);
     auto& row = table.at(r);
     row.span = std::max(row.span, w.start + w.duration);  // a phase barrier's wait lies between ops
-    row.on.at(static_cast<std::size_t>(w.on)) += w.duration;
+    if (w.on < 0 || static_cast<std::size_t>(w.on) >= ranks) throw std::logic_error("wait_table: a wait on no rank");
+    row.on[w.on] += w.duration;
     both[r].emplace_back(w.start, w.start + w.duration);
     waiting[r].emplace_back(w.start, w.start + w.duration);
   }
@@ -91,7 +89,7 @@ Table waits_table(const std::vector<RankWaits>& waits) {
     t.rows.push_back({fmt::format("gpu{}", w.rank), w.span.count() * 1e6, w.busy.count() * 1e6, w.waiting.count() * 1e6,
                       w.span > Seconds{0} ? 100 * (w.waiting / w.span) : 0.0,
                       most ? fmt::format("gpu{}", *most) : std::string("-"),
-                      most ? w.on[static_cast<std::size_t>(*most)].count() * 1e6 : 0.0});
+                      most ? w.on.at(*most).count() * 1e6 : 0.0});
   }
   return t;
 }

@@ -4,8 +4,6 @@
 
 #include "scenario/test_support.hpp"
 
-#include <numeric>
-
 #include "runtime/waits.hpp"
 #include "scenario/scenario.hpp"
 
@@ -24,7 +22,8 @@ void check_conservation(const Report& r) {
     CAPTURE(w.rank);
     CHECK(w.busy >= Seconds{0});
     CHECK((w.busy + w.waiting).count() <= w.span.count() * (1 + 1e-12));
-    const Seconds blamed = std::accumulate(w.on.begin(), w.on.end(), Seconds{0});
+    Seconds blamed{0};
+    for (const auto& [on, time] : w.on) blamed += time;
     CHECK(blamed.count() >= w.waiting.count() * (1 - 1e-12));
   }
 }
@@ -64,8 +63,8 @@ TEST_CASE("waits: the table counts overlapping waits once and waits between ops 
   REQUIRE(table.size() == 2);
   CHECK(table[0].span == ms(16));
   CHECK(table[0].waiting.count() == doctest::Approx(5e-3));
-  CHECK(table[0].busy.count() == doctest::Approx(11e-3));  // 16 ms covered, less 5 waiting
-  CHECK(table[0].on[1].count() == doctest::Approx(6e-3));  // the sum: overlaps count twice here
+  CHECK(table[0].busy.count() == doctest::Approx(11e-3));          // 16 ms covered, less 5 waiting
+  CHECK(table[0].waiting_on(1).count() == doctest::Approx(6e-3));  // the sum: overlaps count twice here
   CHECK(table[0].most_waited_on() == 1);
   CHECK(table[1].span == ms(12));
   CHECK(table[1].busy == ms(12));
@@ -93,7 +92,7 @@ TEST_CASE("waits: in a BSP step with GPU 3 slowed, the other ranks wait on rank 
     }
     CHECK(relative_error(w.waiting.count(), difference) <= 1e-6);
     CHECK(w.most_waited_on() == 3);
-    CHECK(w.on[3] == w.waiting);
+    CHECK(w.waiting_on(3) == w.waiting);
     // Busy: its own compute and the collectives' work after rank 3 arrived.
     double in_ops = 0;
     for (const auto& o : r.ops)
@@ -126,8 +125,8 @@ TEST_CASE("waits: a signal_wait waits on the PE whose put made the signal hold")
   const auto& w = r.waits[3];
   CHECK(w.waiting == wait.end - wait.start);
   CHECK(w.waiting > ms(2));  // rank 1's compute, then its put's trip
-  CHECK(w.on[1] == w.waiting);
-  CHECK(w.on[0] == Seconds{0});  // its put came first: not what the wait waited for
+  CHECK(w.waiting_on(1) == w.waiting);
+  CHECK(w.waiting_on(0) == Seconds{0});  // its put came first: not what the wait waited for
   CHECK(r.waits[0].waiting == Seconds{0});
   check_conservation(r);
 }
@@ -138,7 +137,7 @@ TEST_CASE("waits: a get waits on the PE it reads from") {
       "workloads: [{type: program, ranks: 1, ops: [{get: {from: 0, bytes: 64KiB, scope: block}}]}]\n");
   const Report r = s.run();
   const auto& get = record(r, 1, "get");
-  CHECK(r.waits[1].on[0] == get.end - get.start);
+  CHECK(r.waits[1].waiting_on(0) == get.end - get.start);
   CHECK(r.waits[1].waiting == get.end - get.start);
   CHECK(r.waits[1].busy == Seconds{0});
 }
@@ -159,11 +158,11 @@ TEST_CASE("waits: shmem_barrier and the barrier between workloads wait on the la
   REQUIRE(r.outcome == "completed");
   for (int rank : {0, 1, 3}) {
     CAPTURE(rank);
-    CHECK(relative_error(r.waits[static_cast<std::size_t>(rank)].on[2].count(), 10e-6) <= 1e-9);
+    CHECK(relative_error(r.waits[static_cast<std::size_t>(rank)].waiting_on(2).count(), 10e-6) <= 1e-9);
   }
   for (int rank : {0, 2, 3}) {  // the free barrier before the copies: everyone waits for rank 1's 30 us
     CAPTURE(rank);
-    CHECK(relative_error(r.waits[static_cast<std::size_t>(rank)].on[1].count(), 30e-6) <= 1e-9);
+    CHECK(relative_error(r.waits[static_cast<std::size_t>(rank)].waiting_on(1).count(), 30e-6) <= 1e-9);
   }
   CHECK(r.waits[2].most_waited_on() == 1);
   CHECK(r.waits[1].most_waited_on() == 2);

@@ -51,10 +51,9 @@ constexpr double OP = 1.75 * KiB;
 // KiB for the same plan on 1,024 (21,380,464 folded ops); less the endpoints', channels' and waits' growth, about
 // 3 B per folded op, rounded up.
 constexpr double FOLDED_OP = 4;
-// Who waited on whom: every rank's row holds a time per rank (RankWaits::on), ranks^2 entries. The ENDPOINT and
-// CHANNEL fit's runs held them too (at 10,008 GPUs, 764 MiB of the 1.27 GiB measured), so there the estimate counts
-// them twice and stays above; the linear terms alone fall under a 16,384-GPU run's 2 GiB of rows.
-constexpr double WAIT_ENTRY = 8;
+// Who waited on whom (RankWaits::on) holds only the ranks each rank waited on, a few per rank. Until stop 47 every
+// rank held a time per rank, ranks^2 entries, and the ENDPOINT and CHANNEL fit's runs held them (at 10,008 GPUs, 764
+// MiB of the 1.27 GiB measured): those terms stay above what such runs need now.
 constexpr double PGAS = 0.25 * KiB;
 constexpr double FLOW = 2.5 * KiB;
 constexpr double HELPER = 32 * KiB;
@@ -180,8 +179,6 @@ std::string MemoryEstimate::breakdown() const {
                               cost(endpoints, ENDPOINT) + cost(channels, CHANNEL)));
   if (routes > 0) parts.push_back(fmt::format("{} routes {}", grouped(routes), cost(routes, ROUTE)));
   parts.push_back(fmt::format("{} ops {}", grouped(ops), cost(ops, OP)));
-  if (const std::uint64_t waits = saturating_times(ranks, ranks); static_cast<double>(waits) * WAIT_ENTRY >= 1 << 20)
-    parts.push_back(fmt::format("{} ranks' waits on each other {}", grouped(ranks), cost(waits, WAIT_ENTRY)));
   if (folded_ops > 0)
     parts.push_back(fmt::format("{} folded ops {}", grouped(folded_ops), cost(folded_ops, FOLDED_OP)));
   if (pgas > 0) parts.push_back(fmt::format("{} puts and gets {}", grouped(pgas), cost(pgas, PGAS)));
@@ -198,7 +195,6 @@ MemoryEstimate estimate_memory(const Fabric& fabric, const std::vector<Program>&
   e.endpoints = fabric.gpus().size() + (fabric.host() ? 1 : 0) + fabric.nvme_drives().size();
   e.channels = fabric.channel_count();
   if (e.endpoints <= Simulation::EAGER_ENDPOINTS) e.routes = e.endpoints * (e.endpoints - 1);
-  e.ranks = programs.size();
   e.actors = 1;  // the failures' actor
   std::set<const ManagedBuffer*> buffers;
   // A program's counts, walked once: every folded rank of a representative counts its program again.
@@ -241,7 +237,6 @@ MemoryEstimate estimate_memory(const Fabric& fabric, const std::vector<Program>&
   }
   const double total = PROCESS + static_cast<double>(e.endpoints) * ENDPOINT +
                        static_cast<double>(e.channels) * CHANNEL + static_cast<double>(e.routes) * ROUTE +
-                       static_cast<double>(e.ranks) * static_cast<double>(e.ranks) * WAIT_ENTRY +
                        static_cast<double>(e.ops) * OP + static_cast<double>(e.folded_ops) * FOLDED_OP +
                        static_cast<double>(e.pgas) * PGAS + static_cast<double>(e.flows) * FLOW +
                        static_cast<double>(e.helpers) * HELPER + static_cast<double>(e.managed_pages) * MANAGED_PAGE +

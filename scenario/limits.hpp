@@ -38,7 +38,6 @@ struct MemoryEstimate {
   std::uint64_t endpoints = 0;   // GPUs, host, NVMe drives
   std::uint64_t channels = 0;    // directed channels of the fabric
   std::uint64_t routes = 0;      // routed up front (small platforms), else 0
-  std::uint64_t ranks = 0;       // programs: each rank's waits row holds a time per rank
   std::uint64_t ops = 0;         // after repeats, every simulated rank
   std::uint64_t folded_ops = 0;  // after repeats, the folded ranks' (docs/folding.md): a few bytes each
   std::uint64_t pgas = 0;        // puts and gets, after repeats

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <optional>
 #include <utility>
 
@@ -162,10 +163,8 @@ void add_folded_waits(std::vector<RankWaits>& waits, const Folding& folding) {
     if (folding.simulated(rank)) continue;
     RankWaits copy = waits[static_cast<std::size_t>(folding.representative(rank))];
     copy.rank = rank;
-    std::vector<Seconds> on(copy.on.size(), Seconds{0});
-    for (std::size_t x = 0; x < copy.on.size(); ++x)
-      if (copy.on[x] > Seconds{0})
-        on.at(static_cast<std::size_t>(folding.relabel(static_cast<int>(x), rank))) += copy.on[x];
+    std::map<int, Seconds> on;
+    for (const auto& [x, time] : copy.on) on[folding.relabel(x, rank)] += time;
     copy.on = std::move(on);
     waits[r] = std::move(copy);
   }

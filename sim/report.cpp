@@ -17,23 +17,31 @@ namespace snsim {
 
 std::optional<int> RankWaits::most_waited_on() const {
   std::optional<int> most;
-  for (std::size_t r = 0; r < on.size(); ++r)
-    if (on[r] > Seconds{0} && (!most || on[r] > on[static_cast<std::size_t>(*most)])) most = static_cast<int>(r);
+  Seconds longest{0};
+  for (const auto& [rank, time] : on)  // by rank: the first of equals is the lowest
+    if (time > longest) {
+      most = rank;
+      longest = time;
+    }
   return most;
+}
+
+Seconds RankWaits::waiting_on(int rank) const {
+  const auto it = on.find(rank);
+  return it == on.end() ? Seconds{0} : it->second;
 }
 
 nlohmann::json to_json(const RankWaits& w) {
   nlohmann::json on = nlohmann::json::array();
-  for (std::size_t r = 0; r < w.on.size(); ++r)
-    if (w.on[r] > Seconds{0}) on.push_back({{"rank", r}, {"waiting_s", w.on[r].count()}});
+  for (const auto& [rank, time] : w.on)
+    if (time > Seconds{0}) on.push_back({{"rank", rank}, {"waiting_s", time.count()}});
   const auto most = w.most_waited_on();
   return {{"rank", w.rank},
           {"span_s", w.span.count()},
           {"busy_s", w.busy.count()},
           {"waiting_s", w.waiting.count()},
           {"most_waited_on", most ? nlohmann::json(*most) : nlohmann::json(nullptr)},
-          {"on", std::move(on)},
-          {"ranks", w.on.size()}};
+          {"on", std::move(on)}};
 }
 
 RankWaits rank_waits_from_json(const nlohmann::json& json) {
@@ -42,9 +50,7 @@ RankWaits rank_waits_from_json(const nlohmann::json& json) {
   w.span = Seconds{json.at("span_s").get<double>()};
   w.busy = Seconds{json.at("busy_s").get<double>()};
   w.waiting = Seconds{json.at("waiting_s").get<double>()};
-  w.on.assign(json.at("ranks").get<std::size_t>(), Seconds{0});
-  for (const auto& o : json.at("on"))
-    w.on.at(o.at("rank").get<std::size_t>()) = Seconds{o.at("waiting_s").get<double>()};
+  for (const auto& o : json.at("on")) w.on[o.at("rank").get<int>()] = Seconds{o.at("waiting_s").get<double>()};
   return w;
 }
 

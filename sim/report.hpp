@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -65,10 +66,14 @@ nlohmann::json to_json(const Table& table);
 /// and the waits the Runner attributes). busy + waiting <= span; the rest of the span it was between ops.
 struct RankWaits {
   int rank = 0;
-  Seconds span;             // from 0 to the end of its last op
-  Seconds busy;             // in ops, not waiting
-  Seconds waiting;          // blocked on other ranks
-  std::vector<Seconds> on;  // waiting time by the rank waited on (index: rank)
+  Seconds span;     // from 0 to the end of its last op
+  Seconds busy;     // in ops, not waiting
+  Seconds waiting;  // blocked on other ranks
+  // Waiting time by the rank waited on, for the ranks it waited on at all: a few of a job's thousands (dense rows
+  // took ranks^2 entries, 512 MiB at 8,192 GPUs).
+  std::map<int, Seconds> on;
+  /// The time it waited on `rank` (0 when it never did).
+  Seconds waiting_on(int rank) const;
   /// The rank waited on longest (the lowest of equals); nullopt when the rank never waited.
   std::optional<int> most_waited_on() const;
 };

@@ -110,8 +110,8 @@ nlohmann::json per_gpu(const nlohmann::json& side) {
     const auto& t = split.at(static_cast<std::size_t>(waits.rank));
     const auto most = waits.most_waited_on();
     nlohmann::json on = nlohmann::json::array();
-    for (std::size_t j = 0; j < waits.on.size(); ++j)
-      if (waits.on[j] > Seconds{0}) on.push_back({{"rank", j}, {"waiting_ms", waits.on[j].count() * 1e3}});
+    for (const auto& [j, time] : waits.on)
+      if (time > Seconds{0}) on.push_back({{"rank", j}, {"waiting_ms", time.count() * 1e3}});
     rows.push_back({{"rank", waits.rank},
                     {"compute_ms", t["compute_s"].get<double>() * 1e3},
                     {"communication_ms", t["communication_s"].get<double>() * 1e3},
@@ -119,7 +119,7 @@ nlohmann::json per_gpu(const nlohmann::json& side) {
                     {"idle_ms", t["idle_s"].get<double>() * 1e3},
                     {"blocked_ms", waits.waiting.count() * 1e3},
                     {"most_waited_on", most ? nlohmann::json(*most) : nlohmann::json(nullptr)},
-                    {"on_it_ms", most ? waits.on[static_cast<std::size_t>(*most)].count() * 1e3 : 0.0},
+                    {"on_it_ms", most ? waits.on.at(*most).count() * 1e3 : 0.0},
                     {"on", std::move(on)}});
   }
   return rows;

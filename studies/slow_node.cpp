@@ -168,20 +168,23 @@ PointResult analyse(std::vector<Trial> trials, int gpus) {
   const auto n = static_cast<std::size_t>(gpus);
   p.busy.assign(n, 0);
   p.waiting.assign(n, 0);
-  p.on.assign(n, std::vector<double>(n, 0));
+  p.on.assign(n, {});
   const double k = 1.0 / static_cast<double>(p.trials.size());
   for (const auto& t : p.trials)
     for (const auto& w : t.waits) {
       const auto r = static_cast<std::size_t>(w.rank);
       p.busy.at(r) += k * w.busy.count();
       p.waiting.at(r) += k * w.waiting.count();
-      for (std::size_t j = 0; j < n && j < w.on.size(); ++j) p.on[r][j] += k * w.on[j].count();
+      for (const auto& [j, time] : w.on) p.on.at(r)[j] += k * time.count();
     }
   for (std::size_t r = 0; r < n; ++r) {
     std::optional<int> most;
-    for (std::size_t j = 0; j < n; ++j)
-      if (p.on[r][j] > 0 && (!most || p.on[r][j] > p.on[r][static_cast<std::size_t>(*most)]))
-        most = static_cast<int>(j);
+    double longest = 0;
+    for (const auto& [j, time] : p.on[r])  // by rank: the first of equals is the lowest
+      if (time > longest) {
+        most = j;
+        longest = time;
+      }
     p.most.push_back(most);
   }
   return p;
@@ -438,9 +441,8 @@ SlowNodeFiles write_slow_node_files(const std::filesystem::path& out, const Slow
     for (int k = 0; k < plan.gpus; ++k) {
       const auto i = static_cast<std::size_t>(k);
       json on = json::array();
-      for (int j = 0; j < plan.gpus; ++j)
-        if (r.on[i][static_cast<std::size_t>(j)] > 0)
-          on.push_back({{"rank", j}, {"waiting_s", r.on[i][static_cast<std::size_t>(j)]}});
+      for (const auto& [j, time] : r.on[i])
+        if (time > 0) on.push_back({{"rank", j}, {"waiting_s", time}});
       ranks.push_back({{"rank", k},
                        {"busy_s", r.busy[i]},
                        {"waiting_s", r.waiting[i]},

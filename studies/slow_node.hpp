@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -109,7 +110,7 @@ struct PointResult {
   std::vector<Trial> trials;
   Summary step;
   std::vector<double> busy, waiting;      // by rank, mean over trials
-  std::vector<std::vector<double>> on;    // by rank, then rank waited on: mean over trials
+  std::vector<std::map<int, double>> on;  // by rank, then rank waited on: mean over trials
   std::vector<std::optional<int>> most;   // by rank: the rank most waited on (mean), if any
   std::optional<double> efficiency_lost;  // 1 - healthy p50 / this p50 (not for the healthy point)
   std::optional<double> amplification;    // efficiency lost / slowdown
