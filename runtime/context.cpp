@@ -1,6 +1,7 @@
 #include "runtime/context.hpp"
 
 #include "program/program.hpp"
+#include "sim/interned.hpp"
 
 namespace snsim::workloads {
 
@@ -35,7 +36,11 @@ void RunContext::release_sms(int rank) {
 }
 
 void RunContext::record(OpRecord record) {
-  records_[static_cast<std::size_t>(record.rank)].push_back(std::move(record));
+  // The caller's texts may be temporaries (a label just formatted): the record keeps the stored copies.
+  record.kind = interned(record.kind);
+  record.label = interned(record.label);
+  record.detail = interned(record.detail);
+  records_[static_cast<std::size_t>(record.rank)].push_back(record);
 }
 
 }  // namespace snsim::workloads

@@ -323,15 +323,14 @@ void Runner::execute(int rank, const Op& op, const Op& top) {
       op.what);
   tracker_.end(rank, sequence);
   if (is_free_barrier(op)) return;  // bookkeeping, not an op
-  OpDescription description = describe(op);
+  const OpDescription description = describe(op);
   const int peer = description.peer && *description.peer != rank && *description.peer >= 0 ? *description.peer : -1;
   // An op nested in a repeat or in streams carries its own tag when its generator gave it one (training steps tag
   // every op with its step, micro-batch and layer), else the tag of the top-level op it belongs to.
   const auto* compute = std::get_if<ComputeOp>(&op.what);
-  context_.record({rank, top.phase, op.tag >= 0 ? op.tag : top.tag, std::string(kind_of(op).name),
-                   std::move(description.label), description.bytes, start, Simulation::now(),
-                   outcome.cause ? outcome.cause->rank : peer, outcome.detail,
-                   outcome.cause ? std::optional{outcome.cause->issued} : std::nullopt,
+  context_.record({rank, top.phase, op.tag >= 0 ? op.tag : top.tag, kind_of(op).name, description.label,
+                   description.bytes, start, Simulation::now(), outcome.cause ? outcome.cause->rank : peer,
+                   outcome.detail, outcome.cause ? std::optional{outcome.cause->issued} : std::nullopt,
                    compute ? compute->kernel : std::string_view{}});
 }
 

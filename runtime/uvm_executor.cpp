@@ -65,7 +65,7 @@ void UvmExecutor::migrate(int from, int to, Bytes bytes, Seconds fixed_cost, con
       .join();
   state.counters[from].migrated_out += bytes;
   state.counters[to].migrated_in += bytes;
-  context_.record({rank, top.phase, top.tag, std::string(MIGRATE_KIND.name),
+  context_.record({rank, top.phase, top.tag, MIGRATE_KIND.name,
                    fmt::format("migrate {} {} -> {}", bytes, location_name(from), location_name(to)), bytes, start,
                    Simulation::now()});
 }
@@ -93,7 +93,7 @@ void UvmExecutor::fault(int rank, const ManagedPtr& spec, Bytes offset, Bytes by
       service += model.params(path(from, rank)).fault_service * (static_cast<double>(n) * k);
     sleep_for(service);
     const std::uint64_t faults = batch.fault_count() * batch.count;
-    context_.record({rank, top.phase, top.tag, std::string(FAULT_KIND.name),
+    context_.record({rank, top.phase, top.tag, FAULT_KIND.name,
                      fmt::format("fault {} {} faults in {} batches", spec->name, faults, batch.count), Bytes{0}, start,
                      Simulation::now()});
     if (batch.evicted > 0) evict(rank, Bytes{batch.evicted * batch.count}, top, rank);

@@ -355,7 +355,7 @@ TEST_CASE(
   std::vector<std::string> labels;
   for (const auto& r : RankRecords(simulated, folding)) {
     seen.push_back({r.rank, r.peer});
-    labels.push_back(r.label);
+    labels.emplace_back(r.label);
   }
   const std::vector<std::array<int, 2>> expected{{0, 1}, {1, 4}, {4, -1}, {2, 3}, {3, 4}};
   CHECK(seen == expected);

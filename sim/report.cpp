@@ -161,8 +161,8 @@ nlohmann::json Report::to_json() const {
 }
 
 namespace {
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+std::string csv_field(std::string_view s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return std::string(s);
   std::string quoted = "\"";
   for (char c : s) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
   return quoted + "\"";
@@ -305,7 +305,7 @@ nlohmann::json Report::timeline(const std::vector<int>& gpus) const {
     auto it = std::ranges::upper_bound(b, w.start, {}, [&](std::size_t i) { return ops[i].start; });
     for (int scanned = 0; it != b.begin() && scanned < 64; ++scanned) {  // concurrent streams: a few candidates
       --it;
-      if (ops[*it].end >= w.start + w.duration) return ops[*it].label;
+      if (ops[*it].end >= w.start + w.duration) return std::string(ops[*it].label);
     }
     return "the barrier between workloads";
   };

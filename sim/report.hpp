@@ -21,19 +21,21 @@
 namespace snsim {
 
 /// One op executed by one rank.
+/// Its texts are views of static names or of interned() copies (sim/interned.hpp): a run records millions of ops
+/// with a few dozen distinct labels.
 struct OpRecord {
   int rank = 0;
-  int phase = 0;      // index of the workload in the scenario
-  int tag = -1;       // the generator's sweep point, -1 when none
-  std::string kind;   // "copy", "collective", "compute", "barrier"
-  std::string label;  // "all_reduce 1 GiB"
-  Bytes bytes{};      // payload the op moves (or reads, for compute)
+  int phase = 0;           // index of the workload in the scenario
+  int tag = -1;            // the generator's sweep point, -1 when none
+  std::string_view kind;   // "copy", "collective", "compute", "barrier"
+  std::string_view label;  // "all_reduce 1 GiB"
+  Bytes bytes{};           // payload the op moves (or reads, for compute)
   Seconds start{};
   Seconds end{};
   /// The other GPU: a copy's, put's, get's or load's peer; for a signal_wait, the PE whose put made the signal hold.
   /// -1 when none (a collective, the host, the rank itself).
   int peer = -1;
-  std::string detail{};  // what the run chose: a collective's "ring/LL128"; empty when nothing
+  std::string_view detail{};  // what the run chose: a collective's "ring/LL128"; empty when nothing
   /// signal_wait: when the put (issued by `peer`) that made the signal hold started, for the timeline's arrows.
   std::optional<Seconds> cause{};
   std::string_view kernel{};  // a compute op's kernel name (ComputeOp::kernel): static storage; empty when none

@@ -1089,10 +1089,10 @@ class RankEmitter {
   std::vector<Op>* out_ = nullptr;  // the stream being emitted: this step's main or gradient stream, or the program
 };
 
-bool is_compute(const std::string& kind) {
+bool is_compute(std::string_view kind) {
   return kind == ComputeOp::KIND.name;
 }
-bool is_communication(const std::string& kind) {
+bool is_communication(std::string_view kind) {
   return kind == CollectiveOp::KIND.name || kind == CopyOp::KIND.name || kind == PutOp::KIND.name ||
          kind == GetOp::KIND.name || kind == QuietOp::KIND.name;
 }
@@ -1150,19 +1150,26 @@ void Training::emit(std::vector<Program>& programs, int phase, const std::vector
   if (outcome()) return;  // it does not fit: nothing runs
   Groups groups;
   std::map<std::tuple<int, int, int>, std::vector<MoeRoute>> routes;
+  std::size_t last = 0;  // ops the rank emitted last added
   for (int r = 0; r < config_.plan.gpus(); ++r) {
     // A folded rank's program is its representative's (replicas_alike()); MoE draws routes as ranks are emitted, and
     // says its replicas are not alike, so every rank is needed there.
     if (!needed.empty() && !needed[static_cast<std::size_t>(r)]) continue;
     auto& ops = programs[static_cast<std::size_t>(r)].ops;
-    // The same position in the first data-parallel replica (a lower rank, emitted already) runs as many ops, give or
-    // take a MoE layer's routes: sized up front, a program is written once instead of regrown (at 128 GPUs the
-    // regrowth's copies and fresh pages took about a tenth of a GPT-3 step's run time).
+    // Sized up front, a program is written once instead of regrown (at 128 GPUs the regrowth's copies and fresh
+    // pages took about a tenth of a GPT-3 step's run time, and doubling left a third of the memory unused). The same
+    // position in the first data-parallel replica (a lower rank, emitted already) runs as many ops, give or take a
+    // MoE layer's routes; in that replica, the rank emitted before (its tensor-parallel neighbour, or the previous
+    // stage's) about as many.
+    std::size_t expected = last;
     if (auto c = coord_of(config_.plan, r); c.dp > 0) {
       c.dp = 0;
-      ops.reserve(ops.size() + programs[static_cast<std::size_t>(rank_of(config_.plan, c))].ops.size());
+      expected = programs[static_cast<std::size_t>(rank_of(config_.plan, c))].ops.size();
     }
+    const std::size_t before = ops.size();
+    ops.reserve(before + expected);
     RankEmitter(*this, seed_, r, phase, groups, routes).run(ops);
+    last = ops.size() - before;
   }
 }
 
@@ -1214,7 +1221,7 @@ std::vector<Table> Training::summarize(const RankRecords& records, int phase) co
     if (is_compute(r.kind)) compute[static_cast<std::size_t>(r.rank)].push_back(span);
     if (is_compute(r.kind) || is_communication(r.kind)) busy[static_cast<std::size_t>(r.rank)].push_back(span);
     if (is_communication(r.kind) && r.kind != QuietOp::KIND.name)
-      moved[r.kind] += weight * static_cast<double>(r.bytes.count());
+      moved[std::string(r.kind)] += weight * static_cast<double>(r.bytes.count());
   }
   Table memory{fmt::format("training memory per GPU by pipeline stage (GiB; HBM {:.1f} GiB)", gib(hbm_)),
                {"stage", "params_m", "weights", "gradients", "optimizer", "activations", "in_flight", "communication",
