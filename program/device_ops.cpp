@@ -66,7 +66,7 @@ void parse_compute(const ConfigNode& op, const OpParse& at) {
                               operands < 0x1p63 ? fmt::format("{}", Bytes{static_cast<std::uint64_t>(operands)})
                                                 : fmt::format("{:.3g} B", operands),
                               gpu.memory));
-    c.gemm = g;
+    c.shape = g;
     c.flops = g.flops();
     c.bytes = g.operand_bytes(models::element_size(c.dtype));
   }
@@ -89,7 +89,7 @@ void parse_compute(const ConfigNode& op, const OpParse& at) {
     a.backward = shape->optional<bool>("backward", false);
     if (fabric.device(fabric.gpus().front()).gpu->sms <= 0)
       op.fail_key("attention", "the GPU preset does not say how many SMs it has; give flops and bytes");
-    c.attention = a;
+    c.shape = a;
     c.flops = a.flops();
   }
   const auto launch_name = op.optional<std::string>("launch", "stream");
@@ -117,7 +117,7 @@ void parse_compute(const ConfigNode& op, const OpParse& at) {
   }
   if (op.has("kernel")) {
     if (c.duration) op.fail_key("kernel", "applies to computed kernels, not to a fixed time");
-    if (c.gemm || c.attention)
+    if (!std::holds_alternative<std::monostate>(c.shape))
       op.fail_key("kernel", "a gemm or attention is timed by its shape; `kernel` names a memory-bound kernel's kind");
     const auto name = op.required<std::string>("kernel");
     constexpr std::string_view BACKWARD = "_backward";
@@ -157,15 +157,14 @@ void parse_copy(const ConfigNode& op, const OpParse& at) {
 
 OpDescription describe(const ComputeOp& op) {
   if (op.duration) return {fmt::format("compute {}", *op.duration), op.bytes};
-  if (op.attention)
-    return {fmt::format("attention b{} h{} s{} d{}{} {}{}", op.attention->batch, op.attention->heads, op.attention->seq,
-                        op.attention->head_dim, op.attention->causal ? " causal" : "", to_string(op.dtype),
-                        op.attention->backward ? " backward" : ""),
+  if (const auto* a = op.attention())
+    return {fmt::format("attention b{} h{} s{} d{}{} {}{}", a->batch, a->heads, a->seq, a->head_dim,
+                        a->causal ? " causal" : "", to_string(op.dtype), a->backward ? " backward" : ""),
             op.bytes};
-  if (op.gemm)
-    return {fmt::format("gemm {}x{}x{}{} {} {}{}", op.gemm->m, op.gemm->n, op.gemm->k,
-                        op.gemm->batch > 1 ? fmt::format(" x{}", op.gemm->batch) : std::string(),
-                        models::to_string(op.gemm->layout), to_string(op.dtype), op.gemm->backward ? " backward" : ""),
+  if (const auto* g = op.gemm())
+    return {fmt::format("gemm {}x{}x{}{} {} {}{}", g->m, g->n, g->k,
+                        g->batch > 1 ? fmt::format(" x{}", g->batch) : std::string(), models::to_string(g->layout),
+                        to_string(op.dtype), g->backward ? " backward" : ""),
             op.bytes};
   const bool kind = op.memory.kernel != models::MemoryKernel::stream;
   return {fmt::format("compute {} {} {}{}{}{}", op.flops, op.bytes, to_string(op.dtype), kind ? " " : "",

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string_view>
+#include <variant>
 
 #include "models/compute.hpp"
 #include "models/copy.hpp"
@@ -25,10 +26,10 @@ struct ComputeOp {
   // A CUDA graph's kernel node: queued, it pays the graph's per-node launch (collective.graph_launch) instead of
   // the queue gap.
   models::Launch launch = models::Launch::stream;
-  std::optional<models::Gemm> gemm{};  // a GEMM of known shape: timed by its tiles (flops and bytes are its own)
-  // Fused attention of known shape: its math side timed by its score blocks (ComputeModel::attention_time), its
-  // HBM side by `bytes`.
-  std::optional<models::Attention> attention{};
+  // A kernel of known shape, timed by it: a GEMM by its tiles (flops and bytes are its own), fused attention's math
+  // side by its score blocks (ComputeModel::attention_time; its HBM side by `bytes`). One field for both, since a
+  // kernel is at most one of them: programs hold millions of ops.
+  std::variant<std::monostate, models::Gemm, models::Attention> shape{};
   // An SM clock in MHz that replaces the power-capped clock for this kernel (the peaks are the preset's boost
   // clock's): locked (nvidia-smi -lgc), the kernel runs at that share of the boost rate; or, `clock_reported`, the
   // clock NVML reported while it ran under load (a probe record's reading), the kernel runs at the rate such a
@@ -40,6 +41,9 @@ struct ComputeOp {
   // What the workload calls this kernel, for its report of time by kernel ("gemm", "attention", "layernorm", ...;
   // empty: unnamed). Points at a name with static storage (a literal, or models::to_string's).
   std::string_view kernel{};
+
+  const models::Gemm* gemm() const { return std::get_if<models::Gemm>(&shape); }
+  const models::Attention* attention() const { return std::get_if<models::Attention>(&shape); }
 };
 
 struct CopyOp {

@@ -24,9 +24,9 @@ void DeviceExecutor::run(int rank, const ComputeOp& op) {
                        : op.clock_reported ? model.rate_at_reported_clock(*op.clock_mhz / spec.boost_mhz)
                                            : *op.clock_mhz / spec.boost_mhz;
   const double rate = variability_.flop_rate(gpu) * clock;
-  const Seconds math = (op.gemm        ? model.gemm_time(spec, *op.gemm, op.dtype, rate)
-                        : op.attention ? model.attention_time(spec, *op.attention, rate)
-                                       : model.math_time(spec, op.flops, rate, op.dtype)) *
+  const Seconds math = (op.gemm()        ? model.gemm_time(spec, *op.gemm(), op.dtype, rate)
+                        : op.attention() ? model.attention_time(spec, *op.attention(), rate)
+                                         : model.math_time(spec, op.flops, rate, op.dtype)) *
                        jitter;
   const Seconds memory = model.memory_time(spec, op.bytes, variability_.hbm_rate(gpu), op.memory) * jitter;
   simulation_.kernel(gpu, math, memory, op.bytes);

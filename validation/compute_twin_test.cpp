@@ -53,8 +53,8 @@ TEST_CASE("compute twins: a GEMM at its read clock, behind the event between two
   const auto& event = std::get<workloads::ComputeOp>(events.sample[0][0].what);
   CHECK(event.duration == models.stream->event_record);
   const auto& kernel = std::get<workloads::ComputeOp>(events.sample[0][1].what);
-  REQUIRE(kernel.gemm);
-  CHECK(kernel.gemm->m == 4096);
+  REQUIRE(kernel.gemm());
+  CHECK(kernel.gemm()->m == 4096);
   CHECK(kernel.pipelined);
   CHECK(kernel.clock_mhz == 1500);
   CHECK(kernel.clock_reported);  // read under load: the rate such a reading means, not a locked clock
@@ -133,8 +133,8 @@ TEST_CASE("compute twins: sustained GEMMs run at the power model's clock with th
     const auto& kernel = std::get<workloads::ComputeOp>(t.sample[0][0].what);
     CHECK(kernel.operands == operands);
     CHECK_FALSE(kernel.clock_mhz);  // the clock read is what the power model must predict, not an input
-    REQUIRE(kernel.gemm);
-    CHECK(kernel.gemm->layout == models::GemmLayout::tn);
+    REQUIRE(kernel.gemm());
+    CHECK(kernel.gemm()->layout == models::GemmLayout::tn);
     CHECK(t.warmup > 0);
   }
   const auto unknown = make_twin(trace_of_records({}), data("checkerboard"), 1, models);
@@ -253,13 +253,13 @@ TEST_CASE("compute twins: cuDNN's SDPA runs as one fused attention kernel of its
   REQUIRE(ops.size() == 2);
   CHECK(std::get<workloads::ComputeOp>(ops[0].what).duration == models.stream->event_record);
   const auto& kernel = std::get<workloads::ComputeOp>(ops[1].what);
-  REQUIRE(kernel.attention);
-  CHECK(kernel.attention->batch == 2);
-  CHECK(kernel.attention->heads == 16);
-  CHECK(kernel.attention->kv_heads == 4);
-  CHECK(kernel.attention->seq == 2048);
-  CHECK(kernel.attention->causal);
-  CHECK(kernel.attention->backward);
+  REQUIRE(kernel.attention());
+  CHECK(kernel.attention()->batch == 2);
+  CHECK(kernel.attention()->heads == 16);
+  CHECK(kernel.attention()->kv_heads == 4);
+  CHECK(kernel.attention()->seq == 2048);
+  CHECK(kernel.attention()->causal);
+  CHECK(kernel.attention()->backward);
   CHECK(kernel.clock_mhz == 1755);
   CHECK(kernel.bytes == r.bytes);
   CHECK(kernel.pipelined);
@@ -300,7 +300,7 @@ TEST_CASE("compute twins: a PyTorch training step is the training workload's ste
   int gemms = 0, adamw = 0;
   for (const auto& op : twin.sample[0])
     if (const auto* c = std::get_if<workloads::ComputeOp>(&op.what)) {
-      gemms += c->gemm.has_value();
+      gemms += (c->gemm() != nullptr);
       adamw += c->memory.kernel == models::MemoryKernel::adamw;
     }
   CHECK(gemms == 2 * (2 * 4 + 1));  // per layer QKV, projection, MLP up and down, and the logits; forward and backward

@@ -135,7 +135,7 @@ namespace {
 /// The recorded GEMM as a kernel queued behind the previous one (flops and bytes its shape's).
 workloads::ComputeOp queued_gemm(const RecordedGemm& g) {
   workloads::ComputeOp c;
-  c.gemm = g.gemm;
+  c.shape = g.gemm;
   c.dtype = g.dtype;
   c.flops = g.gemm.flops();
   c.bytes = g.gemm.operand_bytes(models::element_size(g.dtype));
@@ -196,7 +196,7 @@ std::variant<Twin, std::string> compute(const TraceRecord& r, int gpus, const mo
     auto& ops = twin.sample[static_cast<std::size_t>(rank_at(r, 0))];
     ops.push_back(op(event(models)));
     workloads::ComputeOp c;
-    c.attention = a.attention;
+    c.shape = a.attention;
     c.flops = a.attention.flops();
     c.bytes = r.bytes;  // Q, K, V read and O written (backward: with dO, and dQ, dK, dV written)
     c.pipelined = true;

@@ -42,7 +42,7 @@ constexpr int GATHERED = 1;
 
 ComputeOp gemm(double n, models::OperandData operands) {
   ComputeOp c;
-  c.gemm = step_gemm(static_cast<std::int64_t>(n));
+  c.shape = step_gemm(static_cast<std::int64_t>(n));
   c.operands = operands;
   c.flops = Flops{2 * n * n * n};
   c.bytes = Bytes{static_cast<std::uint64_t>(3 * n * n * 2)};  // A, B and C in bf16

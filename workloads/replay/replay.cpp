@@ -286,8 +286,8 @@ std::vector<Program> build_programs(const std::vector<RankTrace>& traces, const 
             if (derived) {
               ComputeOp c{*n.flops, n.hbm_bytes, std::nullopt, n.dtype, true};
               if (models::kernels_by_shape(target, n.dtype)) {  // else the roofline, as the training workload does
-                c.gemm = n.gemm;                                // timed by its tiles
-                c.attention = n.attention;                      // by its score blocks over the SMs
+                if (n.gemm) c.shape = *n.gemm;                  // timed by its tiles
+                if (n.attention) c.shape = *n.attention;        // by its score blocks over the SMs
               }
               push(c);
               break;

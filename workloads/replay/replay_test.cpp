@@ -378,9 +378,9 @@ TEST_CASE("replay: cost derived takes GEMM and attention FLOPs and elementwise b
     for (const auto& op : lane)
       if (const auto* c = std::get_if<ComputeOp>(&op.what); c && !c->duration && op.tag >= 0) {
         ++roofline;
-        if (c->gemm) {  // a GEMM keeps its shape, for the GEMM model: its FLOPs are its shape's
+        if (c->gemm()) {  // a GEMM keeps its shape, for the GEMM model: its FLOPs are its shape's
           ++shaped;
-          CHECK(c->gemm->flops().count() == doctest::Approx(c->flops.count()).epsilon(1e-12));
+          CHECK(c->gemm()->flops().count() == doctest::Approx(c->flops.count()).epsilon(1e-12));
         }
       }
   CHECK(roofline == 81 + 12 + 216);
@@ -821,7 +821,7 @@ TEST_CASE("replay: cost derived runs cuDNN's self-attention by its shape on Hopp
     int shaped = 0, roofline = 0;
     for (const auto& lane : std::get<StreamsOp>(programs[0].ops.front().what).streams)
       for (const auto& op : lane)
-        if (const auto* c = std::get_if<ComputeOp>(&op.what); c && !c->duration) ++(c->attention ? shaped : roofline);
+        if (const auto* c = std::get_if<ComputeOp>(&op.what); c && !c->duration) ++(c->attention() ? shaped : roofline);
     return std::pair{shaped, roofline};
   };
   CHECK(attention_ops("{type: hgx, gpus: 2, gpu: h200}") == std::pair{1, 1});

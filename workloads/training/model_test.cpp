@@ -655,7 +655,7 @@ namespace {
 void attention_windows(const std::vector<snsim::workloads::Op>& ops, std::vector<std::int64_t>& out) {
   for (const auto& op : ops) {
     if (const auto* c = std::get_if<snsim::workloads::ComputeOp>(&op.what))
-      if (c->attention && !c->attention->backward) out.push_back(c->attention->window);
+      if (c->attention() && !c->attention()->backward) out.push_back(c->attention()->window);
     if (const auto* st = std::get_if<snsim::workloads::StreamsOp>(&op.what))
       for (const auto& stream : st->streams) attention_windows(stream, out);
   }
@@ -1048,8 +1048,8 @@ TEST_CASE("training: a multi-token-prediction module adds a projection, a layer 
       std::function<void(const std::vector<snsim::workloads::Op>&)> walk = [&](const auto& ops) {
         for (const auto& op : ops) {
           if (const auto* c = std::get_if<snsim::workloads::ComputeOp>(&op.what)) {
-            attention += c->attention && !c->attention->backward;
-            heads += c->gemm && !c->gemm->backward && c->gemm->m == 32000;
+            attention += c->attention() && !c->attention()->backward;
+            heads += c->gemm() && !c->gemm()->backward && c->gemm()->m == 32000;
           }
           if (const auto* st = std::get_if<snsim::workloads::StreamsOp>(&op.what))
             for (const auto& stream : st->streams) walk(stream);

@@ -241,14 +241,14 @@ class RankEmitter {
                 std::nullopt, dtype};
     // A linear layer's forward (scale 1) or its backward's two GEMMs (scale 2), by shape.
     if (k.gemm && t_.by_shape() && (scale == 1 || scale == 2)) {
-      c.gemm = *k.gemm;
-      c.gemm->backward = scale == 2;
-      c.flops = c.gemm->flops();
+      auto& g = c.shape.emplace<models::Gemm>(*k.gemm);
+      g.backward = scale == 2;
+      c.flops = g.flops();
     }
     if (k.attention && t_.by_shape() && (scale == 1 || scale == 2)) {  // a whole pass (not a CP round's part)
-      c.attention = *k.attention;
-      c.attention->backward = scale == 2;
-      c.flops = c.attention->flops();
+      auto& a = c.shape.emplace<models::Attention>(*k.attention);
+      a.backward = scale == 2;
+      c.flops = a.flops();
     }
     c.memory = {k.memory, scale == 2};
     c.kernel = k.name.empty() ? models::to_string(k.memory) : k.name;

@@ -187,9 +187,9 @@ namespace {
 void collect_gemms(const std::vector<Op>& ops, std::vector<models::Gemm>& gemms, std::multiset<std::string>& others) {
   for (const auto& op : ops) {
     if (const auto* c = std::get_if<ComputeOp>(&op.what)) {
-      if (c->gemm) {
-        CHECK(c->flops.count() == doctest::Approx(c->gemm->flops().count()));
-        gemms.push_back(*c->gemm);
+      if (c->gemm()) {
+        CHECK(c->flops.count() == doctest::Approx(c->gemm()->flops().count()));
+        gemms.push_back(*c->gemm());
       } else {
         others.insert(std::string(models::to_string(c->memory.kernel)) +
                       (c->memory.backward && models::has_backward(c->memory.kernel) ? "_backward" : ""));
@@ -277,10 +277,10 @@ TEST_CASE("training: autocast casts each linear layer's fp32 weight before its f
   double cast = 0, widen = 0, weights = 0;
   for (std::size_t i = 0; i < with.size(); ++i) {
     const auto* c = std::get_if<ComputeOp>(&with[i].what);
-    if (!c || !c->gemm) continue;
-    const double elements = static_cast<double>(c->gemm->m) * static_cast<double>(c->gemm->k);
+    if (!c || !c->gemm()) continue;
+    const double elements = static_cast<double>(c->gemm()->m) * static_cast<double>(c->gemm()->k);
     weights += elements;
-    if (!c->gemm->backward) {  // the cast just before it
+    if (!c->gemm()->backward) {  // the cast just before it
       const auto& before = std::get<ComputeOp>(with[i - 1].what);
       CHECK(before.memory.kernel == models::MemoryKernel::stream);
       CHECK(static_cast<double>(before.bytes.count()) == doctest::Approx(6 * elements));
