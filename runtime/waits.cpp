@@ -22,11 +22,29 @@ Seconds covered(std::vector<std::pair<Seconds, Seconds>> intervals) {
   return total;
 }
 
+std::size_t WaitLog::KeyHash::operator()(const Key& key) const {
+  std::size_t h = std::hash<const void*>{}(key.group);
+  for (const std::size_t part : {static_cast<std::size_t>(key.kind), static_cast<std::size_t>(key.rank), key.k})
+    h ^= std::hash<std::size_t>{}(part) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+
 void WaitLog::arrive(int rank, Sync kind, const void* group, std::size_t members, Seconds arrival, Seconds departure) {
-  const Key key{kind, group};
-  const std::size_t k = uses_[{rank, key}]++;
-  members_.emplace(key, members);
-  syncs_[{key, k}].push_back({rank, arrival, departure});
+  const std::size_t k = uses_[{kind, group, rank, 0}]++;
+  const auto it = open_.try_emplace({kind, group, -1, k}, Pending{members, {}}).first;
+  auto& arrivals = it->second.arrivals;
+  arrivals.push_back({rank, arrival, departure});
+  if (arrivals.size() < it->second.members) return;  // syncs some member never reaches (a deadlock) give nothing
+  const Arrival* last = &arrivals.front();
+  for (const auto& a : arrivals)
+    if (a.arrival > last->arrival || (a.arrival == last->arrival && a.rank < last->rank)) last = &a;
+  for (const auto& a : arrivals) {
+    // Until the last member arrived, or until this one left if it could go sooner (a broadcast's root).
+    const Seconds until = std::min(last->arrival, a.departure);
+    if (a.rank != last->rank && until > a.arrival)
+      direct_.push_back({a.rank, last->rank, a.arrival, until - a.arrival});
+  }
+  open_.erase(it);
 }
 
 void WaitLog::add(const Wait& wait) {
@@ -35,17 +53,6 @@ void WaitLog::add(const Wait& wait) {
 
 std::vector<Wait> WaitLog::waits() const {
   std::vector<Wait> all = direct_;
-  for (const auto& [key, arrivals] : syncs_) {
-    if (arrivals.size() < members_.at(key.first)) continue;  // never complete: the run deadlocked
-    const Arrival* last = &arrivals.front();
-    for (const auto& a : arrivals)
-      if (a.arrival > last->arrival || (a.arrival == last->arrival && a.rank < last->rank)) last = &a;
-    for (const auto& a : arrivals) {
-      // Until the last member arrived, or until this one left if it could go sooner (a broadcast's root).
-      const Seconds until = std::min(last->arrival, a.departure);
-      if (a.rank != last->rank && until > a.arrival) all.push_back({a.rank, last->rank, a.arrival, until - a.arrival});
-    }
-  }
   std::ranges::sort(all, [](const Wait& a, const Wait& b) {
     return std::tie(a.rank, a.start, a.on, a.duration) < std::tie(b.rank, b.start, b.on, b.duration);
   });

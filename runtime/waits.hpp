@@ -19,8 +19,7 @@
 #pragma once
 
 #include <cstddef>
-#include <map>
-#include <utility>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/report.hpp"
@@ -53,11 +52,26 @@ class WaitLog {
     int rank;
     Seconds arrival, departure;
   };
-  using Key = std::pair<Sync, const void*>;
-  std::map<std::pair<int, Key>, std::size_t> uses_;                    // (rank, kind and group) -> syncs started
-  std::map<std::pair<Key, std::size_t>, std::vector<Arrival>> syncs_;  // (kind and group, k) -> its arrivals
-  std::map<Key, std::size_t> members_;                                 // kind and group -> its size
-  std::vector<Wait> direct_;
+  /// A rank's syncs of a kind on a group (rank -1: the group's), or the k-th of them.
+  struct Key {
+    Sync kind;
+    const void* group;
+    int rank;
+    std::size_t k;
+    friend bool operator==(const Key&, const Key&) = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& key) const;
+  };
+  struct Pending {
+    std::size_t members;
+    std::vector<Arrival> arrivals;
+  };
+  // A run makes millions of syncs and a few are open at a time: each is resolved into waits, and forgotten, as its
+  // last member arrives.
+  std::unordered_map<Key, std::size_t, KeyHash> uses_;  // (kind, group, rank) -> syncs the rank started
+  std::unordered_map<Key, Pending, KeyHash> open_;      // (kind, group, k) -> the arrivals so far
+  std::vector<Wait> direct_;                            // and the waits of the syncs resolved
 };
 
 /// Per rank (0 .. ranks - 1): span, busy, waiting and waiting by blamed rank, from the op records of the run and
