@@ -36,8 +36,8 @@ void RunContext::release_sms(int rank) {
 }
 
 void RunContext::record(OpRecord record) {
-  // The caller's texts may be temporaries (a label just formatted): the record keeps the stored copies.
-  record.kind = interned(record.kind);
+  // The caller's label and detail may be temporaries (a label just formatted): the record keeps the stored copies.
+  // Its kind is an op kind's static name.
   record.label = interned(record.label);
   record.detail = interned(record.detail);
   records_[static_cast<std::size_t>(record.rank)].push_back(record);

@@ -51,8 +51,8 @@ class RunContext {
   void release_sms(int rank);
 
   /// Appends a record to its rank's: the Runner's for each op as it ends, an executor's for work an op caused (UVM
-  /// faults and migrations, recorded before the op that caused them ends). Its texts may be views of temporaries:
-  /// the record keeps interned copies (sim/interned.hpp).
+  /// faults and migrations, recorded before the op that caused them ends). Its label and detail may be views of
+  /// temporaries: the record keeps interned copies (sim/interned.hpp); its kind must be a static name.
   void record(OpRecord record);
   /// Room for `ops` records of `rank`, so that a long run's records grow once, not by doubling.
   void reserve_records(int rank, std::size_t ops) { records_[static_cast<std::size_t>(rank)].reserve(ops); }
