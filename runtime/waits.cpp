@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <boost/container_hash/hash.hpp>
 
 namespace snsim::workloads {
 Seconds covered(std::vector<std::pair<Seconds, Seconds>> intervals) {
@@ -23,15 +24,16 @@ Seconds covered(std::vector<std::pair<Seconds, Seconds>> intervals) {
 }
 
 std::size_t WaitLog::KeyHash::operator()(const Key& key) const {
-  std::size_t h = std::hash<const void*>{}(key.group);
-  for (const std::size_t part : {static_cast<std::size_t>(key.kind), static_cast<std::size_t>(key.rank), key.k})
-    h ^= std::hash<std::size_t>{}(part) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  std::size_t h = 0;
+  boost::hash_combine(h, key.group);
+  boost::hash_combine(h, key.kind);
+  boost::hash_combine(h, key.n);
   return h;
 }
 
 void WaitLog::arrive(int rank, Sync kind, const void* group, std::size_t members, Seconds arrival, Seconds departure) {
-  const std::size_t k = uses_[{kind, group, rank, 0}]++;
-  const auto it = open_.try_emplace({kind, group, -1, k}, Pending{members, {}}).first;
+  const std::size_t k = uses_[{kind, group, static_cast<std::size_t>(rank)}]++;
+  const auto it = open_.try_emplace({kind, group, k}, Pending{members, {}}).first;
   auto& arrivals = it->second.arrivals;
   arrivals.push_back({rank, arrival, departure});
   if (arrivals.size() < it->second.members) return;  // syncs some member never reaches (a deadlock) give nothing

@@ -52,12 +52,11 @@ class WaitLog {
     int rank;
     Seconds arrival, departure;
   };
-  /// A rank's syncs of a kind on a group (rank -1: the group's), or the k-th of them.
+  /// Syncs of a kind on a group, and a number: a rank (how many it started) or k (the group's k-th sync).
   struct Key {
     Sync kind;
     const void* group;
-    int rank;
-    std::size_t k;
+    std::size_t n;
     friend bool operator==(const Key&, const Key&) = default;
   };
   struct KeyHash {
