@@ -333,8 +333,8 @@ TEST_CASE("folding: the memory estimate counts a folded rank's ops at their summ
   const auto decision = scenario.folding(programs);
   REQUIRE(decision.folding.simulated_ranks() == 8);
   const auto every = load(DENSE_32 + "fold: false\n");
-  const auto full = estimate_memory(every.fabric(), every.programs());
-  const auto folded = estimate_memory(scenario.fabric(), programs, &decision.folding);
+  const auto full = estimate_memory(every.fabric(), every.programs(), nullptr, RunFiles::none);
+  const auto folded = estimate_memory(scenario.fabric(), programs, &decision.folding, RunFiles::none);
   CHECK(full.folded_ops == 0);
   CHECK(folded.ops + folded.folded_ops == full.ops);
   CHECK(folded.folded_ops == 3 * folded.ops);  // 3 of the 4 replicas fold

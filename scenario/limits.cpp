@@ -26,9 +26,14 @@ namespace {
 //             (actor, host, HBM link) and 2.17 KiB per channel (graph edge, spare link, hub routes), rounded up to
 //             40 and 2.25; NVL576 (576 GPUs, 25,920 channels, 71,992 KiB) comes out 1.6x over
 //   ROUTE     NVL72, 73 endpoints routed up front (5,256 routes): 2.4 MiB above the 2-GPU run, all parts included
-//   OP        8-GPU HGX, 200,000 -> 800,000 kernels with --out and a timeline: 860,060 KiB more, 1.43 KiB per op
-//             (its record, report.json, report.csv, timeline.json); 1.75 keeps the 200,000-op run (358,760 KiB)
-//             under the estimate
+//   OP        8-GPU HGX, 200,000 -> 800,000 ops per run (25,000 -> 100,000 per GPU): without files, 0.27 KiB per
+//             op (kernels alone; the same with copies and all-reduces among them); a training step's ops, nested
+//             in streams and waited on, 0.46-0.49 KiB (Llama 3.1 405B's plan on 1,024 and 8,192 H100 and with a
+//             slow GPU: 3.05 and 6.11 million simulated ops, 1,542, 1,843 and 3,279 MiB at peak, less the fabric's
+//             448 MiB at 8,192 GPUs): 0.55 KiB. With --out, report.json and report.csv take 1.03-1.05 KiB more per
+//             op of those 8 GPUs, 1.36 KiB per op of GPT-3 175B's step on 128 H100 (625,000 ops, longer labels:
+//             337 -> 1,169 MiB): 1.4. timeline.json 0.14 KiB more for kernels, 0.55 for the GPT-3 step, 1.04 with
+//             copies' rate counters: 1.1
 //   PGAS      8-GPU HGX, 200,000 -> 800,000 ops of puts and quiets: 1.46 KiB per op, ~0.1 KiB per put beyond its
 //             record (a mailbox and a helper actor SimGrid keeps)
 //   FLOW      NVL72 all-to-all on the exact path (5,112 flows at once) against a ring all-gather: 12,352 KiB more,
@@ -44,13 +49,16 @@ constexpr double PROCESS = 36 * 1024 * KiB;
 constexpr double ENDPOINT = 40 * KiB;
 constexpr double CHANNEL = 2.25 * KiB;
 constexpr double ROUTE = 0.25 * KiB;
-constexpr double OP = 1.75 * KiB;
+constexpr double OP = 0.55 * KiB;
+constexpr double OP_REPORTS = 1.4 * KiB;
+constexpr double OP_TIMELINE = 1.1 * KiB;
 // A folded rank's op is neither built (Workload::replicas_alike) nor recorded, and the summaries read its
 // representative's records (RankRecords::simulated): Llama 3.1 405B on 8,192 H100 (workloads/bench/
-// llama405b_8192h100.yaml, 3,054,352 simulated and 192,424,176 folded ops) peaked at 3,833,068 KiB against 2,316,484
-// KiB for the same plan on 1,024 (21,380,464 folded ops); less the endpoints', channels' and waits' growth, about
-// 3 B per folded op, rounded up.
-constexpr double FOLDED_OP = 4;
+// llama405b_8192h100.yaml, 3,054,352 simulated and 192,424,176 folded ops) peaked at 1,843 MiB against 1,542 MiB for
+// the same plan on 1,024 (21,380,464 folded ops), a difference the fabric's growth alone accounts for (367 MiB for
+// one kernel per GPU, most of it the 7,168 more rank actors that a folded run does not have): well under a byte per
+// folded op (stop 46 measured 3 B, when every rank's waits held a time per rank), rounded up to 1.
+constexpr double FOLDED_OP = 1;
 // Who waited on whom (RankWaits::on) holds only the ranks each rank waited on, a few per rank. Until stop 47 every
 // rank held a time per rank, ranks^2 entries, and the ENDPOINT and CHANNEL fit's runs held them (at 10,008 GPUs, 764
 // MiB of the 1.27 GiB measured): those terms stay above what such runs need now.
@@ -171,6 +179,19 @@ Bytes cost(std::uint64_t items, double each) {
   return bytes >= 0x1p64 ? Bytes{MAX} : Bytes{static_cast<std::uint64_t>(bytes)};
 }
 
+/// A simulated op's bytes: itself, its record and bookkeeping, and its rows in the files built in memory.
+double op_cost(RunFiles files) {
+  switch (files) {
+    case RunFiles::none:
+      return OP;
+    case RunFiles::reports:
+      return OP + OP_REPORTS;
+    case RunFiles::reports_and_timeline:
+      return OP + OP_REPORTS + OP_TIMELINE;
+  }
+  return OP + OP_REPORTS + OP_TIMELINE;
+}
+
 }  // namespace
 
 std::string MemoryEstimate::breakdown() const {
@@ -178,7 +199,7 @@ std::string MemoryEstimate::breakdown() const {
   parts.push_back(fmt::format("{} endpoints and {} channels {}", grouped(endpoints), grouped(channels),
                               cost(endpoints, ENDPOINT) + cost(channels, CHANNEL)));
   if (routes > 0) parts.push_back(fmt::format("{} routes {}", grouped(routes), cost(routes, ROUTE)));
-  parts.push_back(fmt::format("{} ops {}", grouped(ops), cost(ops, OP)));
+  parts.push_back(fmt::format("{} ops {}", grouped(ops), cost(ops, op_cost(files))));
   if (folded_ops > 0)
     parts.push_back(fmt::format("{} folded ops {}", grouped(folded_ops), cost(folded_ops, FOLDED_OP)));
   if (pgas > 0) parts.push_back(fmt::format("{} puts and gets {}", grouped(pgas), cost(pgas, PGAS)));
@@ -190,8 +211,10 @@ std::string MemoryEstimate::breakdown() const {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-MemoryEstimate estimate_memory(const Fabric& fabric, const std::vector<Program>& programs, const Folding* folding) {
+MemoryEstimate estimate_memory(const Fabric& fabric, const std::vector<Program>& programs, const Folding* folding,
+                               RunFiles files) {
   MemoryEstimate e;
+  e.files = files;
   e.endpoints = fabric.gpus().size() + (fabric.host() ? 1 : 0) + fabric.nvme_drives().size();
   e.channels = fabric.channel_count();
   if (e.endpoints <= Simulation::EAGER_ENDPOINTS) e.routes = e.endpoints * (e.endpoints - 1);
@@ -237,7 +260,7 @@ MemoryEstimate estimate_memory(const Fabric& fabric, const std::vector<Program>&
   }
   const double total = PROCESS + static_cast<double>(e.endpoints) * ENDPOINT +
                        static_cast<double>(e.channels) * CHANNEL + static_cast<double>(e.routes) * ROUTE +
-                       static_cast<double>(e.ops) * OP + static_cast<double>(e.folded_ops) * FOLDED_OP +
+                       static_cast<double>(e.ops) * op_cost(files) + static_cast<double>(e.folded_ops) * FOLDED_OP +
                        static_cast<double>(e.pgas) * PGAS + static_cast<double>(e.flows) * FLOW +
                        static_cast<double>(e.helpers) * HELPER + static_cast<double>(e.managed_pages) * MANAGED_PAGE +
                        static_cast<double>(e.managed_blocks) * MANAGED_BLOCK;

@@ -5,13 +5,15 @@
 // development machine (peak RSS of whole `snsim run --out` processes, GNU time; scenario/limits.cpp has the
 // figures): the process with SimGrid; every endpoint (its host, actor, HBM link) and channel (its link, graph edge,
 // spare link); every route of a platform routed up front (up to Simulation::EAGER_ENDPOINTS endpoints); every op
-// after repeats (its record, and its lines in report.json, report.csv, timeline.json); every put and get (a mailbox
-// and a helper actor that SimGrid keeps); and the most collective transfers in flight at once (every rank's largest
-// collective fan-out: n - 1 flows for all-to-all and one/two-shot, 2 for the others); the helper actors alive at
-// once (each put's until a quiet or shmem_barrier waits for it, one more for a rank's gets, migrations or tree
-// collectives); and every page of every managed buffer (UVM residency: a page's state while an op splits its 2 MiB
-// block, and each block's entries). It is an upper bound for the runs measured (estimate / measured peak: 1.05 for
-// 10,008 GPUs, 1.18 for 800,000 ops, up to 1.6 for NVL576), not a promise: failures, waits and SimGrid's own queues
+// after repeats (its record and bookkeeping and, when the run writes them, its rows in report.json, report.csv
+// and timeline.json, which are built in memory first); every put and get (a mailbox and a helper actor that
+// SimGrid keeps); and the most collective transfers in flight at once (every rank's largest collective fan-out:
+// n - 1 flows for all-to-all and one/two-shot, 2 for the others); the helper actors alive at once (each put's until
+// a quiet or shmem_barrier waits for it, one more for a rank's gets, migrations or tree collectives); and every page
+// of every managed buffer (UVM residency: a page's state while an op splits its 2 MiB block, and each block's
+// entries). It is an upper bound for the runs measured (estimate / measured peak: 1.05 for 10,008 GPUs, 1.1-1.9
+// for 800,000 ops with and without files, 1.3-1.6 for training steps of 1,024-8,192 GPUs, up to 1.6 for NVL576),
+// not a promise: failures, waits and SimGrid's own queues
 // are not counted. Each rank's actor context (its stack, touched only where it runs) is in the per-endpoint cost;
 // the number of actors alive at once, helpers included, is limited apart, by the kernel's memory maps (max_actors,
 // sim/simulation.hpp).
@@ -33,6 +35,11 @@
 
 namespace snsim::workloads {
 
+/// The files a run writes (`snsim run --out`, and `--timeline`): report.json and report.csv are built in memory with
+/// a row per recorded op before they are written, timeline.json likewise with an event (and rate counters) per op.
+/// Each costs far more per op than the op itself.
+enum class RunFiles { none, reports, reports_and_timeline };
+
 /// What a run will hold at its peak, by part.
 struct MemoryEstimate {
   std::uint64_t endpoints = 0;   // GPUs, host, NVMe drives
@@ -46,16 +53,17 @@ struct MemoryEstimate {
   std::uint64_t managed_pages = 0;   // pages of the managed buffers (UVM), each a residency entry at worst
   std::uint64_t managed_blocks = 0;  // their 2 MiB VA blocks
   std::uint64_t actors = 0;  // SimGrid actors alive at once, at most: one per GPU, its streams, the failures', helpers
+  RunFiles files = RunFiles::none;  // what each op costs in the files built in memory
   Bytes total{0};
   /// "8 endpoints, 1,000,000 ops (1.4 GiB), ..." : the counts and what the largest parts cost.
   std::string breakdown() const;
 };
 
 /// Estimates a run's peak memory from its fabric and programs (Scenario::programs()), with the ranks `folding`
-/// folds (Scenario::folding) costing a few bytes per op, counted from their representatives' programs. Saturates
-/// at 2^64 - 1 bytes.
-MemoryEstimate estimate_memory(const Fabric& fabric, const std::vector<Program>& programs,
-                               const Folding* folding = nullptr);
+/// folds (Scenario::folding) costing a few bytes per op, counted from their representatives' programs, and each
+/// simulated op its part of the `files` the run writes. Saturates at 2^64 - 1 bytes.
+MemoryEstimate estimate_memory(const Fabric& fabric, const std::vector<Program>& programs, const Folding* folding,
+                               RunFiles files);
 
 /// The memory a run may use, and where that figure came from.
 struct MemoryLimit {

@@ -242,8 +242,8 @@ TEST_CASE("cli: a 10,000-GPU superpod is refused under a 1 GiB limit, with the e
   check_input_error(
       run_scenario(dir, cli_scenario("{type: superpod, node: nvl72, nodes: 139}", "[{compute: {time: 1us}}]"),
                    {"--max-memory", "1GiB"}),
-      "s.yaml: memory: the run needs about 1.34207 GiB (10,008 endpoints and 423,360 channels 1.29021 "
-      "GiB, 10,008 ops 17.1035 MiB), more than the limit of 1 GiB (--max-memory)");
+      "s.yaml: memory: the run needs about 1.33061 GiB (10,008 endpoints and 423,360 channels 1.29021 "
+      "GiB, 10,008 ops 5.37539 MiB), more than the limit of 1 GiB (--max-memory)");
 }
 
 TEST_CASE("cli: a million ops on each of 72 GPUs are refused, under --max-memory and SNSIM_MAX_MEMORY alike") {
@@ -252,8 +252,8 @@ TEST_CASE("cli: a million ops on each of 72 GPUs are refused, under --max-memory
       "topology: {type: nvl72}\nworkloads: [{type: program, ops: [{repeat: 1000000, ops: [{compute: {time: "
       "1us}}]}]}]\n";
   const std::string message =
-      "s.yaml: memory: the run needs about 120.208 GiB (73 endpoints and 2,736 channels 8.86328 MiB, 5,256 routes "
-      "1.2832 MiB, 72,000,000 ops 120.163 GiB), more than the limit of 16 GiB";
+      "s.yaml: memory: the run needs about 37.8106 GiB (73 endpoints and 2,736 channels 8.86328 MiB, 5,256 routes "
+      "1.2832 MiB, 72,000,000 ops 37.7655 GiB), more than the limit of 16 GiB";
   check_input_error(run_scenario(dir, yaml, {"--max-memory", "16GiB"}), message + " (--max-memory)");
   setenv("SNSIM_MAX_MEMORY", "16GiB", 1);  // inherited by the snsim process
   check_input_error(run_scenario(dir, yaml), message + " (SNSIM_MAX_MEMORY)");

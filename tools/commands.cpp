@@ -212,7 +212,11 @@ int run_document(const std::shared_ptr<ConfigDocument>& doc, const RunOptions& o
   // Refused up front rather than killed part way: the estimate against --max-memory (scenario/limits.hpp).
   auto programs = scenario.take_programs();
   auto folding = scenario.folding(programs);
-  const auto estimate = workloads::estimate_memory(scenario.fabric(), programs, &folding.folding);
+  const bool timeline = !options.out.empty() && (scenario.timeline() || options.timeline);
+  const auto files = options.out.empty() ? workloads::RunFiles::none
+                     : timeline          ? workloads::RunFiles::reports_and_timeline
+                                         : workloads::RunFiles::reports;
+  const auto estimate = workloads::estimate_memory(scenario.fabric(), programs, &folding.folding, files);
   // More actors than the memory maps allow with a guard page under each stack: without them, unless asked for.
   std::vector<std::string> engine = options.engine;
   const bool unguarded = estimate.actors > max_actors() && !guard_pages_asked(engine);
@@ -227,7 +231,6 @@ int run_document(const std::shared_ptr<ConfigDocument>& doc, const RunOptions& o
                command, grouped(estimate.actors), grouped(max_actors()), UNGUARDED_STACKS);
   std::optional<studies::OutputDir> out;
   if (!options.out.empty()) out.emplace(options.out);
-  const bool timeline = out && (scenario.timeline() || options.timeline);
   if (timeline) {
     // Said before the run, which may take long, so that a user can stop it and choose GPUs instead.
     std::uint64_t ops = 0;
