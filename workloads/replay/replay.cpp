@@ -255,6 +255,8 @@ std::vector<Program> build_programs(const std::vector<RankTrace>& traces, const 
   };
 
   std::vector<Program> programs(static_cast<std::size_t>(gpus));
+  // One re-timing per (source, target) pair of GPU specs: loading a preset's models is not free.
+  std::map<std::pair<const GpuSpec*, const GpuSpec*>, KernelRetiming> retimings;
   for (int replica = 0; replica < replicas; ++replica)
     for (const auto& t : traces) {
       const int rank = t.rank + replica * captured;
@@ -293,7 +295,10 @@ std::vector<Program> build_programs(const std::vector<RankTrace>& traces, const 
               break;
             }
             const auto kind = n.kind == TraceNode::Kind::memory ? KernelClass::memory : classify(n.name);
-            const Seconds time = n.duration * slowdown(kind, source(), target);
+            auto key = std::pair{&source(), &target};
+            auto it = retimings.find(key);
+            if (it == retimings.end()) it = retimings.try_emplace(key, source(), target).first;
+            const Seconds time = it->second.time(kind, n.name, n.duration);
             if (time > Seconds{0}) push(ComputeOp{Flops{0}, Bytes{0}, time});
             break;
           }
