@@ -24,11 +24,12 @@ struct ReplayCommandOptions {
   std::string cost = "recorded";
   std::optional<int> ranks;
   std::optional<std::string> source_gpu;
+  std::vector<std::string> shapes;  // per rank, a profile of the same steps with shapes
   RunOptions run;
 };
 
 /// The platform the traces were captured on, as far as snsim has one: an HGX of their GPU with at least 2 GPUs
-/// (the smallest HGX; a one-GPU capture leaves GPU 1 idle), with the parameters calibrated on H200.
+/// (the smallest HGX; a one-GPU capture leaves GPU 1 idle), with that GPU's parameter preset.
 std::string captured_platform(const std::vector<std::string>& traces) {
   const auto read = workloads::replay::read_traces(traces);
   const std::string gpu = read.front().gpu.find("H100") != std::string::npos ? "h100" : "h200";
@@ -37,9 +38,9 @@ std::string captured_platform(const std::vector<std::string>& traces) {
     throw_input_error({"snsim replay", 0, 0}, "--platform",
                       fmt::format("{} ranks: give a platform scenario (an 8-GPU HGX is the largest default)", gpus));
   return fmt::format(
-      "name: replay\nseed: 1\ntopology: {{type: hgx, gpu: {}, gpus: {}}}\nmodels: {{params: h200}}\n"
+      "name: replay\nseed: 1\ntopology: {{type: hgx, gpu: {}, gpus: {}}}\nmodels: {{params: {}}}\n"
       "workloads: []\n",
-      gpu, gpus);
+      gpu, gpus, gpu);
 }
 
 int replay_command(ReplayCommandOptions& o) {
@@ -49,6 +50,7 @@ int replay_command(ReplayCommandOptions& o) {
   nlohmann::json workload{{"type", "trace"}, {"paths", o.traces}, {"cost", o.cost}};
   if (o.ranks) workload["ranks"] = *o.ranks;
   if (o.source_gpu) workload["source_gpu"] = *o.source_gpu;
+  if (!o.shapes.empty()) workload["shapes"] = o.shapes;
   // JSON is YAML's flow syntax: the workload replaces the platform's own.
   doc->set(fmt::format("workloads=[{}]", workload.dump()), "snsim replay");
   studies::apply_overrides(*doc, o.run.sets, o.run.seed, o.run.params);
@@ -71,6 +73,9 @@ void add_replay_command(CommandLine& cli) {
   cmd.add_option("--cost", o->cost, "kernel cost: recorded (scaled to the target GPU) or derived (from shapes)");
   cmd.add_option("--ranks", o->ranks, "ranks to replay: a multiple of the traces' (data-parallel replicas)");
   cmd.add_option("--source-gpu", o->source_gpu, "the GPU preset the traces ran on, when their header lacks it");
+  cmd.add_option("--shapes", o->shapes,
+                 "per trace, a profile of the same steps with shapes (record_shapes): --cost derived takes the "
+                 "kernels' shapes from it, the host's timing from the traces");
   auto* out = cmd.add_option("--out", o->run.out, "write report.json, report.csv, run.json (and timeline.json) here");
   cmd.add_option("--seed", o->run.seed, "override the platform's seed");
   cmd.add_option("--params", o->run.params, "calibrated parameters: a file or a preset (h200, h100, gb200)");

@@ -181,6 +181,53 @@ std::vector<RankTrace> read_traces(const std::vector<std::string>& files) {
   return traces;
 }
 
+void take_shapes(RankTrace& trace, const RankTrace& shaped) {
+  const auto kernels = [](const RankTrace& t, std::size_t lane) {
+    std::vector<std::size_t> found;
+    for (std::size_t i = 0; i < t.nodes.size(); ++i)
+      if (t.nodes[i].lane == lane && t.nodes[i].kind == TraceNode::Kind::kernel) found.push_back(i);
+    return found;
+  };
+  for (std::size_t lane = 0; lane < trace.lanes.size(); ++lane) {
+    const auto mine = kernels(trace, lane);
+    if (mine.empty()) continue;
+    const auto other = std::ranges::find(shaped.lanes, trace.lanes[lane]);
+    const auto theirs = other == shaped.lanes.end()
+                            ? std::vector<std::size_t>{}
+                            : kernels(shaped, static_cast<std::size_t>(other - shaped.lanes.begin()));
+    const auto differ = [&](const std::string& what) {
+      fail_trace(trace.file, fmt::format("its shapes trace {} is not a profile of the same steps: {} {}", shaped.file,
+                                         trace.lanes[lane], what));
+    };
+    // The slowed host of the shapes profile shifts its window against the light one's by a few kernels at either
+    // end (the tail of the step before, the last step's end): the longest overlap in which every kernel's name
+    // matches gives the shapes; kernels outside it keep their recorded time.
+    const auto n = static_cast<std::ptrdiff_t>(mine.size()), m = static_cast<std::ptrdiff_t>(theirs.size());
+    std::ptrdiff_t best = 0, best_overlap = 0;
+    for (std::ptrdiff_t d = -(n - 1); d < m; ++d) {  // mine[k] against theirs[k + d]
+      const std::ptrdiff_t first = std::max<std::ptrdiff_t>(0, -d), last = std::min(n, m - d);
+      if (last - first <= best_overlap) continue;
+      bool same = true;
+      for (std::ptrdiff_t k = first; same && k < last; ++k)
+        same = trace.nodes[mine[static_cast<std::size_t>(k)]].name ==
+               shaped.nodes[theirs[static_cast<std::size_t>(k + d)]].name;
+      if (same) best = d, best_overlap = last - first;
+    }
+    if (2 * best_overlap < n)
+      differ(fmt::format("has {} kernels here and {} there, and no run of half of these is a run of those",
+                         grouped(mine.size()), grouped(theirs.size())));
+    for (std::ptrdiff_t k = std::max<std::ptrdiff_t>(0, -best); k < std::min(n, m - best); ++k) {
+      TraceNode& to = trace.nodes[mine[static_cast<std::size_t>(k)]];
+      const TraceNode& from = shaped.nodes[theirs[static_cast<std::size_t>(k + best)]];
+      to.flops = from.flops;
+      to.gemm = from.gemm;
+      to.attention = from.attention;
+      to.hbm_bytes = from.hbm_bytes;
+      to.dtype = from.dtype;
+    }
+  }
+}
+
 void check_traces(std::vector<RankTrace>& traces) {
   std::map<int, const RankTrace*> by_rank;
   for (const auto& t : traces) {
@@ -422,38 +469,54 @@ class TraceWorkload final : public Workload {
 }  // namespace
 
 WorkloadRegistry::Entry trace_entry() {
-  return {"trace",
-          "replay a captured job: PyTorch profiler (Kineto) or Chakra traces, one per rank (docs/replay.md)",
-          {{"paths", "list of files", "", "one trace per rank (.json, .json.gz, Chakra .et); relative to the scenario"},
-           {"cost", "recorded|derived", "recorded",
-            "kernels: recorded time scaled to the target GPU, or from their shapes where known"},
-           {"ranks", "count", "as captured", "ranks to replay: captured ranks x data-parallel replicas"},
-           {"source_gpu", "GPU preset", "from the trace", "the GPU the traces ran on, when their header lacks it"}},
-          [](const ConfigNode& node, const Fabric& fabric) -> std::unique_ptr<Workload> {
-            auto w = std::make_unique<TraceWorkload>();
-            std::vector<std::string> files;
-            const ConfigNode paths = node.child("paths");
-            for (const auto& p : paths.elements()) {
-              std::filesystem::path file(p.as<std::string>());
-              const SourceLocation where = p.location();
-              if (file.is_relative() && where.line > 0) file = std::filesystem::path(where.file).parent_path() / file;
-              files.push_back(file.lexically_normal().string());
-            }
-            if (files.empty()) paths.fail("expected one trace per rank, found none");
-            ReplayOptions options;
-            const auto cost = node.optional<std::string>("cost", "recorded");
-            if (cost != "recorded" && cost != "derived")
-              node.fail_key("cost", fmt::format("expected recorded or derived, found '{}'", cost));
-            options.cost = cost == "derived" ? KernelCost::derived : KernelCost::recorded;
-            options.ranks = node.optional<int>("ranks", 0);
-            if (node.has("ranks")) check_between(node, "ranks", options.ranks, 1, 1 << 20);
-            options.source_gpu = node.maybe<std::string>("source_gpu");
-            w->traces = read_traces(files);
-            const std::string origin = node.location().to_string();
-            w->programs = build_programs(w->traces, fabric, options, 0, origin);
-            w->ranks = options.ranks == 0 ? static_cast<int>(w->traces.size()) : options.ranks;
-            return w;
-          }};
+  return {
+      "trace",
+      "replay a captured job: PyTorch profiler (Kineto) or Chakra traces, one per rank (docs/replay.md)",
+      {{"paths", "list of files", "", "one trace per rank (.json, .json.gz, Chakra .et); relative to the scenario"},
+       {"cost", "recorded|derived", "recorded",
+        "kernels: recorded time scaled to the target GPU, or from their shapes where known"},
+       {"ranks", "count", "as captured", "ranks to replay: captured ranks x data-parallel replicas"},
+       {"source_gpu", "GPU preset", "from the trace", "the GPU the traces ran on, when their header lacks it"},
+       {"shapes", "list of files", "none",
+        "per rank, a profile of the same steps with shapes (record_shapes): cost derived takes the kernels' "
+        "shapes from it and the host's timing from `paths`"}},
+      [](const ConfigNode& node, const Fabric& fabric) -> std::unique_ptr<Workload> {
+        auto w = std::make_unique<TraceWorkload>();
+        std::vector<std::string> files;
+        const ConfigNode paths = node.child("paths");
+        for (const auto& p : paths.elements()) {
+          std::filesystem::path file(p.as<std::string>());
+          const SourceLocation where = p.location();
+          if (file.is_relative() && where.line > 0) file = std::filesystem::path(where.file).parent_path() / file;
+          files.push_back(file.lexically_normal().string());
+        }
+        if (files.empty()) paths.fail("expected one trace per rank, found none");
+        ReplayOptions options;
+        const auto cost = node.optional<std::string>("cost", "recorded");
+        if (cost != "recorded" && cost != "derived")
+          node.fail_key("cost", fmt::format("expected recorded or derived, found '{}'", cost));
+        options.cost = cost == "derived" ? KernelCost::derived : KernelCost::recorded;
+        options.ranks = node.optional<int>("ranks", 0);
+        if (node.has("ranks")) check_between(node, "ranks", options.ranks, 1, 1 << 20);
+        options.source_gpu = node.maybe<std::string>("source_gpu");
+        w->traces = read_traces(files);
+        if (const auto shapes = node.maybe_child("shapes")) {
+          const auto items = shapes->elements();
+          if (items.size() != files.size())
+            shapes->fail(fmt::format("expected one shapes trace per trace ({}), found {}", files.size(), items.size()));
+          for (std::size_t i = 0; i < items.size(); ++i) {
+            std::filesystem::path file(items[i].as<std::string>());
+            const SourceLocation where = items[i].location();
+            if (file.is_relative() && where.line > 0) file = std::filesystem::path(where.file).parent_path() / file;
+            const auto path = file.lexically_normal().string();
+            take_shapes(w->traces[i], read_trace_bytes(read_file(path), path, static_cast<int>(i)));
+          }
+        }
+        const std::string origin = node.location().to_string();
+        w->programs = build_programs(w->traces, fabric, options, 0, origin);
+        w->ranks = options.ranks == 0 ? static_cast<int>(w->traces.size()) : options.ranks;
+        return w;
+      }};
 }
 
 }  // namespace snsim::workloads::replay

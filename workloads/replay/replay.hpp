@@ -38,6 +38,14 @@ RankTrace read_trace_bytes(std::string bytes, const std::string& file, int posit
 /// rank.
 void check_traces(std::vector<RankTrace>& traces);
 
+/// Gives `trace`'s kernels the shapes `shaped` derived for its own: `shaped` is a profile of the same steps taken
+/// with record_shapes (and the execution trace), whose host the profiler slows; `trace` a light one, whose host
+/// timing is the job's. Lane by lane (by name), the longest run of kernels that match name for name (the slowed
+/// profile's window starts and ends a few kernels off) gives its shapes; kernels outside it keep their recorded
+/// time. A lane where no run of half its kernels matches is an InputError naming both files, the lane and the
+/// kernel counts.
+void take_shapes(RankTrace& trace, const RankTrace& shaped);
+
 /// The programs of the replay on `fabric` (one per GPU; GPUs past the replayed ranks stay idle), ops marked with
 /// `phase`. Each node's step is its ops' tag. Fails (InputError naming `origin`) when the fabric has too few GPUs or
 /// `ranks` is no multiple of the traces'.
