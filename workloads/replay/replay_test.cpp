@@ -505,6 +505,15 @@ TEST_CASE("replay: a light profile takes its kernels' shapes from a profile with
   CHECK(thrown_by([&] { take_shapes(other, shaped); }) ==
         "light.json: its shapes trace shapes.json is not a profile of the same steps: stream 7 has 4 kernels here and "
         "4 there, and no run of half of these is a run of those");
+  // One shapes trace per trace.
+  const nlohmann::json paths{TRACES + "gpt-h2048-l2-b2-s2048.kineto.json.gz"};
+  const nlohmann::json two{TRACES + "gpt-h2048-l2-b2-s2048.shapes.kineto.json.gz",
+                           TRACES + "gpt-h2048-l2-b2-s2048.shapes.kineto.json.gz"};
+  const std::string message = thrown_by([&] {
+    workloads::testing::load("topology: {type: hgx, gpus: 2}\nworkloads: [{type: trace, paths: " + paths.dump() +
+                             ", shapes: " + two.dump() + "}]\n");
+  });
+  CHECK(contains(message, "workloads[0].shapes: expected one shapes trace per trace (1), found 2"));
 }
 
 TEST_CASE("replay: cost derived on the light profile's host times each captured step within 10 %, on either GPU") {
