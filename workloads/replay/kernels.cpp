@@ -54,6 +54,10 @@ models::MemoryKind memory_kind(std::string_view name) {
   if (has("gelu")) return {MemoryKernel::gelu, backward};
   if (has("cross_entropy") || has("nll_loss")) return {MemoryKernel::cross_entropy, backward};
   if (has("embedding")) return {MemoryKernel::embedding_grad, false};
+  // PyTorch's unrolled (unvectorised) kernels are its mixed-format ones: a cast copy (bf16 to fp32, autocast's
+  // gradient and master copies) and an add with operands of two formats.
+  if (has("unrolled_elementwise") && has("copy")) return {MemoryKernel::widen, false};
+  if (has("unrolled_elementwise") && has("add")) return {MemoryKernel::mixed_add, false};
   return {};
 }
 

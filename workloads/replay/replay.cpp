@@ -338,6 +338,8 @@ std::vector<Program> build_programs(const std::vector<RankTrace>& traces, const 
                 if (n.gemm) c.shape = *n.gemm;                  // timed by its tiles
                 if (n.attention) c.shape = *n.attention;        // by its score blocks over the SMs
               }
+              // A memory-bound kernel reaches its kind's share of HBM bandwidth (a layer norm's, GeLU's backward).
+              if (!n.gemm && !n.attention) c.memory = memory_kind(n.name);
               push(c);
               break;
             }
