@@ -471,54 +471,55 @@ class TraceWorkload final : public Workload {
 }  // namespace
 
 WorkloadRegistry::Entry trace_entry() {
-  return {
-      "trace",
-      "replay a captured job: PyTorch profiler (Kineto) or Chakra traces, one per rank (docs/replay.md)",
-      {{"paths", "list of files", "", "one trace per rank (.json, .json.gz, Chakra .et); relative to the scenario"},
-       {"cost", "recorded|derived", "recorded",
-        "kernels: recorded time scaled to the target GPU, or from their shapes where known"},
-       {"ranks", "count", "as captured", "ranks to replay: captured ranks x data-parallel replicas"},
-       {"source_gpu", "GPU preset", "from the trace", "the GPU the traces ran on, when their header lacks it"},
-       {"shapes", "list of files", "none",
-        "per rank, a profile of the same steps with shapes (record_shapes): cost derived takes the kernels' "
-        "shapes from it and the host's timing from `paths`"}},
-      [](const ConfigNode& node, const Fabric& fabric) -> std::unique_ptr<Workload> {
-        auto w = std::make_unique<TraceWorkload>();
-        std::vector<std::string> files;
-        const ConfigNode paths = node.child("paths");
-        for (const auto& p : paths.elements()) {
-          std::filesystem::path file(p.as<std::string>());
-          const SourceLocation where = p.location();
-          if (file.is_relative() && where.line > 0) file = std::filesystem::path(where.file).parent_path() / file;
-          files.push_back(file.lexically_normal().string());
-        }
-        if (files.empty()) paths.fail("expected one trace per rank, found none");
-        ReplayOptions options;
-        const auto cost = node.optional<std::string>("cost", "recorded");
-        if (cost != "recorded" && cost != "derived")
-          node.fail_key("cost", fmt::format("expected recorded or derived, found '{}'", cost));
-        options.cost = cost == "derived" ? KernelCost::derived : KernelCost::recorded;
-        options.ranks = node.optional<int>("ranks", 0);
-        if (node.has("ranks")) check_between(node, "ranks", options.ranks, 1, 1 << 20);
-        options.source_gpu = node.maybe<std::string>("source_gpu");
-        w->traces = read_traces(files);
-        if (const auto shapes = node.maybe_child("shapes")) {
-          const auto items = shapes->elements();
-          if (items.size() != files.size())
-            shapes->fail(fmt::format("expected one shapes trace per trace ({}), found {}", files.size(), items.size()));
-          for (std::size_t i = 0; i < items.size(); ++i) {
-            std::filesystem::path file(items[i].as<std::string>());
-            const SourceLocation where = items[i].location();
-            if (file.is_relative() && where.line > 0) file = std::filesystem::path(where.file).parent_path() / file;
-            const auto path = file.lexically_normal().string();
-            take_shapes(w->traces[i], read_trace_bytes(read_file(path), path, static_cast<int>(i)));
-          }
-        }
-        const std::string origin = node.location().to_string();
-        w->programs = build_programs(w->traces, fabric, options, 0, origin);
-        w->ranks = options.ranks == 0 ? static_cast<int>(w->traces.size()) : options.ranks;
-        return w;
-      }};
+  return {"trace",
+          "replay a captured job: PyTorch profiler (Kineto) or Chakra traces, one per rank (docs/replay.md)",
+          {{"paths", "list of files", "", "one trace per rank (.json, .json.gz, Chakra .et); relative to the scenario"},
+           {"cost", "recorded|derived", "recorded",
+            "kernels: recorded time scaled to the target GPU, or from their shapes where known"},
+           {"ranks", "count", "as captured", "ranks to replay: captured ranks x data-parallel replicas"},
+           {"source_gpu", "GPU preset", "from the trace", "the GPU the traces ran on, when their header lacks it"},
+           {"shapes", "list of files", "none",
+            "per rank, a profile of the same steps with shapes (record_shapes): cost derived takes the kernels' "
+            "shapes from it and the host's timing from `paths`"}},
+          [](const ConfigNode& node, const Fabric& fabric) -> std::unique_ptr<Workload> {
+            auto w = std::make_unique<TraceWorkload>();
+            // A list of files, each relative to the scenario that names it.
+            const auto files_of = [](const ConfigNode& list) {
+              std::vector<std::string> files;
+              for (const auto& p : list.elements()) {
+                std::filesystem::path file(p.as<std::string>());
+                const SourceLocation where = p.location();
+                if (file.is_relative() && where.line > 0) file = std::filesystem::path(where.file).parent_path() / file;
+                files.push_back(file.lexically_normal().string());
+              }
+              return files;
+            };
+            const ConfigNode paths = node.child("paths");
+            const auto files = files_of(paths);
+            if (files.empty()) paths.fail("expected one trace per rank, found none");
+            ReplayOptions options;
+            const auto cost = node.optional<std::string>("cost", "recorded");
+            if (cost != "recorded" && cost != "derived")
+              node.fail_key("cost", fmt::format("expected recorded or derived, found '{}'", cost));
+            options.cost = cost == "derived" ? KernelCost::derived : KernelCost::recorded;
+            options.ranks = node.optional<int>("ranks", 0);
+            if (node.has("ranks")) check_between(node, "ranks", options.ranks, 1, 1 << 20);
+            options.source_gpu = node.maybe<std::string>("source_gpu");
+            w->traces = read_traces(files);
+            if (const auto shapes = node.maybe_child("shapes")) {
+              const auto shaped = files_of(*shapes);
+              if (shaped.size() != files.size())
+                shapes->fail(
+                    fmt::format("expected one shapes trace per trace ({}), found {}", files.size(), shaped.size()));
+              for (std::size_t i = 0; i < shaped.size(); ++i)  // the traces are in rank order now, not the files'
+                take_shapes(*std::ranges::find(w->traces, files[i], &RankTrace::file),
+                            read_trace_bytes(read_file(shaped[i]), shaped[i], static_cast<int>(i)));
+            }
+            const std::string origin = node.location().to_string();
+            w->programs = build_programs(w->traces, fabric, options, 0, origin);
+            w->ranks = options.ranks == 0 ? static_cast<int>(w->traces.size()) : options.ranks;
+            return w;
+          }};
 }
 
 }  // namespace snsim::workloads::replay
