@@ -14,6 +14,12 @@
 namespace snsim::workloads::replay {
 namespace {
 
+std::string lowercase(std::string_view name) {
+  std::string lower(name);
+  std::ranges::transform(lower, lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower;
+}
+
 bool contains_any(const std::string& lower, std::span<const std::string_view> words) {
   return std::ranges::any_of(words, [&](std::string_view w) { return lower.find(w) != std::string::npos; });
 }
@@ -21,8 +27,7 @@ bool contains_any(const std::string& lower, std::span<const std::string_view> wo
 }  // namespace
 
 KernelClass classify(std::string_view name) {
-  std::string lower(name);
-  std::ranges::transform(lower, lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string lower = lowercase(name);
   // Attention first: FlashAttention's and cuDNN's kernels also contain "gemm"-like tile names.
   static constexpr std::array<std::string_view, 6> attention{"flash", "fmha", "attention", "sdpa", "attn", "mha_"};
   static constexpr std::array<std::string_view, 8> gemm{"gemm",   "nvjet",  "cutlass", "xmma",
@@ -41,8 +46,7 @@ KernelClass classify(std::string_view name) {
 }
 
 models::MemoryKind memory_kind(std::string_view name) {
-  std::string lower(name);
-  std::ranges::transform(lower, lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string lower = lowercase(name);
   const auto has = [&](std::string_view w) { return lower.find(w) != std::string::npos; };
   const bool backward = has("backward") || has("grad") || has("bwd");
   using models::MemoryKernel;
@@ -97,8 +101,7 @@ KernelRetiming::KernelRetiming(const GpuSpec& source, const GpuSpec& target)
 
 Seconds KernelRetiming::time(KernelClass kind, std::string_view name, Seconds recorded) const {
   if (same_ || recorded <= Seconds{0}) return recorded;
-  std::string lower(name);
-  std::ranges::transform(lower, lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string lower = lowercase(name);
   switch (kind) {
     case KernelClass::gemm:
       return gemm(recorded);
