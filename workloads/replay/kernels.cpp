@@ -39,6 +39,9 @@ KernelClass classify(std::string_view name) {
       "memcpy",      "index",         "embedding", "gather",  "scatter",     "adam",          "multi_tensor",
       "cat",         "cross_entropy", "nll_loss",  "dropout", "gelu",        "silu",          "gammabeta",
       "cub::",       "sort",          "scan",      "segment", "grad_weight", "cudnn::fusion", "unique"};
+  // cuDNN's helpers around its attention kernels (dO . O, dQ's conversion, GQA's head sums: `fmha_reduce_head`)
+  // stream through HBM: memory-bound, whatever their names hold.
+  if (lower.find("cudnn::fusion") != std::string::npos) return KernelClass::memory;
   if (contains_any(lower, attention)) return KernelClass::attention;
   if (contains_any(lower, gemm)) return KernelClass::gemm;
   if (contains_any(lower, memory)) return KernelClass::memory;
@@ -62,6 +65,9 @@ models::MemoryKind memory_kind(std::string_view name) {
   // gradient and master copies) and an add with operands of two formats.
   if (has("unrolled_elementwise") && has("copy")) return {MemoryKernel::widen, false};
   if (has("unrolled_elementwise") && has("add")) return {MemoryKernel::mixed_add, false};
+  // Its generic element-wise kernel (neither vectorised nor unrolled) is the path for non-contiguous operands: the
+  // strided views of a fused gate/up output that SwiGLU reads, rotary's halves.
+  if (has("native::elementwise_kernel<")) return {MemoryKernel::strided, false};
   return {};
 }
 

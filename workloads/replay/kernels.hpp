@@ -22,8 +22,9 @@ KernelClass classify(std::string_view name);
 
 /// The memory-bound kind a kernel named `name` is, for the share of HBM bandwidth it reaches (models/compute.hpp):
 /// PyTorch's fused AdamW (multi_tensor_apply), layer and RMS norms, softmax, GeLU, cross-entropy, and their
-/// backwards; PyTorch's unrolled (mixed-format) casts and adds as `widen` and `mixed_add`; element-wise kernels,
-/// copies and everything else a stream.
+/// backwards; PyTorch's unrolled (mixed-format) casts and adds as `widen` and `mixed_add`, its generic element-wise
+/// kernel (non-contiguous operands) as `strided`; vectorised element-wise kernels, copies and everything else a
+/// stream.
 models::MemoryKind memory_kind(std::string_view name);
 
 /// Re-times kernels recorded on `source` for `target` by the compute model, each GPU with its own parameter preset

@@ -593,7 +593,7 @@ RankTrace read_kineto(const json& j, const std::string& file, int position) {
     if (op.category == "kernel") {
       node.kind = TraceNode::Kind::kernel;
       // The operator that launched it, where the trace recorded shapes: its work for `cost: derived`. An
-      // attention operator's work goes to its attention kernel (cuDNN's backward launches two helpers beside it);
+      // attention operator's work goes to its attention kernel (cuDNN's backward launches helpers beside it);
       // an elementwise one's only when it launched this kernel alone, so that no bytes are counted twice.
       if (const auto id = args.find("External id"); id != args.end() && id->is_number_integer())
         if (const auto it = operator_of.find(id->get<std::int64_t>()); it != operator_of.end()) {
@@ -603,6 +603,18 @@ RankTrace read_kineto(const json& j, const std::string& file, int position) {
           if ((kind == KernelClass::memory || kind == KernelClass::unknown) &&
               kernels_of_operator[id->get<std::int64_t>()] == 1)
             derive_elementwise(*it->second, node);
+          // A cuDNN helper beside an attention kernel that runs on the attention model by its shape: the model's
+          // backward holds its helpers (models::ComputeModel::plan_attention), so the helper adds no work of its
+          // own (it still pays its queue gap).
+          if (kind == KernelClass::memory && node.name.find("cudnn::fusion") != std::string::npos) {
+            TraceNode attention;
+            derive_attention(*it->second, attention);
+            if (attention.attention) {
+              node.flops = Flops{0};
+              node.hbm_bytes = Bytes{0};
+              node.dtype = attention.dtype;
+            }
+          }
         }
     } else {
       node.bytes = Bytes{args.value("bytes", std::uint64_t{0})};

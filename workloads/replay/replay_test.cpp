@@ -87,7 +87,7 @@ TEST_CASE("replay: each captured H100 training step replays within 5 % of its un
 
 TEST_CASE("replay: a step captured on one GPU replays within 6 % of the same step measured on the other") {
   // The H200 captures on an H100 and the H100 captures on an H200, each against the step measured there: the
-  // kernels re-timed by the compute model (docs/replay.md#kernel-cost). Measured: 0.2-5.3 %; the peak and HBM
+  // kernels re-timed by the compute model (docs/replay.md#kernel-cost). Measured: 0.1-5.3 %; the peak and HBM
   // ratios of the datasheets gave 5.8-12.0 %.
   for (const auto& variant : CASES) {
     const double on_h100 = replayed_step_ms({TRACES + variant + ".kineto.json.gz"}, "{type: hgx, gpu: h100, gpus: 2}",
@@ -281,7 +281,9 @@ TEST_CASE("replay: a recorded kernel is re-timed on another GPU by the compute m
            {"void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)",
             {models::MemoryKernel::widen}},
            {"void at::native::unrolled_elementwise_kernel<at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>",
-            {models::MemoryKernel::mixed_add}}}) {
+            {models::MemoryKernel::mixed_add}},
+           {"void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::BinaryFunctor",
+            {models::MemoryKernel::strided}}}) {
     CHECK(memory_kind(name).kernel == kind.kernel);
     CHECK(memory_kind(name).backward == kind.backward);
     const Bytes bytes{256 << 20};
@@ -300,6 +302,9 @@ TEST_CASE("replay: a kernel of no known class is scaled as memory-bound") {
   CHECK(classify("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>") ==
         KernelClass::memory);
   CHECK(classify("my_custom_fused_thing") == KernelClass::unknown);
+  // cuDNN's helpers beside its attention kernels stream through HBM, "fmha" in their names or not.
+  CHECK(classify("void cudnn::fusion::fmha_reduce_head<true>(void const*, void*, unsigned int)") ==
+        KernelClass::memory);
   const GpuSpec h200 = gpu_of("h200"), h100 = gpu_of("h100");
   const KernelRetiming retiming(h200, h100);
   const Seconds us{1e-6};
@@ -446,11 +451,20 @@ TEST_CASE("replay: cost derived takes GEMM and attention FLOPs and elementwise b
   // aten::mm / aten::addmm with shapes, 2mkn each, 15,017,353,150,464 FLOPs in all; 12 cuDNN attention kernels
   // (6 forward, 6 backward; q and k [2, 16, 2048, 128], causal): 6 x (4 x 8,388,608 x 2048 / 2) x (1 + 2.5) =
   // 721,554,505,728 FLOPs; 216 kernels that are the only one of an elementwise operator (150 copy_, 15 add, 15
-  // native_layer_norm, 12 fill_, 12 add_, 6 gelu, 6 gelu_backward), 26,111,115,276 bytes read and written.
+  // native_layer_norm, 12 fill_, 12 add_, 6 gelu, 6 gelu_backward), 26,111,115,276 bytes read and written; and
+  // the 12 cuDNN helpers (cudnn::fusion) beside the 6 backward attention kernels, whose work the attention model's
+  // backward holds: no FLOPs, no bytes of their own.
   std::map<KernelClass, int> derived;
   std::map<KernelClass, double> flops, bytes;
+  int absorbed = 0;
   for (const auto& n : traces.front().nodes)
     if (n.flops && n.step >= 0) {
+      if (n.name.find("cudnn::fusion") != std::string::npos) {
+        ++absorbed;
+        CHECK(n.flops == Flops{0});
+        CHECK(n.hbm_bytes == Bytes{0});
+        continue;
+      }
       const KernelClass kind = classify(n.name);
       ++derived[kind];
       flops[kind] += n.flops->count();
@@ -464,6 +478,7 @@ TEST_CASE("replay: cost derived takes GEMM and attention FLOPs and elementwise b
   CHECK(flops[KernelClass::memory] == 0);
   CHECK(bytes[KernelClass::memory] == doctest::Approx(26'111'115'276.0).epsilon(1e-9));
   CHECK(derived.size() == 3);  // no kernel of unknown class is derived
+  CHECK(absorbed == 12);
   const auto scenario = workloads::testing::load(
       "topology: {type: hgx, gpus: 2}\nworkloads: [{type: program, ops: "
       "[barrier: {}]}]\n");
@@ -478,7 +493,7 @@ TEST_CASE("replay: cost derived takes GEMM and attention FLOPs and elementwise b
           CHECK(c->gemm()->flops().count() == doctest::Approx(c->flops.count()).epsilon(1e-12));
         }
       }
-  CHECK(roofline == 81 + 12 + 216);
+  CHECK(roofline == 81 + 12 + 216 + 12);
   CHECK(shaped == 81);
 }
 
@@ -522,8 +537,8 @@ TEST_CASE("replay: a light profile takes its kernels' shapes from a profile with
 
 TEST_CASE("replay: cost derived on the light profile's host times each captured step within 6 %, on either GPU") {
   // The kernels that have shapes run on the compute model (docs/replay.md#kernel-cost), the host keeps the light
-  // profile's timing: on its own GPU and on the other one, against the step measured there. Measured: 0.3-4.8 %,
-  // median 2.0 %.
+  // profile's timing: on its own GPU and on the other one, against the step measured there. Measured: 0.8-5.1 %,
+  // median 2.1 %.
   struct Capture {
     std::string traces, gpu;
   };
