@@ -34,18 +34,20 @@ KernelClass classify(std::string_view name) {
                                                         "cublas", "matmul", "wgmma",   "_mma"};
   // PyTorch's elementwise, reduction and indexing kernels, CUB's sorts and scans (the embedding's backward), cuDNN's
   // helpers around its attention (cudnn::fusion).
-  static constexpr std::array<std::string_view, 28> memory{
-      "elementwise", "reduce",        "softmax",   "norm",    "copy",        "fill",          "memset",
-      "memcpy",      "index",         "embedding", "gather",  "scatter",     "adam",          "multi_tensor",
-      "cat",         "cross_entropy", "nll_loss",  "dropout", "gelu",        "silu",          "gammabeta",
-      "cub::",       "sort",          "scan",      "segment", "grad_weight", "cudnn::fusion", "unique"};
-  // cuDNN's helpers around its attention kernels (dO . O, dQ's conversion, GQA's head sums: `fmha_reduce_head`)
-  // stream through HBM: memory-bound, whatever their names hold.
-  if (lower.find("cudnn::fusion") != std::string::npos) return KernelClass::memory;
+  static constexpr std::array<std::string_view, 27> memory{
+      "elementwise", "reduce", "softmax",   "norm",  "copy",         "fill", "memset",        "memcpy",      "index",
+      "embedding",   "gather", "scatter",   "adam",  "multi_tensor", "cat",  "cross_entropy", "nll_loss",    "dropout",
+      "gelu",        "silu",   "gammabeta", "cub::", "sort",         "scan", "segment",       "grad_weight", "unique"};
+  // Before attention: GQA's head sums are `fmha_reduce_head`.
+  if (cudnn_attention_helper(name)) return KernelClass::memory;
   if (contains_any(lower, attention)) return KernelClass::attention;
   if (contains_any(lower, gemm)) return KernelClass::gemm;
   if (contains_any(lower, memory)) return KernelClass::memory;
   return KernelClass::unknown;
+}
+
+bool cudnn_attention_helper(std::string_view name) {
+  return name.find("cudnn::fusion") != std::string_view::npos;
 }
 
 models::MemoryKind memory_kind(std::string_view name) {
@@ -107,13 +109,14 @@ KernelRetiming::KernelRetiming(const GpuSpec& source, const GpuSpec& target)
 
 Seconds KernelRetiming::time(KernelClass kind, std::string_view name, Seconds recorded) const {
   if (same_ || recorded <= Seconds{0}) return recorded;
-  const std::string lower = lowercase(name);
   switch (kind) {
     case KernelClass::gemm:
       return gemm(recorded);
-    case KernelClass::attention:
+    case KernelClass::attention: {
+      const std::string lower = lowercase(name);
       return attention(recorded, lower.find("bprop") != std::string::npos || lower.find("bwd") != std::string::npos ||
                                      lower.find("backward") != std::string::npos);
+    }
     case KernelClass::memory:
     case KernelClass::unknown:
       return memory(memory_kind(name), recorded);

@@ -20,6 +20,10 @@ enum class KernelClass {
 /// The class of a kernel named `name` (a demangled CUDA symbol as the profiler prints it).
 KernelClass classify(std::string_view name);
 
+/// Whether `name` is one of cuDNN's helpers around its attention kernels (dO . O, dQ's conversion, GQA's head sums:
+/// `cudnn::fusion::...`): memory-bound, and part of the work the attention model's backward holds.
+bool cudnn_attention_helper(std::string_view name);
+
 /// The memory-bound kind a kernel named `name` is, for the share of HBM bandwidth it reaches (models/compute.hpp):
 /// PyTorch's fused AdamW (multi_tensor_apply), layer and RMS norms, softmax, GeLU, cross-entropy, and their
 /// backwards; PyTorch's unrolled (mixed-format) casts and adds as `widen` and `mixed_add`, its generic element-wise

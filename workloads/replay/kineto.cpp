@@ -606,7 +606,7 @@ RankTrace read_kineto(const json& j, const std::string& file, int position) {
           // A cuDNN helper beside an attention kernel that runs on the attention model by its shape: the model's
           // backward holds its helpers (models::ComputeModel::plan_attention), so the helper adds no work of its
           // own (it still pays its queue gap).
-          if (kind == KernelClass::memory && node.name.find("cudnn::fusion") != std::string::npos) {
+          if (cudnn_attention_helper(node.name)) {
             TraceNode attention;
             derive_attention(*it->second, attention);
             if (attention.attention) {
